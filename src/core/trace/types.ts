@@ -1,0 +1,128 @@
+/**
+ * The trace model: what a trainer in harnessed RL sees. A rollout is the ordered list of LLM calls that a
+ * harness made for one task, as recorded by the proxy in front of the inference engine, plus the rewards the
+ * harness reported. Field names follow Agent Lightning v1.0 / OpenAI where they exist there.
+ *
+ * Token data is held in typed arrays (one per call), never as one object per token, so a batch of millions of
+ * tokens stays a few thousand objects.
+ */
+
+/** Agent Lightning rollout states. */
+export type RolloutState = 'queuing' | 'running' | 'succeeded' | 'failed';
+
+/** One OpenAI tool call as it appears in an assistant message. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** One OpenAI chat message. `reasoning_content` holds a separated thinking block when the engine splits it out. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  reasoning_content?: string;
+}
+
+/** One OpenAI function tool definition (`tools[]` of a chat-completions request). */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+/** Sampling parameters of a chat-completions request (OpenAI names). */
+export interface SamplingParams {
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  stop?: string[];
+  seed?: number;
+}
+
+export interface ModelRequest {
+  model?: string;
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  sampling: SamplingParams;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | (string & {});
+
+export interface ModelResponse {
+  message: ChatMessage;
+  finishReason: FinishReason | null;
+}
+
+/** Where a call was served: engine kind and model, and which policy version produced it (async staleness). */
+export interface EngineInfo {
+  engine: string;
+  model: string;
+  policyVersion?: number;
+}
+
+export interface CallTimings {
+  /** ms since the epoch */
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * One recorded LLM request/response pair. Token ids and log-probs are present when the engine returned them
+ * (vLLM `return_token_ids`, `logprobs`); `responseLogProbs[i]` is NaN where the engine gave no finite log-prob.
+ */
+export interface ModelCall {
+  request: ModelRequest;
+  /** null when the call failed before a response (see httpStatus / error). */
+  response: ModelResponse | null;
+  promptTokenIds?: Int32Array;
+  responseTokenIds?: Int32Array;
+  responseLogProbs?: Float32Array;
+  engine?: EngineInfo;
+  timings?: CallTimings;
+  httpStatus: number;
+  error?: string;
+}
+
+/** A reward the harness reported (Agent Lightning `reward` event); `callIndex` when tied to a call. */
+export interface RewardEvent {
+  value: number;
+  callIndex?: number;
+  timestampMs?: number;
+}
+
+export interface Rollout {
+  rolloutId: string;
+  /** The task; rollouts with the same dataId form one GRPO group (verl `uid`). */
+  dataId: string;
+  isTrain: boolean;
+  state: RolloutState;
+  /** Why the rollout failed, when state is 'failed'. */
+  error?: string;
+  calls: ModelCall[];
+  rewards: RewardEvent[];
+  /** The reward the trainer uses: the last reward event, or null when none was reported. */
+  finalReward: number | null;
+  /** Training step / sample order, as Agent Lightning's trainer orders rollouts. */
+  step?: number;
+  sampleIdxInStep?: number;
+  metadata: Record<string, unknown>;
+}
+
+/** A batch of rollouts as loaded from one source, with what the loader had to say about it. */
+export interface TraceBatch {
+  rollouts: Rollout[];
+  /** Records that were rejected, with their location and reason; valid records were kept. */
+  issues: TraceIssue[];
+  /** Counters the import produced (e.g. non-finite log-probs turned into absent). */
+  counters: Record<string, number>;
+}
+
+export interface TraceIssue {
+  /** "line 42", "rollouts[3].triplets[1]", … */
+  where: string;
+  field?: string;
+  message: string;
+}
