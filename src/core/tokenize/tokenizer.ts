@@ -1,0 +1,111 @@
+/**
+ * A chat tokenizer over a Hugging Face `tokenizer.json` + `tokenizer_config.json` pair: byte-identical ids
+ * (`@huggingface/tokenizers`) and chat-template rendering (`@huggingface/jinja`), the same engines
+ * transformers.js uses. Pure: the caller loads the two JSON documents (see loaders in cli/ and ui/).
+ */
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
+import type { ChatMessage, ToolDefinition } from '../trace/types';
+
+export interface RenderOptions {
+  tools?: ToolDefinition[];
+  /** Append the assistant header so the model continues as the assistant (what an engine does per call). */
+  addGenerationPrompt: boolean;
+  /** Qwen3's `enable_thinking` template variable; undefined leaves the template's default. */
+  enableThinking?: boolean;
+}
+
+type JsonObject = Record<string, unknown>;
+
+export class ChatTokenizer {
+  readonly name: string;
+  readonly vocabSize: number;
+  /** ids of added tokens marked `special` (e.g. `<|im_start|>`) */
+  readonly specialIds: ReadonlySet<number>;
+  /** added tokens by content (special or not: Qwen3's `<think>` and `<tool_call>` are added but not special) */
+  readonly addedTokens: ReadonlyMap<string, number>;
+  private readonly tok: Tokenizer;
+  private readonly template: Template | null;
+  private readonly config: JsonObject;
+  private readonly idToTokenCache: (string | undefined)[] = [];
+
+  constructor(name: string, tokenizerJson: JsonObject, tokenizerConfig: JsonObject) {
+    this.name = name;
+    this.config = tokenizerConfig;
+    this.tok = new Tokenizer(tokenizerJson, tokenizerConfig);
+    const model = tokenizerJson.model as { vocab?: Record<string, number> } | undefined;
+    const added = (tokenizerJson.added_tokens as { id: number; content: string; special: boolean }[]) ?? [];
+    let maxId = -1;
+    for (const id of Object.values(model?.vocab ?? {})) if (id > maxId) maxId = id;
+    const special = new Set<number>();
+    const addedMap = new Map<string, number>();
+    for (const t of added) {
+      if (t.id > maxId) maxId = t.id;
+      if (t.special) special.add(t.id);
+      addedMap.set(t.content, t.id);
+    }
+    this.vocabSize = maxId + 1;
+    this.specialIds = special;
+    this.addedTokens = addedMap;
+    const tpl = tokenizerConfig.chat_template;
+    this.template = typeof tpl === 'string' ? new Template(tpl) : null;
+  }
+
+  /** Token ids of `text`; special-token strings in the text map to their ids; no BOS/EOS is added. */
+  encode(text: string): Int32Array {
+    return Int32Array.from(this.tok.encode(text, { add_special_tokens: false }).ids);
+  }
+
+  decode(ids: ArrayLike<number>, opts: { skipSpecialTokens?: boolean } = {}): string {
+    return this.tok.decode(Array.from(ids), { skip_special_tokens: opts.skipSpecialTokens ?? false });
+  }
+
+  /** The vocabulary string of one id (byte-level form, e.g. 'ĠHello'), or undefined when out of range. */
+  tokenString(id: number): string | undefined {
+    if (id < 0 || id >= this.vocabSize) return undefined;
+    let s = this.idToTokenCache[id];
+    if (s === undefined) {
+      s = this.tok.id_to_token(id) ?? undefined;
+      this.idToTokenCache[id] = s;
+    }
+    return s;
+  }
+
+  /** The text one id decodes to on its own (may be a partial UTF-8 sequence, shown as U+FFFD). */
+  tokenText(id: number): string {
+    return this.decode([id]);
+  }
+
+  get hasChatTemplate(): boolean {
+    return this.template !== null;
+  }
+
+  /** Renders messages with the tokenizer's chat template, as an OpenAI-compatible server does per request. */
+  renderChat(messages: ChatMessage[], opts: RenderOptions): string {
+    if (!this.template)
+      throw new Error(`tokenizer '${this.name}' has no chat_template in its tokenizer_config`);
+    const vars: Record<string, unknown> = {
+      messages: messages.map((m) => ({ ...m, content: m.content ?? '' })),
+      add_generation_prompt: opts.addGenerationPrompt,
+      bos_token: this.specialString('bos_token'),
+      eos_token: this.specialString('eos_token'),
+      pad_token: this.specialString('pad_token'),
+    };
+    if (opts.tools?.length) vars.tools = opts.tools;
+    if (opts.enableThinking !== undefined) vars.enable_thinking = opts.enableThinking;
+    return this.template.render(vars);
+  }
+
+  /** encode(renderChat(...)): what "retokenize" means for a call. */
+  encodeChat(messages: ChatMessage[], opts: RenderOptions): Int32Array {
+    return this.encode(this.renderChat(messages, opts));
+  }
+
+  private specialString(key: string): string {
+    const v = this.config[key];
+    if (typeof v === 'string') return v;
+    if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string')
+      return (v as { content: string }).content;
+    return '';
+  }
+}
