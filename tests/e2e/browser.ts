@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { chromiumArgs, chromiumPath } from '../tools/chromium.mjs';
 
-export async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs(), headless: true });
+/** Launches Debian's Chromium; `webgpu: false` leaves out --enable-unsafe-webgpu, so no adapter is exposed. */
+export async function launch(opts: { webgpu?: boolean } = {}): Promise<Browser> {
+  const args = chromiumArgs().filter((a) => opts.webgpu !== false || a !== '--enable-unsafe-webgpu');
+  return chromium.launch({ executablePath: chromiumPath(), args, headless: true });
 }
 
 /** Saves a full-page screenshot under test-results/e2e/ (a test artifact, ignored by git). */

@@ -52,4 +52,17 @@ describe('app shell in Chromium', () => {
     await page.close();
     await second.close();
   });
+
+  it('says so when WebGPU is unavailable', async () => {
+    const noGpu = await launch({ webgpu: false });
+    try {
+      const page = await noGpu.newPage();
+      await page.goto(baseUrl);
+      const status = page.getByTestId('gpu-status');
+      await expect.poll(() => status.getAttribute('data-available'), { timeout: 30_000 }).toBe('false');
+      expect(await status.textContent()).toBe('WebGPU unavailable: running on the CPU engine');
+    } finally {
+      await noGpu.close();
+    }
+  });
 });
