@@ -29,6 +29,8 @@ export interface AggOptions {
   lossScaleFactor?: number | null;
   /** padded width T when the rows came from a [B,T] tensor (default: longest row) */
   paddedWidth?: number;
+  /** per-row valid-token counts when the caller already has them (saves a pass over the mask) */
+  rowCounts?: Int32Array;
 }
 
 export interface AggMode {
@@ -58,7 +60,7 @@ export function paddedWidthOf(rows: ResponseRows, opts: AggOptions): number {
 }
 
 function seqCoefficients(rows: ResponseRows, opts: AggOptions, perToken: boolean): Float64Array {
-  const counts = rowTokenCounts(rows);
+  const counts = opts.rowCounts ?? rowTokenCounts(rows);
   let nonEmpty = 0;
   for (let i = 0; i < rows.nRows; i++) if (counts[i] > 0) nonEmpty++;
   const gbs = opts.globalBatchSize ?? nonEmpty;
@@ -82,7 +84,8 @@ registerAggMode({
   formula: 'L = dp · Σ_t m_t ℓ_t / (batch_num_tokens ?? Σ_t m_t)',
   rowCoefficients(rows, opts) {
     let n = 0;
-    for (let t = 0; t < rows.mask.length; t++) n += rows.mask[t];
+    if (opts.rowCounts) for (let i = 0; i < rows.nRows; i++) n += opts.rowCounts[i];
+    else for (let t = 0; t < rows.mask.length; t++) n += rows.mask[t];
     const c = (opts.dpSize ?? 1) / (opts.batchNumTokens ?? n);
     return new Float64Array(rows.nRows).fill(c);
   },

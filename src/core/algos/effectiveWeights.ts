@@ -14,7 +14,7 @@
  */
 import type { TrainingBatch } from '../batch/types';
 import { computeAdvantage } from './advantage';
-import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode } from './aggLoss';
+import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
 import type { FloatDType } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
@@ -68,27 +68,36 @@ export function tokenLevelRewardsOf(batch: TrainingBatch): Float32Array {
   return out;
 }
 
+/**
+ * Per-token advantages, or (rollout level) one scalar per rollout: the fused loops below broadcast it
+ * themselves instead of materialising a second per-token array.
+ */
 function advantagesFor(
   batch: TrainingBatch,
   opts: EffectiveWeightOptions,
   uids: Grouping,
   rollouts: Grouping,
-) {
-  const tokenLevelRewards = tokenLevelRewardsOf(batch);
+): { perToken: Float32Array | null; perRollout: Float64Array | null } {
   const aopts = {
     normAdvByStd: opts.normAdvByStd,
     epsilon: opts.epsilon,
     gamma: opts.gamma,
     dtype: opts.rewardDType,
   };
-  if (opts.rolloutLevel)
-    return computeRolloutLevelAdvantage(
+  if (opts.rolloutLevel) {
+    const r = computeRolloutLevelAdvantage(
       opts.advEstimator,
-      { rows: batch, tokenLevelRewards, uids, rollouts },
-      aopts,
-    ).advantages;
-  return computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
-    .advantages;
+      { rows: batch, rowRewards: batch.reward, uids, rollouts },
+      { ...aopts, broadcast: false },
+    );
+    return { perToken: null, perRollout: r.rolloutAdvantage };
+  }
+  const tokenLevelRewards = tokenLevelRewardsOf(batch);
+  return {
+    perToken: computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
+      .advantages,
+    perRollout: null,
+  };
 }
 
 /** Per-row coefficient c_r of a loss mode (per_rollout_mean: dp / max(1, T_rollout·N)). */
@@ -97,6 +106,7 @@ export function rowCoefficients(
   mode: LossMode,
   opts: EffectiveWeightOptions,
   rollouts: Grouping,
+  rowCounts?: Int32Array,
 ) {
   const dp = opts.dpSize ?? 1;
   if (mode === 'per_rollout_mean') {
@@ -105,6 +115,7 @@ export function rowCoefficients(
       rollouts,
       opts.numTrainedRows ?? batch.nRows,
       opts.rewardDType ?? 'float32',
+      rowCounts,
     );
     for (let i = 0; i < div.length; i++) div[i] = dp / div[i];
     return div;
@@ -114,6 +125,7 @@ export function rowCoefficients(
     lossScaleFactor: opts.lossScaleFactor,
     batchNumTokens: opts.batchNumTokens,
     globalBatchSize: opts.globalBatchSize,
+    rowCounts,
   };
   return getAggMode(mode).rowCoefficients(batch, agg);
 }
@@ -122,24 +134,64 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const n = batch.offsets[batch.nRows];
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
-  const advantages = advantagesFor(batch, opts, uids, rollouts);
-  const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts);
+  const counts = rowTokenCounts(batch);
+  const adv = advantagesFor(batch, opts, uids, rollouts);
+  const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
+  const advantages = adv.perToken ?? new Float32Array(n);
+  const perRollout = adv.perRollout;
   const weights = new Float32Array(n);
   const rowSums = new Float64Array(batch.nRows);
   const rolloutSums = new Float64Array(rollouts.nGroups);
   const groupSums = new Float64Array(uids.nGroups);
   const { offsets: off, mask } = batch;
+  for (let i = 0; i < batch.nRows; i++) {
+    const c = coef[i];
+    const e = off[i + 1];
+    let s: number;
+    if (perRollout) {
+      // rollout level: A is one scalar per rollout, broadcast × mask
+      const a = perRollout[rollouts.group[i]];
+      const v = -a * c;
+      if (w) {
+        s = 0;
+        for (let t = off[i]; t < e; t++) {
+          const m = mask[t];
+          advantages[t] = a * m;
+          const x = v * m * w[t];
+          weights[t] = x;
+          s += x;
+        }
+      } else {
+        for (let t = off[i]; t < e; t++) {
+          const m = mask[t];
+          advantages[t] = a * m;
+          weights[t] = v * m;
+        }
+        s = v * counts[i];
+      }
+    } else {
+      s = 0;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const x = -advantages[t] * c * (w ? w[t] : 1);
+        weights[t] = x;
+        s += x;
+      }
+    }
+    rowSums[i] = s;
+    rolloutSums[rollouts.group[i]] += s;
+    groupSums[uids.group[i]] += s;
+  }
   let recordedWeights: Float32Array | null = null;
-  let grads: Float32Array | null = null;
   if (opts.oldLogProbs || opts.newLogProbs) {
     if (!opts.oldLogProbs || !opts.newLogProbs)
       throw new Error('give both oldLogProbs and newLogProbs, or neither');
     // per_rollout_mean's loss sees the normalised advantages; clipping decisions depend only on sign(A) and ρ,
-    // so the un-normalised advantages give the same branch and c_r carries the normalisation.
-    grads = ppoTokenLosses(
+    // so the un-normalised advantages pick the same branch and c_r carries the normalisation.
+    const grads = ppoTokenLosses(
       {
         rows: batch,
         oldLogProb: opts.oldLogProbs,
@@ -150,20 +202,8 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
       opts,
     ).tokenGrads;
     recordedWeights = new Float32Array(n);
-  }
-  for (let i = 0; i < batch.nRows; i++) {
-    const c = coef[i];
-    let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      if (!mask[t]) continue;
-      const v = -advantages[t] * c * (w ? w[t] : 1);
-      weights[t] = v;
-      s += v;
-      if (grads && recordedWeights) recordedWeights[t] = grads[t] * c;
-    }
-    rowSums[i] = s;
-    rolloutSums[rollouts.group[i]] += s;
-    groupSums[uids.group[i]] += s;
+    for (let i = 0; i < batch.nRows; i++)
+      for (let t = off[i]; t < off[i + 1]; t++) recordedWeights[t] = mask[t] ? grads[t] * coef[i] : 0;
   }
   return { advantages, weights, recordedWeights, rowSums, rolloutSums, groupSums, groups: uids };
 }
@@ -181,32 +221,48 @@ export function allLossModes(
   const full = { ...opts, lossAggMode: 'token-mean' as LossMode };
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
-  const advantages = advantagesFor(batch, full, uids, rollouts);
+  const counts = rowTokenCounts(batch);
+  const adv = advantagesFor(batch, full, uids, rollouts);
   const n = batch.offsets[batch.nRows];
-  const k = ALL_LOSS_MODES.length;
-  const coefs = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts));
-  const weights = ALL_LOSS_MODES.map(() => new Float32Array(n));
+  const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
+  const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
   const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
-  const w = opts.rolloutIsWeights ?? null;
+  const advantages = adv.perToken ?? new Float32Array(n);
+  const isw = opts.rolloutIsWeights ?? null;
   const { offsets: off, mask } = batch;
-  const c = new Float64Array(k);
   for (let i = 0; i < batch.nRows; i++) {
-    for (let j = 0; j < k; j++) c[j] = coefs[j][i];
+    const a0 = c0[i];
+    const a1 = c1[i];
+    const a2 = c2[i];
+    const a3 = c3[i];
+    const a4 = c4[i];
+    const ra = adv.perRollout ? adv.perRollout[rollouts.group[i]] : 0;
     let s = 0;
     for (let t = off[i]; t < off[i + 1]; t++) {
-      if (!mask[t]) continue;
-      const g = -advantages[t] * (w ? w[t] : 1);
+      const m = mask[t];
+      if (adv.perRollout) advantages[t] = ra * m;
+      if (!m) continue;
+      const g = -advantages[t] * (isw ? isw[t] : 1);
       s += g;
-      for (let j = 0; j < k; j++) weights[j][t] = g * c[j];
+      w0[t] = g * a0;
+      w1[t] = g * a1;
+      w2[t] = g * a2;
+      w3[t] = g * a3;
+      w4[t] = g * a4;
     }
     const r = rollouts.group[i];
-    for (let j = 0; j < k; j++) totals[j][r] += s * c[j];
+    totals[0][r] += s * a0;
+    totals[1][r] += s * a1;
+    totals[2][r] += s * a2;
+    totals[3][r] += s * a3;
+    totals[4][r] += s * a4;
   }
+  const ws = [w0, w1, w2, w3, w4];
   const modes = {} as AllLossModes['modes'];
   ALL_LOSS_MODES.forEach((m, j) => {
     let total = 0;
     for (const x of totals[j]) total += x;
-    modes[m] = { weights: weights[j], rolloutTotals: totals[j], total };
+    modes[m] = { weights: ws[j], rolloutTotals: totals[j], total };
   });
   return { advantages, modes };
 }

@@ -15,7 +15,13 @@ import { type FloatDType, rounder, UpstreamError } from './numeric';
 
 export interface RolloutLevelInput {
   rows: ResponseRows;
-  tokenLevelRewards: Float32Array;
+  /** per-token rewards; or give `rowRewards` instead */
+  tokenLevelRewards?: Float32Array;
+  /**
+   * per-row outcome rewards, standing for token_level_rewards with the reward on each row's last response
+   * token (Agent Lightning's RolloutAdapter layout) without materialising a per-token array
+   */
+  rowRewards?: Float32Array;
   /** per row: uid (GRPO group) */
   uids: Grouping;
   /** per row: rollout grouping (dense ids; keys are the rollout ids used in messages) */
@@ -45,12 +51,25 @@ export function allclose(a: number, b: number): boolean {
 
 const pyRepr = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
+export interface RolloutLevelOptions extends AdvantageOptions {
+  /** false: only the per-rollout scalars (advantages/returns arrays left empty); default true */
+  broadcast?: boolean;
+}
+
 export function computeRolloutLevelAdvantage(
   estimator: string,
   input: RolloutLevelInput,
-  opts: AdvantageOptions = {},
+  opts: RolloutLevelOptions = {},
 ): RolloutLevelResult {
-  const { rows, tokenLevelRewards, uids, rollouts } = input;
+  const { rows, tokenLevelRewards, rowRewards, uids, rollouts } = input;
+  if (!tokenLevelRewards === !rowRewards)
+    throw new Error('give exactly one of tokenLevelRewards and rowRewards');
+  if (rowRewards && rowRewards.length !== rows.nRows)
+    throw new Error(`rowRewards has ${rowRewards.length} values but the batch has ${rows.nRows} rows`);
+  if (tokenLevelRewards && tokenLevelRewards.length !== rows.offsets[rows.nRows])
+    throw new Error(
+      `tokenLevelRewards has ${tokenLevelRewards.length} values but the rows hold ${rows.offsets[rows.nRows]} tokens`,
+    );
   const { offsets: off, mask } = rows;
   if (rollouts.group.length !== rows.nRows)
     throw new UpstreamError(
@@ -64,9 +83,13 @@ export function computeRolloutLevelAdvantage(
   const repSum = new Float64Array(nR);
   for (let i = 0; i < rows.nRows; i++) {
     const g = rollouts.group[i];
-    let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) s = Math.fround(s + tokenLevelRewards[t]);
-    s = R(s);
+    let s: number;
+    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
+    else {
+      s = 0;
+      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
+      s = R(s);
+    }
     rowsPer[g]++;
     if (rep[g] < 0) {
       rep[g] = i;
@@ -94,7 +117,8 @@ export function computeRolloutLevelAdvantage(
   for (let g = 0; g < nR; g++) {
     const i = rep[g];
     subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
-    subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
+    if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
+    else if (subOff[g + 1] > subOff[g]) subRew[subOff[g + 1] - 1] = (rowRewards as Float32Array)[i];
     subUid[g] = uids.keys[uids.group[i]];
   }
   const sub = { nRows: nR, offsets: subOff, mask: subMask };
@@ -130,17 +154,19 @@ export function computeRolloutLevelAdvantage(
   };
   const rolloutAdvantage = extract(out.advantages, 'advantages');
   const rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
-  const advantages = new Float32Array(off[rows.nRows]);
-  const returns = rolloutReturn === rolloutAdvantage ? advantages : new Float32Array(off[rows.nRows]);
-  for (let i = 0; i < rows.nRows; i++) {
-    const g = rollouts.group[i];
-    const a = rolloutAdvantage[g];
-    const r = rolloutReturn[g];
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      advantages[t] = a * mask[t];
-      if (returns !== advantages) returns[t] = r * mask[t];
+  const broadcast = opts.broadcast ?? true;
+  const advantages = new Float32Array(broadcast ? off[rows.nRows] : 0);
+  const returns = new Float32Array(broadcast ? off[rows.nRows] : 0);
+  if (broadcast)
+    for (let i = 0; i < rows.nRows; i++) {
+      const g = rollouts.group[i];
+      const a = rolloutAdvantage[g];
+      const r = rolloutReturn[g];
+      for (let t = off[i]; t < off[i + 1]; t++) {
+        advantages[t] = a * mask[t];
+        returns[t] = r * mask[t];
+      }
     }
-  }
   let multi = 0;
   let maxRows = 0;
   for (let g = 0; g < nR; g++) {
@@ -149,7 +175,7 @@ export function computeRolloutLevelAdvantage(
   }
   return {
     advantages,
-    returns: returns === advantages ? advantages.slice() : returns,
+    returns,
     rolloutAdvantage,
     rolloutReturn,
     metrics: {
@@ -167,6 +193,7 @@ export function rolloutDivisors(
   rollouts: Grouping,
   numTrainedRows: number,
   dtype: FloatDType = 'float32',
+  rowCounts?: Int32Array,
 ): Float64Array {
   if (!(numTrainedRows > 0)) throw new UpstreamError('ValueError', 'num_trained_rows must be positive');
   if (rollouts.group.length !== rows.nRows)
@@ -179,7 +206,8 @@ export function rolloutDivisors(
   const { offsets: off, mask } = rows;
   for (let i = 0; i < rows.nRows; i++) {
     let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    if (rowCounts) c = rowCounts[i];
+    else for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
     tokens[rollouts.group[i]] += R(c);
   }
   const out = new Float64Array(rows.nRows);
