@@ -1,0 +1,270 @@
+/**
+ * Effective weights: the gradient weight ∂L/∂logπ_t each token receives, i.e. what a loss mode and an
+ * advantage estimator do to every token. From the loss definitions (see aggLoss.ts and policyLoss.ts):
+ *
+ *   L = Σ_t c_r(t) · m_t · ℓ_t,    ℓ_t = clipped(−A_t ρ_t) · w_IS,t,    ρ_t = exp(logπ_t − logπ_old,t)
+ *   ∂L/∂logπ_t = c_r · m_t · ∂ℓ_t/∂logπ_t,   and at ρ = 1 (nothing clipped):  ∂ℓ_t/∂logπ_t = −A_t · w_IS,t
+ *
+ * with c_r from the aggregation mode (token-mean: dp/ΣM; seq-mean-token-sum: dp/G; seq-mean-token-mean:
+ * dp/(G·T_r); seq-mean-token-sum-norm: 1/T) and, for Agent Lightning's per_rollout_mean, c = dp applied to
+ * advantages already divided by max(1, T_rollout·N): weight = −dp·A_rollout/(T_rollout·N) per trainable token.
+ * At recorded ratios (old/new log-probs given) the clipped branches contribute 0, as PPO's clip does.
+ *
+ * Rewards are placed where Agent Lightning's RolloutAdapter puts them: on the last response token of each row.
+ */
+import type { TrainingBatch } from '../batch/types';
+import { computeAdvantage } from './advantage';
+import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
+import { type Grouping, groupingFromIds, indexGroups } from './groups';
+import type { FloatDType } from './numeric';
+import { type ClipOptions, ppoTokenLosses } from './policyLoss';
+import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
+
+export type LossMode = LossAggMode | 'per_rollout_mean';
+export const ALL_LOSS_MODES: LossMode[] = [...LOSS_AGG_MODES, 'per_rollout_mean'];
+
+export interface EffectiveWeightOptions extends ClipOptions {
+  advEstimator: string;
+  normAdvByStd?: boolean;
+  epsilon?: number;
+  gamma?: number;
+  /** Agent Lightning's rollout-level advantages (estimator on each rollout's first row, broadcast) */
+  rolloutLevel: boolean;
+  lossAggMode: LossMode;
+  dpSize?: number;
+  lossScaleFactor?: number | null;
+  batchNumTokens?: number | null;
+  globalBatchSize?: number | null;
+  /** per_rollout_mean's N (upstream passes len(batch)); default nRows */
+  numTrainedRows?: number;
+  /** reward dtype (bf16 on Agent Lightning's path); default float32 */
+  rewardDType?: FloatDType;
+  /** recorded log-probs: old (behaviour/trainer-old) and new (current policy); both or neither */
+  oldLogProbs?: Float32Array;
+  newLogProbs?: Float32Array;
+  rolloutIsWeights?: Float32Array | null;
+}
+
+export interface EffectiveWeights {
+  /** advantages as computed by the estimator (before per-rollout normalisation) */
+  advantages: Float32Array;
+  /** ∂L/∂logπ_t at ratio 1 */
+  weights: Float32Array;
+  /** ∂L/∂logπ_t at the recorded ratios, when old/new log-probs are given */
+  recordedWeights: Float32Array | null;
+  rowSums: Float64Array;
+  /** indexed like batch.rowRollout */
+  rolloutSums: Float64Array;
+  /** per group (data id), in `groups.keys` order */
+  groupSums: Float64Array;
+  groups: Grouping;
+}
+
+/** token_level_rewards as the adapter builds them: the row reward on its last response token. */
+export function tokenLevelRewardsOf(batch: TrainingBatch): Float32Array {
+  const out = new Float32Array(batch.offsets[batch.nRows]);
+  for (let i = 0; i < batch.nRows; i++)
+    if (batch.offsets[i + 1] > batch.offsets[i]) out[batch.offsets[i + 1] - 1] = batch.reward[i];
+  return out;
+}
+
+/**
+ * Per-token advantages, or (rollout level) one scalar per rollout: the fused loops below broadcast it
+ * themselves instead of materialising a second per-token array.
+ */
+function advantagesFor(
+  batch: TrainingBatch,
+  opts: EffectiveWeightOptions,
+  uids: Grouping,
+  rollouts: Grouping,
+): { perToken: Float32Array | null; perRollout: Float64Array | null } {
+  const aopts = {
+    normAdvByStd: opts.normAdvByStd,
+    epsilon: opts.epsilon,
+    gamma: opts.gamma,
+    dtype: opts.rewardDType,
+  };
+  if (opts.rolloutLevel) {
+    const r = computeRolloutLevelAdvantage(
+      opts.advEstimator,
+      { rows: batch, rowRewards: batch.reward, uids, rollouts },
+      { ...aopts, broadcast: false },
+    );
+    return { perToken: null, perRollout: r.rolloutAdvantage };
+  }
+  const tokenLevelRewards = tokenLevelRewardsOf(batch);
+  return {
+    perToken: computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
+      .advantages,
+    perRollout: null,
+  };
+}
+
+/** Per-row coefficient c_r of a loss mode (per_rollout_mean: dp / max(1, T_rollout·N)). */
+export function rowCoefficients(
+  batch: TrainingBatch,
+  mode: LossMode,
+  opts: EffectiveWeightOptions,
+  rollouts: Grouping,
+  rowCounts?: Int32Array,
+) {
+  const dp = opts.dpSize ?? 1;
+  if (mode === 'per_rollout_mean') {
+    const div = rolloutDivisors(
+      batch,
+      rollouts,
+      opts.numTrainedRows ?? batch.nRows,
+      opts.rewardDType ?? 'float32',
+      rowCounts,
+    );
+    for (let i = 0; i < div.length; i++) div[i] = dp / div[i];
+    return div;
+  }
+  const agg: AggOptions = {
+    dpSize: dp,
+    lossScaleFactor: opts.lossScaleFactor,
+    batchNumTokens: opts.batchNumTokens,
+    globalBatchSize: opts.globalBatchSize,
+    rowCounts,
+  };
+  return getAggMode(mode).rowCoefficients(batch, agg);
+}
+
+export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOptions): EffectiveWeights {
+  const n = batch.offsets[batch.nRows];
+  const uids = indexGroups(batch.dataIds);
+  const rollouts = groupingFromIds(batch.rowRollout);
+  const counts = rowTokenCounts(batch);
+  const adv = advantagesFor(batch, opts, uids, rollouts);
+  const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
+  const w = opts.rolloutIsWeights ?? null;
+  if (w && w.length !== n)
+    throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
+  const advantages = adv.perToken ?? new Float32Array(n);
+  const perRollout = adv.perRollout;
+  const weights = new Float32Array(n);
+  const rowSums = new Float64Array(batch.nRows);
+  const rolloutSums = new Float64Array(rollouts.nGroups);
+  const groupSums = new Float64Array(uids.nGroups);
+  const { offsets: off, mask } = batch;
+  for (let i = 0; i < batch.nRows; i++) {
+    const c = coef[i];
+    const e = off[i + 1];
+    let s: number;
+    if (perRollout) {
+      // rollout level: A is one scalar per rollout, broadcast × mask
+      const a = perRollout[rollouts.group[i]];
+      const v = -a * c;
+      if (w) {
+        s = 0;
+        for (let t = off[i]; t < e; t++) {
+          const m = mask[t];
+          advantages[t] = a * m;
+          const x = v * m * w[t];
+          weights[t] = x;
+          s += x;
+        }
+      } else {
+        for (let t = off[i]; t < e; t++) {
+          const m = mask[t];
+          advantages[t] = a * m;
+          weights[t] = v * m;
+        }
+        s = v * counts[i];
+      }
+    } else {
+      s = 0;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const x = -advantages[t] * c * (w ? w[t] : 1);
+        weights[t] = x;
+        s += x;
+      }
+    }
+    rowSums[i] = s;
+    rolloutSums[rollouts.group[i]] += s;
+    groupSums[uids.group[i]] += s;
+  }
+  let recordedWeights: Float32Array | null = null;
+  if (opts.oldLogProbs || opts.newLogProbs) {
+    if (!opts.oldLogProbs || !opts.newLogProbs)
+      throw new Error('give both oldLogProbs and newLogProbs, or neither');
+    // per_rollout_mean's loss sees the normalised advantages; clipping decisions depend only on sign(A) and ρ,
+    // so the un-normalised advantages pick the same branch and c_r carries the normalisation.
+    const grads = ppoTokenLosses(
+      {
+        rows: batch,
+        oldLogProb: opts.oldLogProbs,
+        logProb: opts.newLogProbs,
+        advantages,
+        rolloutIsWeights: w,
+      },
+      opts,
+    ).tokenGrads;
+    recordedWeights = new Float32Array(n);
+    for (let i = 0; i < batch.nRows; i++)
+      for (let t = off[i]; t < off[i + 1]; t++) recordedWeights[t] = mask[t] ? grads[t] * coef[i] : 0;
+  }
+  return { advantages, weights, recordedWeights, rowSums, rolloutSums, groupSums, groups: uids };
+}
+
+export interface AllLossModes {
+  advantages: Float32Array;
+  modes: Record<LossMode, { weights: Float32Array; rolloutTotals: Float64Array; total: number }>;
+}
+
+/** Every loss mode's per-token weights at ratio 1 and per-rollout totals, from one advantage computation. */
+export function allLossModes(
+  batch: TrainingBatch,
+  opts: Omit<EffectiveWeightOptions, 'lossAggMode'>,
+): AllLossModes {
+  const full = { ...opts, lossAggMode: 'token-mean' as LossMode };
+  const uids = indexGroups(batch.dataIds);
+  const rollouts = groupingFromIds(batch.rowRollout);
+  const counts = rowTokenCounts(batch);
+  const adv = advantagesFor(batch, full, uids, rollouts);
+  const n = batch.offsets[batch.nRows];
+  const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
+  const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
+  const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
+  const advantages = adv.perToken ?? new Float32Array(n);
+  const isw = opts.rolloutIsWeights ?? null;
+  const { offsets: off, mask } = batch;
+  for (let i = 0; i < batch.nRows; i++) {
+    const a0 = c0[i];
+    const a1 = c1[i];
+    const a2 = c2[i];
+    const a3 = c3[i];
+    const a4 = c4[i];
+    const ra = adv.perRollout ? adv.perRollout[rollouts.group[i]] : 0;
+    let s = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) {
+      const m = mask[t];
+      if (adv.perRollout) advantages[t] = ra * m;
+      if (!m) continue;
+      const g = -advantages[t] * (isw ? isw[t] : 1);
+      s += g;
+      w0[t] = g * a0;
+      w1[t] = g * a1;
+      w2[t] = g * a2;
+      w3[t] = g * a3;
+      w4[t] = g * a4;
+    }
+    const r = rollouts.group[i];
+    totals[0][r] += s * a0;
+    totals[1][r] += s * a1;
+    totals[2][r] += s * a2;
+    totals[3][r] += s * a3;
+    totals[4][r] += s * a4;
+  }
+  const ws = [w0, w1, w2, w3, w4];
+  const modes = {} as AllLossModes['modes'];
+  ALL_LOSS_MODES.forEach((m, j) => {
+    let total = 0;
+    for (const x of totals[j]) total += x;
+    modes[m] = { weights: ws[j], rolloutTotals: totals[j], total };
+  });
+  return { advantages, modes };
+}
+
+export { normalizeAdvantagesByRollout };

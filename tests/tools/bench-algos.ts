@@ -1,0 +1,72 @@
+/**
+ * Throughput of the effective-weights path on a large synthetic batch: rollout-level GRPO advantages +
+ * per_rollout_mean weights (and all loss modes in one pass). Run: `npx tsx tests/tools/bench-algos.ts [tokens]`.
+ */
+
+import { allLossModes, effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import type { TrainingBatch } from '../../src/core/batch/types';
+import { mulberry32 } from '../../src/core/random';
+
+function syntheticBatch(targetTokens: number, seed: number): TrainingBatch {
+  const rand = mulberry32(seed);
+  const lens: number[] = [];
+  const rowRollout: number[] = [];
+  const dataIds: string[] = [];
+  const reward: number[] = [];
+  let total = 0;
+  let rollout = 0;
+  while (total < targetTokens) {
+    const rowsInRollout = 1 + Math.floor(rand() * 6);
+    const r = rand() < 0.5 ? 1 : 0;
+    for (let k = 0; k < rowsInRollout; k++) {
+      const len = 200 + Math.floor(rand() * 1800);
+      lens.push(len);
+      rowRollout.push(rollout);
+      dataIds.push(`task${rollout >> 3}`);
+      reward.push(r);
+      total += len;
+    }
+    rollout++;
+  }
+  const nRows = lens.length;
+  const offsets = new Int32Array(nRows + 1);
+  for (let i = 0; i < nRows; i++) offsets[i + 1] = offsets[i] + lens[i];
+  const mask = new Uint8Array(total);
+  for (let t = 0; t < total; t++) mask[t] = rand() < 0.8 ? 1 : 0;
+  return {
+    nRows,
+    offsets,
+    mask,
+    rowRollout: Int32Array.from(rowRollout),
+    rolloutIds: rowRollout.map((r) => `r${r}`),
+    dataIds,
+    turnIndex: new Int32Array(nRows).fill(-1),
+    firstCall: new Int32Array(nRows),
+    nCalls: new Int32Array(nRows).fill(1),
+    isDrop: new Uint8Array(nRows),
+    promptOffsets: new Int32Array(nRows + 1),
+    promptIds: new Int32Array(0),
+    responseIds: new Int32Array(total),
+    tokenCall: new Int32Array(total),
+    responseLogProbs: null,
+    reward: Float32Array.from(reward),
+  };
+}
+
+const target = Number(process.argv[2] ?? 8_500_000);
+const batch = syntheticBatch(target, 1);
+const n = batch.offsets[batch.nRows];
+const opts = { advEstimator: 'grpo', rolloutLevel: true, lossAggMode: 'per_rollout_mean' as const };
+for (let i = 0; i < 3; i++) effectiveWeights(batch, opts); // warm-up
+const reps = 10;
+let t0 = performance.now();
+for (let i = 0; i < reps; i++) effectiveWeights(batch, opts);
+const ew = (performance.now() - t0) / reps;
+t0 = performance.now();
+for (let i = 0; i < 3; i++) allLossModes(batch, opts);
+const all = (performance.now() - t0) / 3;
+console.log(`batch: ${n} tokens, ${batch.nRows} rows`);
+console.log(
+  `effectiveWeights (rollout-level grpo + per_rollout_mean): ${ew.toFixed(1)} ms = ${(n / ew / 1e3).toFixed(1)} M tokens/s`,
+);
+console.log(`allLossModes (5 modes): ${all.toFixed(1)} ms = ${(n / all / 1e3).toFixed(1)} M tokens/s`);
