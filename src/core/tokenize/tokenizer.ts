@@ -57,6 +57,8 @@ export class ChatTokenizer {
   }
 
   decode(ids: ArrayLike<number>, opts: { skipSpecialTokens?: boolean } = {}): string {
+    // The underlying decoder rejects an empty list; the empty sequence is the empty string.
+    if (ids.length === 0) return '';
     return this.tok.decode(Array.from(ids), { skip_special_tokens: opts.skipSpecialTokens ?? false });
   }
 
@@ -74,6 +76,11 @@ export class ChatTokenizer {
   /** The text one id decodes to on its own (may be a partial UTF-8 sequence, shown as U+FFFD). */
   tokenText(id: number): string {
     return this.decode([id]);
+  }
+
+  /** The end-of-sequence token string from tokenizer_config (Qwen3: `<|im_end|>`), '' when none. */
+  get eosToken(): string {
+    return this.specialString('eos_token');
   }
 
   get hasChatTemplate(): boolean {
