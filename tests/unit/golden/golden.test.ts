@@ -12,8 +12,6 @@ import type { GoldenFile } from '../../../src/core/golden/types';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The shared golden vectors sit beside the clone (`../shared/golden`); HARNESS_LAB_GOLDEN_DIR overrides. */
 const goldenDir = process.env.HARNESS_LAB_GOLDEN_DIR ?? resolve(repoRoot, '../shared/golden');
-/** Families owned elsewhere and not merged yet: run and reported, not asserted. */
-const PENDING_FAMILIES = new Set(['agl_trajectory']);
 
 function load(name: string): GoldenFile {
   const path = join(goldenDir, name);
@@ -42,10 +40,6 @@ describe('golden vectors', () => {
           (c) =>
             `${c.name}: ${c.error ?? ''} ${c.differences.map((d) => `${d.path} got ${d.got} exp ${d.expected}`).join('; ')}`,
         );
-      if (PENDING_FAMILIES.has(file.family)) {
-        console.info(`golden ${file.family} (pending merge): ${res.passed} passed, ${res.failed} failed`);
-        return;
-      }
       expect(failures).toEqual([]);
       expect(res.passed).toBe(file.cases.length);
     });
