@@ -13,6 +13,7 @@ export interface Command {
 
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
 const commands: Record<string, () => Promise<Command>> = {
+  analyze: async () => (await import('./commands/analyze')).command,
   convert: async () => (await import('./commands/convert')).command,
   golden: async () => (await import('./commands/golden')).command,
 };
