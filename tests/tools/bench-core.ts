@@ -1,0 +1,183 @@
+/**
+ * `npm run bench:core [-- --input FILE] [--repeat N] [--peer PYTHON]`: throughput of the core path on a batch
+ * shaped like a real multi-turn agent (default: 1,024 rollouts × 16 calls, ≈ 8.5M prompt+response tokens), or
+ * on any trace file `analyze` reads. Stages, each the median of --repeat runs:
+ *   parse      trace text → rollouts (JSONL as written by the harnesses)
+ *   merge      trajectory-level sample building (Agent Lightning's RolloutAdapter semantics)
+ *   advantage  rollout-level GRPO (compute_rollout_level_advantage) + per-rollout normalisation
+ *   weights    effective weights under per_rollout_mean, and all five loss modes in one pass
+ * Tokens are prompt + response tokens over all calls. With a peer Python (flag or HARNESS_LAB_PEER_PYTHON,
+ * see python/setup_peer.sh) the same batch runs through Agent Lightning's own Python path in the same run and
+ * the ratio is printed.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from '../../src/cli/args';
+import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
+import { allLossModes, effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import { groupingFromIds, indexGroups } from '../../src/core/algos/groups';
+import {
+  computeRolloutLevelAdvantage,
+  normalizeAdvantagesByRollout,
+} from '../../src/core/algos/rolloutLevel';
+import { parseTraceText, toJsonlTrace } from '../../src/core/trace/io';
+import { AGENT_BATCH_SHAPE, countCallTokens, syntheticAgentBatch } from '../../src/core/trace/synthetic';
+import type { Rollout } from '../../src/core/trace/types';
+
+const { flags } = parseArgs(process.argv.slice(2), {
+  input: { type: 'string' },
+  repeat: { type: 'number' },
+  peer: { type: 'string' },
+});
+const repeat = Math.max(1, Math.floor(Number(flags.repeat ?? 5)));
+const peerPython = (flags.peer as string | undefined) ?? process.env.HARNESS_LAB_PEER_PYTHON;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+function time<T>(f: () => T): { ms: number; value: T } {
+  const t0 = performance.now();
+  const value = f();
+  return { ms: performance.now() - t0, value };
+}
+
+function timeMedian<T>(f: () => T): { ms: number; value: T } {
+  const runs: number[] = [];
+  let value!: T;
+  for (let i = 0; i < repeat; i++) {
+    const r = time(f);
+    runs.push(r.ms);
+    value = r.value;
+  }
+  return { ms: median(runs), value };
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+
+// ── input ────────────────────────────────────────────────────────────────────────────────────────────────
+let text: string;
+let label: string;
+if (flags.input) {
+  const path = resolve(String(flags.input));
+  text = readFileSync(path, 'utf8');
+  label = path;
+} else {
+  const shape = AGENT_BATCH_SHAPE;
+  text = toJsonlTrace(syntheticAgentBatch(shape));
+  label = `synthetic agent batch (${shape.rollouts} rollouts × ${shape.callsPerRollout} calls, seed ${shape.seed})`;
+}
+
+const parsed = timeMedian(() => parseTraceText(text));
+const rollouts: Rollout[] = parsed.value.rollouts;
+const tokens = countCallTokens(rollouts);
+console.log(`input: ${label}`);
+console.log(
+  `       ${rollouts.length} rollouts, ${rollouts.reduce((n, r) => n + r.calls.length, 0)} calls, ` +
+    `${(tokens / 1e6).toFixed(2)}M prompt+response tokens, ${mib(text.length)} of text; median of ${repeat} runs`,
+);
+
+// ── stages ───────────────────────────────────────────────────────────────────────────────────────────────
+const buildOpts = {
+  level: 'trajectory' as const,
+  maxPromptLength: 1 << 20,
+  maxResponseLength: 1 << 20,
+  padTokenId: 0,
+  rewardFillnaValue: 0,
+};
+const merged = timeMedian(() => buildTrainingBatch(rollouts, buildOpts));
+const batch = merged.value.batch;
+const uids = indexGroups(batch.dataIds);
+const byRollout = groupingFromIds(batch.rowRollout);
+const advantage = timeMedian(() => {
+  const adv = computeRolloutLevelAdvantage(
+    'grpo',
+    { rows: batch, rowRewards: batch.reward, uids, rollouts: byRollout },
+    { normAdvByStd: true },
+  );
+  return normalizeAdvantagesByRollout(batch, adv.advantages, byRollout, batch.nRows);
+});
+const weightOpts = { advEstimator: 'grpo', normAdvByStd: true, rolloutLevel: true };
+const weights = timeMedian(() => effectiveWeights(batch, { ...weightOpts, lossAggMode: 'per_rollout_mean' }));
+const allModes = timeMedian(() => allLossModes(batch, weightOpts));
+
+const rate = (ms: number) => tokens / (ms / 1000);
+const row = (name: string, ms: number) =>
+  console.log(
+    `  ${name.padEnd(44)} ${ms.toFixed(1).padStart(9)} ms  ${(rate(ms) / 1e6).toFixed(1).padStart(8)} M tok/s`,
+  );
+console.log(`\nstage${' '.repeat(43)}median        throughput`);
+row('parse (JSONL → rollouts)', parsed.ms);
+row('trajectory merge', merged.ms);
+row('rollout-level GRPO + per-rollout normalisation', advantage.ms);
+row('effective weights (per_rollout_mean)', weights.ms);
+row('all five loss modes, one pass', allModes.ms);
+const aglPath = merged.ms + advantage.ms;
+row('Agent Lightning path (merge + advantage)', aglPath);
+row('end to end (parse + merge + advantage + weights)', parsed.ms + aglPath + weights.ms);
+console.log(
+  `\nrows ${batch.nRows}, trainable tokens ${batch.mask.reduce((a, b) => a + b, 0)}, ` +
+    `merge mismatches ${merged.value.counters.nMergeMismatchRows}`,
+);
+console.log(`peak memory (max RSS) ${mib(process.resourceUsage().maxRSS * 1024)}`);
+
+// ── peer: Agent Lightning's own Python path on the same batch ───────────────────────────────────────────
+if (!peerPython) {
+  console.log(
+    '\npeer: not run (set HARNESS_LAB_PEER_PYTHON or --peer to a Python with agentlightning, see python/setup_peer.sh)',
+  );
+} else {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-core-'));
+  const file = join(dir, 'batch.json');
+  const doc = {
+    params: {
+      max_prompt_length: buildOpts.maxPromptLength,
+      max_response_length: buildOpts.maxResponseLength,
+      pad_token_id: buildOpts.padTokenId,
+      reward_fillna_value: buildOpts.rewardFillnaValue,
+    },
+    rollouts: rollouts.map((r, i) => ({
+      rollout_id: r.rolloutId,
+      data_id: r.dataId,
+      step: r.step ?? 0,
+      sample_idx_in_step: r.sampleIdxInStep ?? i,
+      final_reward: r.finalReward,
+      triplets: r.calls
+        .filter((c) => c.promptTokenIds && c.responseTokenIds)
+        .map((c) => ({
+          prompt_token_ids: Array.from(c.promptTokenIds ?? []),
+          response_token_ids: Array.from(c.responseTokenIds ?? []),
+          response_log_probs: c.responseLogProbs ? Array.from(c.responseLogProbs) : null,
+        })),
+    })),
+  };
+  writeFileSync(file, JSON.stringify(doc));
+  const script = resolve(import.meta.dirname, '../../python/bench_peer.py');
+  const r = spawnSync(peerPython, [script, file, '--repeat', String(repeat)], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.status !== 0 || !last.startsWith('{')) {
+    console.log(`\npeer: failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    process.exitCode = 1;
+  } else {
+    const peer = JSON.parse(last) as {
+      peer: string;
+      tokens: number;
+      seconds: Record<string, number>;
+      tokens_per_s: number;
+    };
+    const ours = rate(aglPath);
+    console.log(`\npeer: ${peer.peer}, one thread, ${peer.tokens} tokens`);
+    for (const [k, v] of Object.entries(peer.seconds))
+      console.log(`  ${k.padEnd(12)} ${(v * 1000).toFixed(1)} ms`);
+    console.log(
+      `  peer ${(peer.tokens_per_s / 1e6).toFixed(2)} M tok/s vs ours ${(ours / 1e6).toFixed(1)} M tok/s`,
+    );
+    console.log(
+      `ratio (Agent Lightning path, merge + advantage + normalisation): ${(ours / peer.tokens_per_s).toFixed(1)}×`,
+    );
+  }
+}
