@@ -46,8 +46,13 @@ export interface EffectiveWeightOptions extends ClipOptions {
 }
 
 export interface EffectiveWeights {
-  /** advantages as computed by the estimator (before per-rollout normalisation) */
-  advantages: Float32Array;
+  /**
+   * advantages as computed by the estimator (before per-rollout normalisation), per token; at rollout level
+   * this is materialised from `rowAdvantage` on first access
+   */
+  readonly advantages: Float32Array;
+  /** rollout level: the advantage scalar of each row (its rollout's), else null */
+  rowAdvantage: Float64Array | null;
   /** ∂L/∂logπ_t at ratio 1 */
   weights: Float32Array;
   /** ∂L/∂logπ_t at the recorded ratios, when old/new log-probs are given */
@@ -140,43 +145,48 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
-  const advantages = adv.perToken ?? new Float32Array(n);
   const perRollout = adv.perRollout;
+  let rowAdvantage: Float64Array | null = null;
+  if (perRollout) {
+    rowAdvantage = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++) rowAdvantage[i] = perRollout[rollouts.group[i]];
+  }
+  let perToken = adv.perToken;
+  const { offsets: off, mask } = batch;
+  const materialise = (): Float32Array => {
+    if (perToken) return perToken;
+    const a = new Float32Array(n);
+    const ra = rowAdvantage as Float64Array;
+    for (let i = 0; i < batch.nRows; i++) for (let t = off[i]; t < off[i + 1]; t++) a[t] = ra[i] * mask[t];
+    perToken = a;
+    return a;
+  };
   const weights = new Float32Array(n);
   const rowSums = new Float64Array(batch.nRows);
   const rolloutSums = new Float64Array(rollouts.nGroups);
   const groupSums = new Float64Array(uids.nGroups);
-  const { offsets: off, mask } = batch;
   for (let i = 0; i < batch.nRows; i++) {
     const c = coef[i];
     const e = off[i + 1];
-    let s: number;
-    if (perRollout) {
+    let s = 0;
+    if (rowAdvantage) {
       // rollout level: A is one scalar per rollout, broadcast × mask
-      const a = perRollout[rollouts.group[i]];
-      const v = -a * c;
-      if (w) {
-        s = 0;
+      const v = -rowAdvantage[i] * c;
+      if (w)
         for (let t = off[i]; t < e; t++) {
-          const m = mask[t];
-          advantages[t] = a * m;
-          const x = v * m * w[t];
+          const x = v * mask[t] * w[t];
           weights[t] = x;
           s += x;
         }
-      } else {
-        for (let t = off[i]; t < e; t++) {
-          const m = mask[t];
-          advantages[t] = a * m;
-          weights[t] = v * m;
-        }
+      else {
+        for (let t = off[i]; t < e; t++) weights[t] = v * mask[t];
         s = v * counts[i];
       }
     } else {
-      s = 0;
+      const a = perToken as Float32Array;
       for (let t = off[i]; t < e; t++) {
         if (!mask[t]) continue;
-        const x = -advantages[t] * c * (w ? w[t] : 1);
+        const x = -a[t] * c * (w ? w[t] : 1);
         weights[t] = x;
         s += x;
       }
@@ -196,7 +206,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
         rows: batch,
         oldLogProb: opts.oldLogProbs,
         logProb: opts.newLogProbs,
-        advantages,
+        advantages: materialise(),
         rolloutIsWeights: w,
       },
       opts,
@@ -205,7 +215,18 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
     for (let i = 0; i < batch.nRows; i++)
       for (let t = off[i]; t < off[i + 1]; t++) recordedWeights[t] = mask[t] ? grads[t] * coef[i] : 0;
   }
-  return { advantages, weights, recordedWeights, rowSums, rolloutSums, groupSums, groups: uids };
+  return {
+    get advantages() {
+      return materialise();
+    },
+    rowAdvantage,
+    weights,
+    recordedWeights,
+    rowSums,
+    rolloutSums,
+    groupSums,
+    groups: uids,
+  };
 }
 
 export interface AllLossModes {
