@@ -230,7 +230,8 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
 }
 
 export interface AllLossModes {
-  advantages: Float32Array;
+  /** per-token advantages (materialised on first access at rollout level) */
+  readonly advantages: Float32Array;
   modes: Record<LossMode, { weights: Float32Array; rolloutTotals: Float64Array; total: number }>;
 }
 
@@ -248,28 +249,49 @@ export function allLossModes(
   const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
   const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
   const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
-  const advantages = adv.perToken ?? new Float32Array(n);
   const isw = opts.rolloutIsWeights ?? null;
+  if (isw && isw.length !== n)
+    throw new Error(`rolloutIsWeights has ${isw.length} values but the batch holds ${n} tokens`);
   const { offsets: off, mask } = batch;
+  const perRollout = adv.perRollout;
   for (let i = 0; i < batch.nRows; i++) {
     const a0 = c0[i];
     const a1 = c1[i];
     const a2 = c2[i];
     const a3 = c3[i];
     const a4 = c4[i];
-    const ra = adv.perRollout ? adv.perRollout[rollouts.group[i]] : 0;
+    const e = off[i + 1];
     let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      const m = mask[t];
-      if (adv.perRollout) advantages[t] = ra * m;
-      if (!m) continue;
-      const g = -advantages[t] * (isw ? isw[t] : 1);
-      s += g;
-      w0[t] = g * a0;
-      w1[t] = g * a1;
-      w2[t] = g * a2;
-      w3[t] = g * a3;
-      w4[t] = g * a4;
+    if (perRollout && !isw) {
+      // rollout level: −A is constant over the row; no branch per token
+      const g = -perRollout[rollouts.group[i]];
+      const v0 = g * a0;
+      const v1 = g * a1;
+      const v2 = g * a2;
+      const v3 = g * a3;
+      const v4 = g * a4;
+      for (let t = off[i]; t < e; t++) {
+        const m = mask[t];
+        w0[t] = v0 * m;
+        w1[t] = v1 * m;
+        w2[t] = v2 * m;
+        w3[t] = v3 * m;
+        w4[t] = v4 * m;
+      }
+      s = g * counts[i];
+    } else {
+      const ra = perRollout ? -perRollout[rollouts.group[i]] : 0;
+      const pt = adv.perToken;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const g = (pt ? -pt[t] : ra) * (isw ? isw[t] : 1);
+        s += g;
+        w0[t] = g * a0;
+        w1[t] = g * a1;
+        w2[t] = g * a2;
+        w3[t] = g * a3;
+        w4[t] = g * a4;
+      }
     }
     const r = rollouts.group[i];
     totals[0][r] += s * a0;
@@ -285,7 +307,22 @@ export function allLossModes(
     for (const x of totals[j]) total += x;
     modes[m] = { weights: ws[j], rolloutTotals: totals[j], total };
   });
-  return { advantages, modes };
+  let perToken = adv.perToken;
+  return {
+    get advantages() {
+      if (!perToken) {
+        const a = new Float32Array(n);
+        const pr = perRollout as Float64Array;
+        for (let i = 0; i < batch.nRows; i++) {
+          const v = pr[rollouts.group[i]];
+          for (let t = off[i]; t < off[i + 1]; t++) a[t] = v * mask[t];
+        }
+        perToken = a;
+      }
+      return perToken;
+    },
+    modes,
+  };
 }
 
 export { normalizeAdvantagesByRollout };
