@@ -13,10 +13,10 @@
  * Rewards are placed where Agent Lightning's RolloutAdapter puts them: on the last response token of each row.
  */
 import type { TrainingBatch } from '../batch/types';
-import { computeAdvantage } from './advantage';
+import { computeAdvantage, getAdvEstimator } from './advantage';
 import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
-import type { FloatDType } from './numeric';
+import { type FloatDType, rounder } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
 
@@ -47,11 +47,11 @@ export interface EffectiveWeightOptions extends ClipOptions {
 
 export interface EffectiveWeights {
   /**
-   * advantages as computed by the estimator (before per-rollout normalisation), per token; at rollout level
-   * this is materialised from `rowAdvantage` on first access
+   * advantages as computed by the estimator (before per-rollout normalisation), per token; materialised from
+   * `rowAdvantage` on first access when the estimator gives one scalar per row
    */
   readonly advantages: Float32Array;
-  /** rollout level: the advantage scalar of each row (its rollout's), else null */
+  /** the advantage scalar of each row (outcome estimators and rollout level), else null */
   rowAdvantage: Float64Array | null;
   /** ∂L/∂logπ_t at ratio 1 */
   weights: Float32Array;
@@ -74,15 +74,16 @@ export function tokenLevelRewardsOf(batch: TrainingBatch): Float32Array {
 }
 
 /**
- * Per-token advantages, or (rollout level) one scalar per rollout: the fused loops below broadcast it
- * themselves instead of materialising a second per-token array.
+ * Per-token advantages, or one scalar per row when the estimator is outcome-style (row level) or the mode is
+ * rollout level: the fused loops below broadcast it themselves instead of materialising a per-token array.
  */
 function advantagesFor(
   batch: TrainingBatch,
   opts: EffectiveWeightOptions,
   uids: Grouping,
   rollouts: Grouping,
-): { perToken: Float32Array | null; perRollout: Float64Array | null } {
+  counts: Int32Array,
+): { perToken: Float32Array | null; perRow: Float64Array | null } {
   const aopts = {
     normAdvByStd: opts.normAdvByStd,
     epsilon: opts.epsilon,
@@ -95,13 +96,24 @@ function advantagesFor(
       { rows: batch, rowRewards: batch.reward, uids, rollouts },
       { ...aopts, broadcast: false },
     );
-    return { perToken: null, perRollout: r.rolloutAdvantage };
+    const perRow = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++) perRow[i] = r.rolloutAdvantage[rollouts.group[i]];
+    return { perToken: null, perRow };
+  }
+  const est = getAdvEstimator(opts.advEstimator);
+  if (est.rowScalars) {
+    // token_level_rewards.sum(-1) of the adapter layout is the row reward (0 for a row without tokens)
+    const R = rounder(opts.rewardDType ?? 'float32');
+    const scores = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++)
+      scores[i] = batch.offsets[i + 1] > batch.offsets[i] ? R(batch.reward[i]) : 0;
+    return { perToken: null, perRow: est.rowScalars({ scores, groups: uids, lengths: () => counts }, aopts) };
   }
   const tokenLevelRewards = tokenLevelRewardsOf(batch);
   return {
     perToken: computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
       .advantages,
-    perRollout: null,
+    perRow: null,
   };
 }
 
@@ -140,17 +152,12 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
-  const adv = advantagesFor(batch, opts, uids, rollouts);
+  const adv = advantagesFor(batch, opts, uids, rollouts, counts);
   const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
-  const perRollout = adv.perRollout;
-  let rowAdvantage: Float64Array | null = null;
-  if (perRollout) {
-    rowAdvantage = new Float64Array(batch.nRows);
-    for (let i = 0; i < batch.nRows; i++) rowAdvantage[i] = perRollout[rollouts.group[i]];
-  }
+  const rowAdvantage = adv.perRow;
   let perToken = adv.perToken;
   const { offsets: off, mask } = batch;
   const materialise = (): Float32Array => {
@@ -170,7 +177,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
     const e = off[i + 1];
     let s = 0;
     if (rowAdvantage) {
-      // rollout level: A is one scalar per rollout, broadcast × mask
+      // one advantage per row (outcome estimator or rollout level), broadcast × mask
       const v = -rowAdvantage[i] * c;
       if (w)
         for (let t = off[i]; t < e; t++) {
@@ -244,7 +251,7 @@ export function allLossModes(
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
-  const adv = advantagesFor(batch, full, uids, rollouts);
+  const adv = advantagesFor(batch, full, uids, rollouts, counts);
   const n = batch.offsets[batch.nRows];
   const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
   const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
@@ -253,7 +260,7 @@ export function allLossModes(
   if (isw && isw.length !== n)
     throw new Error(`rolloutIsWeights has ${isw.length} values but the batch holds ${n} tokens`);
   const { offsets: off, mask } = batch;
-  const perRollout = adv.perRollout;
+  const perRow = adv.perRow;
   for (let i = 0; i < batch.nRows; i++) {
     const a0 = c0[i];
     const a1 = c1[i];
@@ -262,9 +269,9 @@ export function allLossModes(
     const a4 = c4[i];
     const e = off[i + 1];
     let s = 0;
-    if (perRollout && !isw) {
-      // rollout level: −A is constant over the row; no branch per token
-      const g = -perRollout[rollouts.group[i]];
+    if (perRow && !isw) {
+      // one advantage per row: −A is constant over the row; no branch per token
+      const g = -perRow[i];
       const v0 = g * a0;
       const v1 = g * a1;
       const v2 = g * a2;
@@ -280,7 +287,7 @@ export function allLossModes(
       }
       s = g * counts[i];
     } else {
-      const ra = perRollout ? -perRollout[rollouts.group[i]] : 0;
+      const ra = perRow ? -perRow[i] : 0;
       const pt = adv.perToken;
       for (let t = off[i]; t < e; t++) {
         if (!mask[t]) continue;
@@ -312,9 +319,9 @@ export function allLossModes(
     get advantages() {
       if (!perToken) {
         const a = new Float32Array(n);
-        const pr = perRollout as Float64Array;
+        const pr = perRow as Float64Array;
         for (let i = 0; i < batch.nRows; i++) {
-          const v = pr[rollouts.group[i]];
+          const v = pr[i];
           for (let t = off[i]; t < off[i + 1]; t++) a[t] = v * mask[t];
         }
         perToken = a;
