@@ -31,8 +31,13 @@ function syntheticBatch(targetTokens: number, seed: number): TrainingBatch {
   const nRows = lens.length;
   const offsets = new Int32Array(nRows + 1);
   for (let i = 0; i < nRows; i++) offsets[i + 1] = offsets[i] + lens[i];
+  // multi-turn rows: model spans (mask 1) alternating with observation spans (mask 0)
   const mask = new Uint8Array(total);
-  for (let t = 0; t < total; t++) mask[t] = rand() < 0.8 ? 1 : 0;
+  for (let t = 0; t < total; ) {
+    const model = 30 + Math.floor(rand() * 300);
+    mask.fill(1, t, Math.min(total, t + model));
+    t += model + Math.floor(rand() * 120);
+  }
   return {
     nRows,
     offsets,

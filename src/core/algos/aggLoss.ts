@@ -12,6 +12,7 @@
  * An all-masked batch gives 0/0 = NaN for the mean modes and 0 for seq-mean-token-sum-norm, as upstream.
  */
 import type { ResponseRows } from '../batch/types';
+import { countRange, maskWords } from './maskOps';
 
 export const LOSS_AGG_MODES = [
   'token-mean',
@@ -41,32 +42,11 @@ export interface AggMode {
   rowCoefficients: (rows: ResponseRows, opts: AggOptions) => Float64Array;
 }
 
-/**
- * Valid tokens per row. Masks hold 0/1 bytes, so the aligned middle of each row is summed four bytes per
- * 32-bit word (byte sum via multiply-by-0x01010101); this pass runs over every token of large batches.
- */
+/** Valid tokens per row (masks hold 0/1 bytes; counted a 32-bit word at a time). */
 export function rowTokenCounts(rows: ResponseRows): Int32Array {
   const out = new Int32Array(rows.nRows);
-  const { offsets: off, mask } = rows;
-  const base = mask.byteOffset;
-  const words = new Uint32Array(
-    mask.buffer,
-    base + ((4 - (base & 3)) & 3),
-    ((mask.byteLength - ((4 - (base & 3)) & 3)) / 4) | 0,
-  );
-  const wordBase = base + ((4 - (base & 3)) & 3); // byte address of words[0]
-  for (let i = 0; i < rows.nRows; i++) {
-    let t = off[i];
-    const e = off[i + 1];
-    let c = 0;
-    while (t < e && ((base + t - wordBase) & 3) !== 0) c += mask[t++];
-    const w0 = (base + t - wordBase) >> 2;
-    const nw = (e - t) >> 2;
-    for (let k = w0; k < w0 + nw; k++) c += Math.imul(words[k] & 0x01010101, 0x01010101) >>> 24;
-    t += nw << 2;
-    while (t < e) c += mask[t++];
-    out[i] = c;
-  }
+  const mw = maskWords(rows.mask);
+  for (let i = 0; i < rows.nRows; i++) out[i] = countRange(mw, rows.offsets[i], rows.offsets[i + 1]);
   return out;
 }
 

@@ -16,6 +16,7 @@ import type { TrainingBatch } from '../batch/types';
 import { computeAdvantage, getAdvEstimator } from './advantage';
 import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
+import { fillMasked, maskWords } from './maskOps';
 import { type FloatDType, rounder } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
@@ -152,6 +153,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
+  const mw = maskWords(batch.mask);
   const adv = advantagesFor(batch, opts, uids, rollouts, counts);
   const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
@@ -186,7 +188,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
           s += x;
         }
       else {
-        for (let t = off[i]; t < e; t++) weights[t] = v * mask[t];
+        fillMasked(weights, v, mw, off[i], e);
         s = v * counts[i];
       }
     } else {
@@ -251,6 +253,7 @@ export function allLossModes(
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
+  const mw = maskWords(batch.mask);
   const adv = advantagesFor(batch, full, uids, rollouts, counts);
   const n = batch.offsets[batch.nRows];
   const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
@@ -277,14 +280,11 @@ export function allLossModes(
       const v2 = g * a2;
       const v3 = g * a3;
       const v4 = g * a4;
-      for (let t = off[i]; t < e; t++) {
-        const m = mask[t];
-        w0[t] = v0 * m;
-        w1[t] = v1 * m;
-        w2[t] = v2 * m;
-        w3[t] = v3 * m;
-        w4[t] = v4 * m;
-      }
+      fillMasked(w0, v0, mw, off[i], e);
+      fillMasked(w1, v1, mw, off[i], e);
+      fillMasked(w2, v2, mw, off[i], e);
+      fillMasked(w3, v3, mw, off[i], e);
+      fillMasked(w4, v4, mw, off[i], e);
       s = g * counts[i];
     } else {
       const ra = perRow ? -perRow[i] : 0;
