@@ -12,6 +12,7 @@
  * An all-masked batch gives 0/0 = NaN for the mean modes and 0 for seq-mean-token-sum-norm, as upstream.
  */
 import type { ResponseRows } from '../batch/types';
+import { countRange, maskWords } from './maskOps';
 
 export const LOSS_AGG_MODES = [
   'token-mean',
@@ -41,14 +42,11 @@ export interface AggMode {
   rowCoefficients: (rows: ResponseRows, opts: AggOptions) => Float64Array;
 }
 
+/** Valid tokens per row (masks hold 0/1 bytes; counted a 32-bit word at a time). */
 export function rowTokenCounts(rows: ResponseRows): Int32Array {
   const out = new Int32Array(rows.nRows);
-  const { offsets: off, mask } = rows;
-  for (let i = 0; i < rows.nRows; i++) {
-    let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
-    out[i] = c;
-  }
+  const mw = maskWords(rows.mask);
+  for (let i = 0; i < rows.nRows; i++) out[i] = countRange(mw, rows.offsets[i], rows.offsets[i + 1]);
   return out;
 }
 

@@ -13,10 +13,11 @@
  * Rewards are placed where Agent Lightning's RolloutAdapter puts them: on the last response token of each row.
  */
 import type { TrainingBatch } from '../batch/types';
-import { computeAdvantage } from './advantage';
+import { computeAdvantage, getAdvEstimator } from './advantage';
 import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
-import type { FloatDType } from './numeric';
+import { fillMasked, maskWords } from './maskOps';
+import { type FloatDType, rounder } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
 
@@ -46,8 +47,13 @@ export interface EffectiveWeightOptions extends ClipOptions {
 }
 
 export interface EffectiveWeights {
-  /** advantages as computed by the estimator (before per-rollout normalisation) */
-  advantages: Float32Array;
+  /**
+   * advantages as computed by the estimator (before per-rollout normalisation), per token; materialised from
+   * `rowAdvantage` on first access when the estimator gives one scalar per row
+   */
+  readonly advantages: Float32Array;
+  /** the advantage scalar of each row (outcome estimators and rollout level), else null */
+  rowAdvantage: Float64Array | null;
   /** ∂L/∂logπ_t at ratio 1 */
   weights: Float32Array;
   /** ∂L/∂logπ_t at the recorded ratios, when old/new log-probs are given */
@@ -69,15 +75,16 @@ export function tokenLevelRewardsOf(batch: TrainingBatch): Float32Array {
 }
 
 /**
- * Per-token advantages, or (rollout level) one scalar per rollout: the fused loops below broadcast it
- * themselves instead of materialising a second per-token array.
+ * Per-token advantages, or one scalar per row when the estimator is outcome-style (row level) or the mode is
+ * rollout level: the fused loops below broadcast it themselves instead of materialising a per-token array.
  */
 function advantagesFor(
   batch: TrainingBatch,
   opts: EffectiveWeightOptions,
   uids: Grouping,
   rollouts: Grouping,
-): { perToken: Float32Array | null; perRollout: Float64Array | null } {
+  counts: Int32Array,
+): { perToken: Float32Array | null; perRow: Float64Array | null } {
   const aopts = {
     normAdvByStd: opts.normAdvByStd,
     epsilon: opts.epsilon,
@@ -90,13 +97,24 @@ function advantagesFor(
       { rows: batch, rowRewards: batch.reward, uids, rollouts },
       { ...aopts, broadcast: false },
     );
-    return { perToken: null, perRollout: r.rolloutAdvantage };
+    const perRow = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++) perRow[i] = r.rolloutAdvantage[rollouts.group[i]];
+    return { perToken: null, perRow };
+  }
+  const est = getAdvEstimator(opts.advEstimator);
+  if (est.rowScalars) {
+    // token_level_rewards.sum(-1) of the adapter layout is the row reward (0 for a row without tokens)
+    const R = rounder(opts.rewardDType ?? 'float32');
+    const scores = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++)
+      scores[i] = batch.offsets[i + 1] > batch.offsets[i] ? R(batch.reward[i]) : 0;
+    return { perToken: null, perRow: est.rowScalars({ scores, groups: uids, lengths: () => counts }, aopts) };
   }
   const tokenLevelRewards = tokenLevelRewardsOf(batch);
   return {
     perToken: computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
       .advantages,
-    perRollout: null,
+    perRow: null,
   };
 }
 
@@ -135,48 +153,49 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
-  const adv = advantagesFor(batch, opts, uids, rollouts);
+  const mw = maskWords(batch.mask);
+  const adv = advantagesFor(batch, opts, uids, rollouts, counts);
   const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
-  const advantages = adv.perToken ?? new Float32Array(n);
-  const perRollout = adv.perRollout;
+  const rowAdvantage = adv.perRow;
+  let perToken = adv.perToken;
+  const { offsets: off, mask } = batch;
+  const materialise = (): Float32Array => {
+    if (perToken) return perToken;
+    const a = new Float32Array(n);
+    const ra = rowAdvantage as Float64Array;
+    for (let i = 0; i < batch.nRows; i++) for (let t = off[i]; t < off[i + 1]; t++) a[t] = ra[i] * mask[t];
+    perToken = a;
+    return a;
+  };
   const weights = new Float32Array(n);
   const rowSums = new Float64Array(batch.nRows);
   const rolloutSums = new Float64Array(rollouts.nGroups);
   const groupSums = new Float64Array(uids.nGroups);
-  const { offsets: off, mask } = batch;
   for (let i = 0; i < batch.nRows; i++) {
     const c = coef[i];
     const e = off[i + 1];
-    let s: number;
-    if (perRollout) {
-      // rollout level: A is one scalar per rollout, broadcast × mask
-      const a = perRollout[rollouts.group[i]];
-      const v = -a * c;
-      if (w) {
-        s = 0;
+    let s = 0;
+    if (rowAdvantage) {
+      // one advantage per row (outcome estimator or rollout level), broadcast × mask
+      const v = -rowAdvantage[i] * c;
+      if (w)
         for (let t = off[i]; t < e; t++) {
-          const m = mask[t];
-          advantages[t] = a * m;
-          const x = v * m * w[t];
+          const x = v * mask[t] * w[t];
           weights[t] = x;
           s += x;
         }
-      } else {
-        for (let t = off[i]; t < e; t++) {
-          const m = mask[t];
-          advantages[t] = a * m;
-          weights[t] = v * m;
-        }
+      else {
+        fillMasked(weights, v, mw, off[i], e);
         s = v * counts[i];
       }
     } else {
-      s = 0;
+      const a = perToken as Float32Array;
       for (let t = off[i]; t < e; t++) {
         if (!mask[t]) continue;
-        const x = -advantages[t] * c * (w ? w[t] : 1);
+        const x = -a[t] * c * (w ? w[t] : 1);
         weights[t] = x;
         s += x;
       }
@@ -196,7 +215,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
         rows: batch,
         oldLogProb: opts.oldLogProbs,
         logProb: opts.newLogProbs,
-        advantages,
+        advantages: materialise(),
         rolloutIsWeights: w,
       },
       opts,
@@ -205,11 +224,23 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
     for (let i = 0; i < batch.nRows; i++)
       for (let t = off[i]; t < off[i + 1]; t++) recordedWeights[t] = mask[t] ? grads[t] * coef[i] : 0;
   }
-  return { advantages, weights, recordedWeights, rowSums, rolloutSums, groupSums, groups: uids };
+  return {
+    get advantages() {
+      return materialise();
+    },
+    rowAdvantage,
+    weights,
+    recordedWeights,
+    rowSums,
+    rolloutSums,
+    groupSums,
+    groups: uids,
+  };
 }
 
 export interface AllLossModes {
-  advantages: Float32Array;
+  /** per-token advantages (materialised on first access at rollout level) */
+  readonly advantages: Float32Array;
   modes: Record<LossMode, { weights: Float32Array; rolloutTotals: Float64Array; total: number }>;
 }
 
@@ -222,33 +253,52 @@ export function allLossModes(
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
-  const adv = advantagesFor(batch, full, uids, rollouts);
+  const mw = maskWords(batch.mask);
+  const adv = advantagesFor(batch, full, uids, rollouts, counts);
   const n = batch.offsets[batch.nRows];
   const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
   const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
   const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
-  const advantages = adv.perToken ?? new Float32Array(n);
   const isw = opts.rolloutIsWeights ?? null;
+  if (isw && isw.length !== n)
+    throw new Error(`rolloutIsWeights has ${isw.length} values but the batch holds ${n} tokens`);
   const { offsets: off, mask } = batch;
+  const perRow = adv.perRow;
   for (let i = 0; i < batch.nRows; i++) {
     const a0 = c0[i];
     const a1 = c1[i];
     const a2 = c2[i];
     const a3 = c3[i];
     const a4 = c4[i];
-    const ra = adv.perRollout ? adv.perRollout[rollouts.group[i]] : 0;
+    const e = off[i + 1];
     let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      const m = mask[t];
-      if (adv.perRollout) advantages[t] = ra * m;
-      if (!m) continue;
-      const g = -advantages[t] * (isw ? isw[t] : 1);
-      s += g;
-      w0[t] = g * a0;
-      w1[t] = g * a1;
-      w2[t] = g * a2;
-      w3[t] = g * a3;
-      w4[t] = g * a4;
+    if (perRow && !isw) {
+      // one advantage per row: −A is constant over the row; no branch per token
+      const g = -perRow[i];
+      const v0 = g * a0;
+      const v1 = g * a1;
+      const v2 = g * a2;
+      const v3 = g * a3;
+      const v4 = g * a4;
+      fillMasked(w0, v0, mw, off[i], e);
+      fillMasked(w1, v1, mw, off[i], e);
+      fillMasked(w2, v2, mw, off[i], e);
+      fillMasked(w3, v3, mw, off[i], e);
+      fillMasked(w4, v4, mw, off[i], e);
+      s = g * counts[i];
+    } else {
+      const ra = perRow ? -perRow[i] : 0;
+      const pt = adv.perToken;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const g = (pt ? -pt[t] : ra) * (isw ? isw[t] : 1);
+        s += g;
+        w0[t] = g * a0;
+        w1[t] = g * a1;
+        w2[t] = g * a2;
+        w3[t] = g * a3;
+        w4[t] = g * a4;
+      }
     }
     const r = rollouts.group[i];
     totals[0][r] += s * a0;
@@ -264,7 +314,22 @@ export function allLossModes(
     for (const x of totals[j]) total += x;
     modes[m] = { weights: ws[j], rolloutTotals: totals[j], total };
   });
-  return { advantages, modes };
+  let perToken = adv.perToken;
+  return {
+    get advantages() {
+      if (!perToken) {
+        const a = new Float32Array(n);
+        const pr = perRow as Float64Array;
+        for (let i = 0; i < batch.nRows; i++) {
+          const v = pr[i];
+          for (let t = off[i]; t < off[i + 1]; t++) a[t] = v * mask[t];
+        }
+        perToken = a;
+      }
+      return perToken;
+    },
+    modes,
+  };
 }
 
 export { normalizeAdvantagesByRollout };

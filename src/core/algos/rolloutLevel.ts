@@ -9,7 +9,7 @@
  * rollout must share its uid and its reward sum (allclose), and the representative must have a valid token.
  */
 import type { ResponseRows } from '../batch/types';
-import { type AdvantageOptions, computeAdvantage } from './advantage';
+import { type AdvantageOptions, computeAdvantage, getAdvEstimator } from './advantage';
 import { type Grouping, indexGroups } from './groups';
 import { type FloatDType, rounder, UpstreamError } from './numeric';
 
@@ -109,51 +109,75 @@ export function computeRolloutLevelAdvantage(
       );
   }
   // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
-  const subOff = new Int32Array(nR + 1);
-  for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
-  const subMask = new Uint8Array(subOff[nR]);
-  const subRew = new Float32Array(subOff[nR]);
   const subUid: string[] = new Array(nR);
+  for (let g = 0; g < nR; g++) subUid[g] = uids.keys[uids.group[rep[g]]];
+  const repGroups = indexGroups(subUid);
+  const repCount = new Int32Array(nR);
   for (let g = 0; g < nR; g++) {
     const i = rep[g];
-    subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
-    if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
-    else if (subOff[g + 1] > subOff[g]) subRew[subOff[g + 1] - 1] = (rowRewards as Float32Array)[i];
-    subUid[g] = uids.keys[uids.group[i]];
+    let c = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    repCount[g] = c;
   }
-  const sub = { nRows: nR, offsets: subOff, mask: subMask };
-  const out = computeAdvantage(
-    estimator,
-    { rows: sub, tokenLevelRewards: subRew, groups: indexGroups(subUid) },
-    opts,
-  );
-  const extract = (values: Float32Array, key: string): Float64Array => {
-    const sc = new Float64Array(nR);
-    for (let g = 0; g < nR; g++) {
-      let first = Number.NaN;
-      let found = false;
-      for (let t = subOff[g]; t < subOff[g + 1]; t++) {
-        if (!subMask[t]) continue;
-        if (!found) {
-          first = values[t];
-          found = true;
-        } else if (!allclose(values[t], first))
-          throw new UpstreamError(
-            'RuntimeError',
-            `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
-          );
-      }
-      if (!found)
+  const est = getAdvEstimator(estimator);
+  let rolloutAdvantage: Float64Array;
+  let rolloutReturn: Float64Array;
+  if (est.rowScalars) {
+    // Outcome estimator: its advantage is one scalar per row, so "first valid token of the representative"
+    // is that scalar whenever the representative has a valid token.
+    rolloutAdvantage = est.rowScalars({ scores: repSum, groups: repGroups, lengths: () => repCount }, opts);
+    for (let g = 0; g < nR; g++)
+      if (repCount[g] === 0)
         throw new UpstreamError(
           'RuntimeError',
-          `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+          `rollout-level advantage cannot extract advantages for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
         );
-      sc[g] = first;
+    rolloutReturn = rolloutAdvantage;
+  } else {
+    const subOff = new Int32Array(nR + 1);
+    for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
+    const subMask = new Uint8Array(subOff[nR]);
+    const subRew = new Float32Array(subOff[nR]);
+    for (let g = 0; g < nR; g++) {
+      const i = rep[g];
+      subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
+      if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
+      else if (subOff[g + 1] > subOff[g]) subRew[subOff[g + 1] - 1] = (rowRewards as Float32Array)[i];
     }
-    return sc;
-  };
-  const rolloutAdvantage = extract(out.advantages, 'advantages');
-  const rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
+    const sub = { nRows: nR, offsets: subOff, mask: subMask };
+    const out = computeAdvantage(
+      estimator,
+      { rows: sub, tokenLevelRewards: subRew, groups: repGroups },
+      opts,
+    );
+    const extract = (values: Float32Array, key: string): Float64Array => {
+      const sc = new Float64Array(nR);
+      for (let g = 0; g < nR; g++) {
+        let first = Number.NaN;
+        let found = false;
+        for (let t = subOff[g]; t < subOff[g + 1]; t++) {
+          if (!subMask[t]) continue;
+          if (!found) {
+            first = values[t];
+            found = true;
+          } else if (!allclose(values[t], first))
+            throw new UpstreamError(
+              'RuntimeError',
+              `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+            );
+        }
+        if (!found)
+          throw new UpstreamError(
+            'RuntimeError',
+            `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+          );
+        sc[g] = first;
+      }
+      return sc;
+    };
+    rolloutAdvantage = extract(out.advantages, 'advantages');
+    rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
+  }
   const broadcast = opts.broadcast ?? true;
   const advantages = new Float32Array(broadcast ? off[rows.nRows] : 0);
   const returns = new Float32Array(broadcast ? off[rows.nRows] : 0);

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { computeAdvantage } from '../../../src/core/algos/advantage';
 import { aggLoss } from '../../../src/core/algos/aggLoss';
-import { allLossModes, effectiveWeights, type LossMode } from '../../../src/core/algos/effectiveWeights';
-import { groupingFromIds } from '../../../src/core/algos/groups';
+import {
+  allLossModes,
+  effectiveWeights,
+  type LossMode,
+  tokenLevelRewardsOf,
+} from '../../../src/core/algos/effectiveWeights';
+import { groupingFromIds, indexGroups } from '../../../src/core/algos/groups';
 import { getPolicyLoss } from '../../../src/core/algos/policyLoss';
 import { normalizeAdvantagesByRollout } from '../../../src/core/algos/rolloutLevel';
 import { mulberry32 } from '../../../src/core/random';
@@ -111,6 +117,23 @@ describe('effective weights', () => {
       expect(rec[t]).toBeCloseTo(centralDiff(f, newLp, t, 1e-3), 3);
     }
     expect(zeros).toBeGreaterThan(0); // some tokens were clipped
+  });
+
+  it('row-scalar and per-token estimator paths agree with computeAdvantage on the adapter reward layout', () => {
+    for (const est of ['grpo', 'rloo', 'opo', 'gpg', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline']) {
+      const ew = effectiveWeights(batch, {
+        advEstimator: est,
+        rolloutLevel: false,
+        lossAggMode: 'token-mean',
+      });
+      const ref = computeAdvantage(est, {
+        rows: batch,
+        tokenLevelRewards: tokenLevelRewardsOf(batch),
+        groups: indexGroups(batch.dataIds),
+      }).advantages;
+      for (let t = 0; t < n; t++) expect(ew.advantages[t]).toBeCloseTo(ref[t], 6);
+      expect(ew.rowAdvantage === null).toBe(est.startsWith('reinforce'));
+    }
   });
 
   it('token-mean weight is −A·m/Σm', () => {

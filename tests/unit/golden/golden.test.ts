@@ -55,6 +55,26 @@ describe('golden vectors', () => {
     expect(res.cases[0].differences[0].path).toBe('advantages[0][0]');
   });
 
+  it('the bf16 cases need bf16 emulation: computing them in float32 fails', () => {
+    const file = load('agl_rollout_level_advantage.json');
+    const bf = file.cases.filter((c) => c.params.reward_dtype === 'bfloat16');
+    expect(bf.length).toBeGreaterThan(0);
+    const asF32 = bf.map((c) => ({
+      ...c,
+      params: { ...c.params, reward_dtype: 'float32' },
+      expected: { ...(c.expected as object), advantages_dtype: 'float32' },
+    }));
+    const res = runGoldenFile({ ...file, cases: asF32 });
+    for (const c of res.cases) {
+      expect(c.ok).toBe(false);
+      expect(
+        c.differences.some(
+          (d) => d.path.startsWith('normalized_advantages') || d.path.startsWith('advantages['),
+        ),
+      ).toBe(true);
+    }
+  });
+
   it('an exception case fails when the error class differs or nothing is raised', () => {
     const file = load('kl_penalty.json');
     const raising = file.cases.find((c) => (c.expected as { raises?: string }).raises);
