@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { retokenizationReport, retokenizeCall } from '../../src/core/tokenize/retokenize';
+import { compareTokens, retokenizationReport, retokenizeCall } from '../../src/core/tokenize/retokenize';
 import { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import type { ChatMessage, ModelCall, Rollout } from '../../src/core/trace/types';
 
@@ -132,6 +132,31 @@ describe('retokenization reports (real Qwen3 tokenizer)', () => {
     expect(rep.equal).toBe(false);
     expect(rep.cause).toBe('tool_call_rerender');
     expect(rep.part).toBe('response');
+  });
+});
+
+describe('retokenization causes on token sequences (real Qwen3 tokenizer)', () => {
+  const prompt = () => qwen3.encode('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
+  it('whitespace: only the spacing differs', () => {
+    const rep = compareTokens(
+      qwen3,
+      { promptIds: prompt(), responseIds: qwen3.encode('x =  1<|im_end|>') },
+      { promptIds: prompt(), responseIds: qwen3.encode('x = 1<|im_end|>') },
+    );
+    expect(rep).toMatchObject({ equal: false, cause: 'whitespace', part: 'response' });
+  });
+  it('special_tokens: a different special token ends the turn', () => {
+    const rep = compareTokens(
+      qwen3,
+      { promptIds: prompt(), responseIds: qwen3.encode('done<|im_end|>') },
+      { promptIds: prompt(), responseIds: qwen3.encode('done<|endoftext|>') },
+    );
+    expect(rep).toMatchObject({
+      equal: false,
+      cause: 'special_tokens',
+      engineSpan: '<|im_end|>',
+      retokenizedSpan: '<|endoftext|>',
+    });
   });
 });
 

@@ -7,7 +7,7 @@ import {
   toAglEventsBundle,
   toJsonlTrace,
 } from '../../src/core/trace/io';
-import { parseJsonlTrace } from '../../src/core/trace/io/jsonl';
+import { JsonlTraceReader, parseJsonlTrace } from '../../src/core/trace/io/jsonl';
 import { formatIssue, type Rollout } from '../../src/core/trace/types';
 
 function sampleRollout(id: string, extra: Partial<Rollout> = {}): Rollout {
@@ -124,6 +124,21 @@ describe('our JSONL trace format', () => {
       'line 9: record must be an object, got a number',
     ]);
     expect(batch.counters.records_skipped).toBe(6);
+  });
+
+  it('reads the same trace when it arrives in arbitrary chunks', () => {
+    const text =
+      toJsonlTrace([sampleRollout('a'), sampleRollout('b')]) +
+      'not json\n' +
+      toJsonlTrace([sampleRollout('c')]);
+    const whole = parseJsonlTrace(text);
+    const reader = new JsonlTraceReader();
+    for (let i = 0; i < text.length; i += 37) reader.push(text.slice(i, i + 37));
+    const chunked = reader.finish();
+    expect(chunked.rollouts).toEqual(whole.rollouts);
+    expect(chunked.issues).toEqual(whole.issues);
+    expect(chunked.issues.map(formatIssue)[0]).toMatch(/^line 3 is not valid JSON/);
+    expect(chunked.rollouts.map((r) => r.rolloutId)).toEqual(['a', 'b', 'c']);
   });
 
   it('reports progress up to the total', () => {
