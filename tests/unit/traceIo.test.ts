@@ -414,5 +414,13 @@ describe('detectFormat', () => {
     expect(() => detectFormat('{"foo": 1}')).toThrow('unknown trace format: an object with keys "foo"');
     expect(() => detectFormat('[1, 2]')).toThrow('unknown trace format: a list whose items are not events');
     expect(() => detectFormat('{"a":1}\n{"b":2}')).toThrow(/line 1 is an object with keys "a"/);
+    expect(() => detectFormat('[1, 2')).toThrow(/not JSON, and no line is a JSON record/);
+  });
+  it('recognises JSON Lines whose first line is broken, and reports that line', () => {
+    const text = '{"rollout_id": "x", "calls": [\n' + toJsonlTrace([sampleRollout('ok')]);
+    expect(detectFormat(text)).toBe('jsonl');
+    const b = parseTraceText(text);
+    expect(b.rollouts.map((r) => r.rolloutId)).toEqual(['ok']);
+    expect(formatIssue(b.issues[0])).toMatch(/^line 1 is not valid JSON/);
   });
 });

@@ -38,7 +38,7 @@ export interface BuildOptions {
   maxPromptLength: number;
   /** `data.max_response_length` (trajectory_max_response_length) */
   maxResponseLength: number;
-  /** the pad id of padded views (`padTrainingBatch`); the CSR rows themselves are unpadded */
+  /** the pad id of the padded view (`padTrainingBatch` in pad.ts); the CSR rows themselves are unpadded */
   padTokenId: number;
   /** reward used for rollouts that reported none (upstream `reward_fillna_value`) */
   rewardFillnaValue: number;
@@ -93,7 +93,7 @@ export interface BuildResult {
 /** Upstream keeps at most this many mismatch rows (`_TRACE_MERGE_MISMATCH_WANDB_LIMIT`). */
 const MISMATCH_ROWS_LIMIT = 100;
 
-interface CallIds {
+export interface CallIds {
   p: Int32Array;
   r: Int32Array;
   /** log-probs when usable (present, right length, all finite), else null */
