@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toBf16 } from '../../src/core/aggregate/bf16';
 import { buildTrainingBatch, SampleBuildError } from '../../src/core/aggregate/buildTrainingBatch';
+import { padTrainingBatch } from '../../src/core/aggregate/pad';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
 
 function call(p: number[], r: number[], extra: Partial<ModelCall> = {}): ModelCall {
@@ -95,5 +96,34 @@ describe('buildTrainingBatch', () => {
       new SampleBuildError('ValueError', 'Unknown trace_aggregator_level: step'),
     );
     expect(() => buildTrainingBatch([rollout('x', [])], opts)).toThrow(/zero training rows/);
+  });
+
+  it('dedupes long prompts exactly: same length and ends but a different middle are different prompts', () => {
+    const base = Array.from({ length: 300 }, (_, i) => i + 1);
+    const other = base.slice();
+    other[150] = 9999;
+    const res = buildTrainingBatch([rollout('a', [call(base, [1]), call(other, [2]), call(base, [3])])], {
+      ...opts,
+      level: 'transition',
+      maxPromptLength: 400,
+    });
+    // the first call is superseded by the identical third one; the one with another middle stays
+    expect(Array.from(res.batch.firstCall)).toEqual([1, 2]);
+  });
+
+  it('pads like verl: prompts left, responses right, positions over attended tokens, score on the last', () => {
+    const res = buildTrainingBatch([rollout('a', [call([5, 6], [7]), call([5, 6, 7, 8], [9, 10])])], {
+      ...opts,
+      padTokenId: 0,
+    });
+    const p = padTrainingBatch(res, { maxPromptLength: 4, maxResponseLength: 5 });
+    expect(Array.from(p.prompts)).toEqual([0, 0, 5, 6]);
+    expect(Array.from(p.responses)).toEqual([7, 8, 9, 10, 0]);
+    expect(Array.from(p.responseMask)).toEqual([1, 0, 1, 1, 0]);
+    expect(Array.from(p.attentionMask)).toEqual([0, 0, 1, 1, 1, 1, 1, 1, 0]);
+    expect(Array.from(p.positionIds)).toEqual([0, 0, 0, 1, 2, 3, 4, 5, 5]);
+    expect(Array.from(p.tokenLevelScores)).toEqual([0, 0, 0, toBf16(0.3), 0]);
+    expect(Array.from(p.rolloutLogProbs!)).toEqual([-1, 0, -1, -1, 0]);
+    expect(() => padTrainingBatch(res, { maxPromptLength: 1, maxResponseLength: 5 })).toThrow(/exceed/);
   });
 });

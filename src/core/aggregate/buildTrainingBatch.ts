@@ -102,9 +102,19 @@ export interface CallIds {
   idx: number;
 }
 
+/**
+ * A cheap key for the dedupe map: length, both ends and a strided sample of the ids. Equal arrays get equal
+ * keys; different arrays that collide are told apart by `sameIds`, so the sample only has to be selective,
+ * and the full pass over every prompt is left to the prefix test.
+ */
 function hashIds(a: Int32Array): number {
-  let h = 0x811c9dc5 ^ a.length;
-  for (let i = 0; i < a.length; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  const n = a.length;
+  let h = 0x811c9dc5 ^ n;
+  const ends = Math.min(n, 32);
+  for (let i = 0; i < ends; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  for (let i = Math.max(ends, n - 32); i < n; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  const stride = Math.max(1, n >> 6);
+  for (let i = ends; i < n - 32; i += stride) h = Math.imul(h ^ a[i], 0x01000193);
   return h >>> 0;
 }
 
