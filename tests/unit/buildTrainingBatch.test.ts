@@ -126,4 +126,47 @@ describe('buildTrainingBatch', () => {
     expect(Array.from(p.rolloutLogProbs!)).toEqual([-1, 0, -1, -1, 0]);
     expect(() => padTrainingBatch(res, { maxPromptLength: 1, maxResponseLength: 5 })).toThrow(/exceed/);
   });
+
+  it('keeps a wrong-length log-prob list when truncation makes the lengths agree (upstream quirk)', () => {
+    // 10 response ids but 12 log-probs: upstream truncates both to max_response_length = 8 and keeps them.
+    const c = call(
+      [1],
+      [...Array(10).keys()].map((i) => i + 10),
+    );
+    c.responseLogProbs = undefined;
+    c.mismatchedLogProbs = Float32Array.from({ length: 12 }, (_, i) => -i);
+    const cut = buildTrainingBatch([rollout('a', [c])], {
+      ...opts,
+      level: 'transition',
+      maxResponseLength: 8,
+    });
+    expect(Array.from(cut.batch.responseLogProbs!)).toEqual([-0, -1, -2, -3, -4, -5, -6, -7]);
+    const whole = buildTrainingBatch([rollout('a', [c])], {
+      ...opts,
+      level: 'transition',
+      maxResponseLength: 16,
+    });
+    expect(whole.batch.responseLogProbs).toBeNull();
+    // a merged later call with a wrong-length list ends the row's log-probs whatever the truncation
+    const c2 = call([1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5]);
+    c2.responseLogProbs = undefined;
+    c2.mismatchedLogProbs = Float32Array.from([-1, -1]);
+    const merged = buildTrainingBatch(
+      [
+        rollout('a', [
+          call(
+            [1],
+            [...Array(10).keys()].map((i) => i + 10),
+          ),
+          c2,
+        ]),
+      ],
+      {
+        ...opts,
+        maxResponseLength: 8,
+      },
+    );
+    expect(merged.batch.nRows).toBe(1);
+    expect(merged.batch.responseLogProbs).toBeNull();
+  });
 });

@@ -175,6 +175,9 @@ describe('completed-rollouts JSON (golden agl_trajectory input shape)', () => {
     expect(batch.rollouts.map((r) => r.rolloutId)).toEqual(['a', 'c']);
     const a = batch.rollouts[0];
     expect(a.calls[0].responseLogProbs).toBeUndefined();
+    expect(Array.from(a.calls[0].mismatchedLogProbs!)).toEqual([-1, -2]);
+    // and our JSONL keeps that list losslessly
+    expect(parseJsonlTrace(toJsonlTrace(batch.rollouts)).rollouts).toEqual(batch.rollouts);
     expect(Number.isNaN(a.calls[1].responseLogProbs![0])).toBe(true);
     expect(a.calls[2].responseLogProbs).toBeUndefined();
     expect(batch.counters).toMatchObject({
