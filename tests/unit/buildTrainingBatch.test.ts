@@ -169,4 +169,18 @@ describe('buildTrainingBatch', () => {
     expect(merged.batch.nRows).toBe(1);
     expect(merged.batch.responseLogProbs).toBeNull();
   });
+
+  it('a skipped row (observations only) leaves the next rows aligned', () => {
+    const rs = [
+      rollout('empty', [call([1], []), call([1, 2, 3], [])], { sampleIdxInStep: 0 }),
+      rollout('ok', [call([4], [5, 6])], { sampleIdxInStep: 1 }),
+    ];
+    for (const callFilter of ['all', 'agl-manager'] as const) {
+      const res = buildTrainingBatch(rs, { ...opts, callFilter });
+      expect(res.batch.rolloutIds).toEqual(['ok']);
+      expect(Array.from(res.batch.offsets)).toEqual([0, 2]);
+      expect(Array.from(res.batch.responseLogProbs!)).toEqual([-1, -1]);
+    }
+    expect(buildTrainingBatch(rs, { ...opts, callFilter: 'all' }).counters.nSkippedEmpty).toBe(1);
+  });
 });

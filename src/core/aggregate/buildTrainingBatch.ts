@@ -290,13 +290,16 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     const m = mask.data;
     for (let i = start; i < start + len; i++) train += m[i];
     if (train === 0) {
-      respIds.length = mask.length = tokenCall.length = start;
+      respIds.length = mask.length = tokenCall.length = logProbs.length = start;
       nSkippedEmpty++;
       return false;
     }
-    // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree.
-    const keepLp = lpOk && Math.min(rowLp.length, maxR) === len;
-    if (keepLp) logProbs.append(rowLp.data.subarray(0, len));
+    // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree. An aligned
+    // list was written straight into logProbs; a list of another length waits in rowLp.
+    const keepLp = lpOk && Math.min(lpDirect ? logProbs.length - start : rowLp.length, maxR) === len;
+    logProbs.length = start;
+    if (keepLp && !lpDirect) logProbs.append(rowLp.data.subarray(0, len));
+    else if (keepLp) logProbs.length = start + len;
     else logProbs.fill(Number.NaN, len);
     const drop = prompt.length > maxP;
     promptIds.append(drop ? prompt.subarray(0, maxP) : prompt);
@@ -314,8 +317,15 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     return true;
   };
 
-  /** The running row's log-prob list, built as upstream builds `current_response_log_probs`. */
+  /**
+   * The running row's log-prob list, built as upstream builds `current_response_log_probs`: straight into
+   * logProbs when the row's first list is aligned with its ids (later lists must be, or the list dies), else
+   * in the scratch rowLp.
+   */
   const rowLp = new Growable(Float32Array, 1024);
+  let lpDirect = true;
+  const lpAppend = (v: Float32Array) => (lpDirect ? logProbs : rowLp).append(v);
+  const lpZeros = (n: number) => (lpDirect ? logProbs : rowLp).fill(0, n);
 
   const appendResponse = (c: CallIds) => {
     respIds.append(c.r);
@@ -326,8 +336,10 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
   const startLp = (c: CallIds): boolean => {
     rowLp.length = 0;
+    lpDirect = true;
     if (c.lp === null) return false;
-    rowLp.append(c.lp);
+    lpDirect = c.lp.length === c.r.length;
+    lpAppend(c.lp);
     return true;
   };
 
@@ -375,12 +387,12 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
           respIds.append(c.p.subarray(ctxLen));
           mask.fill(0, obs);
           tokenCall.fill(c.idx, obs);
-          if (lpOk) rowLp.fill(0, obs);
+          if (lpOk) lpZeros(obs);
         }
         // A merged call keeps the list alive only with a list of exactly its response length.
         if (lpOk) {
           if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
-          else rowLp.append(c.lp);
+          else lpAppend(c.lp);
         }
         appendResponse(c);
         rowCount++;
