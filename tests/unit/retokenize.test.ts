@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { retokenizationReport, retokenizeCall } from '../../src/core/tokenize/retokenize';
+import { compareTokens, retokenizationReport, retokenizeCall } from '../../src/core/tokenize/retokenize';
 import { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import type { ChatMessage, ModelCall, Rollout } from '../../src/core/trace/types';
 
@@ -132,6 +132,57 @@ describe('retokenization reports (real Qwen3 tokenizer)', () => {
     expect(rep.equal).toBe(false);
     expect(rep.cause).toBe('tool_call_rerender');
     expect(rep.part).toBe('response');
+  });
+});
+
+describe('Qwen3 template fidelity', () => {
+  it("keeps Python's strip(chars) semantics: lstrip('\\n') keeps the answer's leading space", () => {
+    const text = qwen3.renderChat(
+      [
+        { role: 'user', content: 'Greet me.' },
+        { role: 'assistant', content: '<think>\n  plan \n</think>\n\n Hello' },
+      ],
+      { addGenerationPrompt: false },
+    );
+    expect(text).toBe(
+      '<|im_start|>user\nGreet me.<|im_end|>\n<|im_start|>assistant\n<think>\n  plan \n</think>\n\n Hello<|im_end|>\n',
+    );
+  });
+
+  it('retokenizes the canonical case: " Hel"+"lo" right after the think block re-encodes as " Hello"', () => {
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Greet me.' }];
+    const prompt = qwen3.encodeChat(messages, { addGenerationPrompt: true });
+    const response = ids(qwen3.encode('<think>\n\n</think>\n\n'), [15806, 385, IM_END]);
+    const rep = retokenizationReport(
+      qwen3,
+      call(messages, '<think>\n\n</think>\n\n Hello', prompt, response),
+    )!;
+    expect(rep).toMatchObject({ cause: 'bpe_remerge', engineSpan: ' Hello', retokenizedSpan: ' Hello' });
+  });
+});
+
+describe('retokenization causes on token sequences (real Qwen3 tokenizer)', () => {
+  const prompt = () => qwen3.encode('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
+  it('whitespace: only the spacing differs', () => {
+    const rep = compareTokens(
+      qwen3,
+      { promptIds: prompt(), responseIds: qwen3.encode('x =  1<|im_end|>') },
+      { promptIds: prompt(), responseIds: qwen3.encode('x = 1<|im_end|>') },
+    );
+    expect(rep).toMatchObject({ equal: false, cause: 'whitespace', part: 'response' });
+  });
+  it('special_tokens: a different special token ends the turn', () => {
+    const rep = compareTokens(
+      qwen3,
+      { promptIds: prompt(), responseIds: qwen3.encode('done<|im_end|>') },
+      { promptIds: prompt(), responseIds: qwen3.encode('done<|endoftext|>') },
+    );
+    expect(rep).toMatchObject({
+      equal: false,
+      cause: 'special_tokens',
+      engineSpan: '<|im_end|>',
+      retokenizedSpan: '<|endoftext|>',
+    });
   });
 });
 
