@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { toBf16 } from '../../src/core/aggregate/bf16';
 import { buildTrainingBatch, SampleBuildError } from '../../src/core/aggregate/buildTrainingBatch';
 import { padTrainingBatch } from '../../src/core/aggregate/pad';
+import { bf16 as toBf16 } from '../../src/core/algos/numeric';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
 
 function call(p: number[], r: number[], extra: Partial<ModelCall> = {}): ModelCall {

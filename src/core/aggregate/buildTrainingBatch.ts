@@ -21,11 +21,12 @@
  * The prefix test compares the new prompt with the previous call's prompt + response once per call
  * (O(prompt length)); nothing allocates per token.
  */
+
+import { bf16 } from '../algos/numeric';
 import type { TrainingBatch } from '../batch/types';
 import { tokenizeCall } from '../tokenize/retokenize';
 import type { ChatTokenizer } from '../tokenize/tokenizer';
 import type { ModelCall, Rollout } from '../trace/types';
-import { toBf16 } from './bf16';
 import { Growable } from './growable';
 import { classifyMergeFailure, type MergeFailure } from './mergeFailure';
 
@@ -350,7 +351,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     const reward = fr ?? opts.rewardFillnaValue;
     rewardSum += reward;
     if (fr !== null && fr !== undefined) nWithReward++;
-    const bfReward = toBf16(reward);
+    const bfReward = bf16(reward);
     const calls = selected[oi];
     if (calls.length === 0) continue;
     nWithTrace++;
