@@ -1,6 +1,6 @@
 // Fused log-softmax + target gather: per-token log-prob and entropy without sending (rows, V) probabilities
 // to the host. Logits row n = b·T + t predicts token t+1 of sequence b; z = logits / temperature.
-//   forward:   logp[b, t+1] = z_y − lse(z),  entropy[b, t+1] = lse − Σ p·z,  both times mask[b, t+1];
+//   forward:   logp[b, t+1] = z_y − lse(z),  entropy[b, t+1] = lse − Σ p·z,  both 0 where mask[b, t+1] = 0;
 //              position 0 of each sequence has no prediction (0). lse per row is kept for the backward.
 //   backward:  for the loss L = −Σ w·logp:  dlogits[n, v] = w[b, t+1]·(p_v − 1[v = y]) / temperature
 // forward runs one invocation per row; backward one per (row, v).
@@ -54,9 +54,10 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (t + 1u < dims.T) {
     let target_pos = b * dims.T + t + 1u;
     let y = min(tokens[target_pos], dims.V - 1u);
-    let m = mask[target_pos];
-    out_a[target_pos] = (logits[base + y] * dims.inv_temp - l) * m;
-    out_b[target_pos] = (l - pz / sum) * m;
+    // select, not a product: a masked position must be exactly +0, never -0 or NaN.
+    let keep = mask[target_pos] != 0.0;
+    out_a[target_pos] = select(0.0, logits[base + y] * dims.inv_temp - l, keep);
+    out_b[target_pos] = select(0.0, l - pz / sum, keep);
   }
 }
 

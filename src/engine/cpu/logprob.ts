@@ -32,8 +32,10 @@ export function logprobForwardCpu(
     const t = n % T;
     if (t + 1 < T) {
       const y = Math.min(tokens[n + 1], V - 1);
-      logp[n + 1] = (logits[base + y] * inv - l) * mask[n + 1];
-      entropy[n + 1] = (l - pz / sum) * mask[n + 1];
+      if (mask[n + 1] !== 0) {
+        logp[n + 1] = logits[base + y] * inv - l;
+        entropy[n + 1] = l - pz / sum;
+      }
     }
   }
   return { logp, entropy, lse };
