@@ -33,7 +33,10 @@ export function reexecWithSwiftShader(): number | null {
     LD_LIBRARY_PATH: [SWIFTSHADER_LIB_DIR, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
     HARNESS_LAB_NO_REEXEC: '1',
   };
-  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env });
+  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env,
+  });
   return r.status ?? 1;
 }
 
