@@ -114,3 +114,32 @@ describe('WebGPU policy vs CPU policy (Chromium WebGPU)', () => {
     gpu.dispose();
   });
 });
+
+describe('policy engine factory and browser checkpoints', () => {
+  it('picks WebGPU where an adapter exists and the CPU when asked', async () => {
+    const { createPolicyEngine } = await import('../../src/engine/policy');
+    const gpu = await createPolicyEngine({ config: cfg, context: ctx });
+    expect(gpu.engine.backend).toBe('webgpu');
+    const cpu = await createPolicyEngine({ config: cfg, backend: 'cpu' });
+    expect(cpu.engine.backend).toBe('cpu');
+    gpu.engine.dispose();
+  });
+
+  it('saves and loads a safetensors checkpoint in the origin-private file system', async () => {
+    const { encodeCheckpoint, loadCheckpointBrowser, saveCheckpointBrowser, listCheckpointsBrowser } =
+      await import('../../src/engine/checkpoint');
+    const gpu = GpuPolicy.create(ctx, cfg);
+    const params = await gpu.getParams();
+    await saveCheckpointBrowser('test-policy', encodeCheckpoint(gpu.config, params, { note: 'browser' }));
+    expect(await listCheckpointsBrowser()).toContain('test-policy');
+    const back = await loadCheckpointBrowser('test-policy');
+    expect(back.params).toEqual(params);
+    expect(back.metadata.note).toBe('browser');
+    await expect(loadCheckpointBrowser('absent')).rejects.toThrow("no checkpoint named 'absent'");
+    const restored = GpuPolicy.create(ctx, back.config, {}, back.params);
+    const { batch: b } = batch();
+    expect(maxAbsDiff((await restored.logProbs(b)).logProbs, (await gpu.logProbs(b)).logProbs)).toBe(0);
+    gpu.dispose();
+    restored.dispose();
+  });
+});
