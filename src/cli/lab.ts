@@ -12,7 +12,10 @@ export interface Command {
 }
 
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
-const commands: Record<string, () => Promise<Command>> = {};
+const commands: Record<string, () => Promise<Command>> = {
+  'engine-check': async () => (await import('./commands/engine-check')).command,
+  'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
+};
 
 function help(): string {
   const lines = ['usage: npm run lab -- <command> [args]', '', 'commands:'];
