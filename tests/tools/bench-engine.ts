@@ -3,7 +3,11 @@
  * named configurations, in Node + Dawn (WebGPU), in headless Chromium (WebGPU) and on the CPU reference,
  * with ratios. Medians over --reps repetitions after a warm-up.
  *
- *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu] [--reps 3]
+ *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
+ *
+ * 'onnx' runs the same weights, exported to ONNX (tests/tools/onnxExport.ts), on onnxruntime-web's wasm
+ * execution provider in this Node process: log-prob forward tokens/s and the max |log-prob| difference from
+ * the CPU reference and from the Node WebGPU engine.
  *
  * Without --configs, 'laptop' runs only when Dawn's adapter is a real GPU: on a software adapter
  * (SwiftShader, ~10-20 MFLOP/s for these kernels) one laptop-sized forward takes minutes.
@@ -11,14 +15,71 @@
 import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
+import type { GpuContext } from '../../src/engine/gpu/device';
 import { layoutOf, resolveConfig } from '../../src/engine/model';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
-import { BENCH_CONFIGS, type BenchResult, benchEngine } from './benchCore';
+import { BENCH_CONFIGS, type BenchConfig, type BenchResult, benchEngine } from './benchCore';
 import { chromiumArgs, chromiumPath } from './chromium.mjs';
+import { exportOnnx } from './onnxExport';
+
+/** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy, and its log-prob error. */
+async function benchOnnx(bc: BenchConfig, reps: number, ctx: GpuContext | null) {
+  const ort = await import('onnxruntime-web');
+  const config = resolveConfig({ ...bc.model, seed: 1 });
+  const layout = layoutOf(config);
+  const cpu = new CpuPolicy(config);
+  const { batchSize: B, seqLen: T } = bc;
+  const V = config.vocabSize;
+  const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 2654435761) % V);
+  const targets = new BigInt64Array(B * T);
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t < T; t++) targets[b * T + t] = BigInt(tokens[b * T + Math.min(t + 1, T - 1)]);
+  const session = await ort.InferenceSession.create(exportOnnx(config, layout, cpu.params, B, T), {
+    executionProviders: ['wasm'],
+  });
+  const feeds = {
+    tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
+    targets: new ort.Tensor('int64', targets, [B, T, 1]),
+  };
+  let got: Float32Array = new Float32Array(0);
+  const times: number[] = [];
+  for (let i = 0; i <= reps; i++) {
+    const t0 = performance.now();
+    got = (await session.run(feeds)).target_logp.data as Float32Array;
+    if (i > 0) times.push((performance.now() - t0) / 1000);
+  }
+  await session.release();
+  times.sort((a, b) => a - b);
+  const seconds = times[Math.floor(times.length / 2)];
+  const batch = { tokens, mask: new Float32Array(B * T).fill(1), batchSize: B, seqLen: T };
+  const diff = (ours: Float32Array) => {
+    let m = 0;
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t + 1 < T; t++) m = Math.max(m, Math.abs(got[b * T + t] - ours[b * T + t + 1]));
+    return m;
+  };
+  const diffCpu = diff((await cpu.logProbs(batch)).logProbs);
+  let diffGpu: number | null = null;
+  if (ctx) {
+    const gpu = GpuPolicy.create(ctx, config);
+    diffGpu = diff((await gpu.logProbs(batch)).logProbs);
+    gpu.dispose();
+  }
+  const result: BenchResult = {
+    config: bc.name,
+    backend: 'onnx-wasm',
+    params: layout.total,
+    logProbs: (B * T) / seconds,
+    trainStep: 0,
+    sample: 0,
+    seconds: { logProbs: seconds, trainStep: 0, sample: 0 },
+  };
+  return { result, diffCpu, diffGpu };
+}
 
 function parse(argv: string[]) {
-  const out = { configs: [] as string[], backends: ['node', 'chromium', 'cpu'], reps: 3 };
+  const out = { configs: [] as string[], backends: ['node', 'chromium', 'cpu', 'onnx'], reps: 3 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -115,20 +176,36 @@ async function main(): Promise<number> {
     }
   }
 
+  if (opts.backends.includes('onnx')) {
+    for (const bc of selected) {
+      const r = await benchOnnx(bc, opts.reps, opts.backends.includes('node') ? ctx : null);
+      results.push({ ...r.result, where: 'onnx-wasm' });
+      console.log(
+        `${bc.name.padEnd(7)} ${'onnx-wasm'.padEnd(16)} params ${String(r.result.params).padStart(8)}  ` +
+          `log-prob ${r.result.logProbs.toFixed(1).padStart(9)} tok/s  (forward only)  ` +
+          `max |Δ log-prob| vs cpu-reference ${r.diffCpu.toExponential(2)}` +
+          (r.diffGpu === null ? '' : `, vs node+dawn ${r.diffGpu.toExponential(2)}`),
+      );
+    }
+  }
+
   console.log('\nratios (tokens/s of the first backend over the second):');
   const pairs: [string, string][] = [
     ['node+dawn', 'chromium'],
     ['node+dawn', 'cpu-reference'],
     ['chromium', 'cpu-reference'],
+    ['node+dawn', 'onnx-wasm'],
+    ['chromium', 'onnx-wasm'],
   ];
   for (const bc of selected)
     for (const [a, b] of pairs) {
       const ra = results.find((r) => r.config === bc.name && r.where === a);
       const rb = results.find((r) => r.config === bc.name && r.where === b);
       if (!ra || !rb) continue;
+      const ratio = (x: number, y: number) => (x > 0 && y > 0 ? `${(x / y).toFixed(3)}x` : 'n/a');
       console.log(
-        `${bc.name.padEnd(7)} ${a} / ${b}: log-prob ${(ra.logProbs / rb.logProbs).toFixed(2)}x  ` +
-          `train ${(ra.trainStep / rb.trainStep).toFixed(2)}x  sample ${(ra.sample / rb.sample).toFixed(2)}x`,
+        `${bc.name.padEnd(7)} ${a} / ${b}: log-prob ${ratio(ra.logProbs, rb.logProbs)}  ` +
+          `train ${ratio(ra.trainStep, rb.trainStep)}  sample ${ratio(ra.sample, rb.sample)}`,
       );
     }
   return 0;
