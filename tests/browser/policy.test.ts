@@ -106,6 +106,17 @@ describe('WebGPU policy vs CPU policy (Chromium WebGPU)', () => {
       temperature: req.temperature,
     });
     expect(maxAbsDiff(lp.logProbs.slice(3), a.logProbs)).toBeLessThanOrEqual(1e-5);
+    // A prompt that fills most of the context: batched prefill rounds T up to the context length.
+    const longReq = {
+      ...req,
+      promptIds: Array.from({ length: 13 }, (_, i) => (i * 5 + 1) % 64),
+      maxTokens: 10,
+    };
+    const longGpu = await gpu.sample(longReq);
+    const longCpu = await cpu.sample(longReq);
+    expect(longGpu.tokenIds).toEqual(longCpu.tokenIds);
+    expect(longGpu.tokenIds.length).toBe(4); // positions 13, 14, 15 fed back, a 4th token picked at the end
+    expect(maxAbsDiff(longGpu.logProbs, longCpu.logProbs)).toBeLessThanOrEqual(1e-5);
     const other = await gpu.sample({ ...req, seed: 43 });
     expect(other.tokenIds).not.toEqual(a.tokenIds);
     const stopped = await gpu.sample({ ...req, stopIds: [a.tokenIds[2]] });

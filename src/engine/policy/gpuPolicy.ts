@@ -52,6 +52,9 @@ interface Graph {
   /** logprob uniforms (temperature) in the forward and backward programs. */
   logprobUniforms: GPUBuffer[];
   temperature: number;
+  /** Per-layer qkv activations (B·T, 3C): a prompt's KV cache after a forward pass. */
+  qkv: GPUBuffer[];
+  logits: GPUBuffer;
   buffers: GPUBuffer[];
 }
 
@@ -62,6 +65,7 @@ interface Decoder {
   embedUniform: GPUBuffer;
   attnUniforms: GPUBuffer[];
   copies: { dstOffset?: number }[];
+  cache: GPUBuffer[];
   buffers: GPUBuffer[];
 }
 
@@ -404,6 +408,8 @@ export class GpuPolicy implements PolicyEngine {
       backward: bwd,
       logprobUniforms: [lpFwdUniform, lpBwdUniform],
       temperature: 1,
+      qkv: layers.map((a) => a.qkv),
+      logits,
       buffers,
     };
   }
@@ -625,7 +631,7 @@ export class GpuPolicy implements PolicyEngine {
     }
     await K.layernormForward(p, { N: 1, C, wOff: o('lnf.w'), bOff: o('lnf.b') }, res, params, ln, stats);
     await K.matmul(p, { mode: 'nt', M: 1, N: V, K: C, a: ln, b: params, bOff: o('wte'), c: logits });
-    return { program: p, token, logits, embedUniform, attnUniforms, copies, buffers };
+    return { program: p, token, logits, embedUniform, attnUniforms, copies, cache, buffers };
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {
@@ -653,7 +659,23 @@ export class GpuPolicy implements PolicyEngine {
       }
       d.program.submit();
     };
-    return decodeLoop(req, T, step, () => this.ctx.readF32(d.logits, V));
+    // Prefill: the whole prompt in one batched forward pass (B = 1, T rounded up to a power of two so few
+    // graphs are built; causal attention makes the padding rows harmless), then its qkv rows become the KV cache.
+    const prefill = async (ids: number[]) => {
+      const P = ids.length;
+      let Tb = 1;
+      while (Tb < P) Tb *= 2;
+      Tb = Math.min(Tb, T);
+      const tokens = new Uint32Array(Tb);
+      tokens.set(ids);
+      const g = await this.prepare({ tokens, mask: new Float32Array(Tb).fill(1), batchSize: 1, seqLen: Tb });
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      for (let l = 0; l < L; l++) enc.copyBufferToBuffer(g.qkv[l], 0, d.cache[l], 0, P * 3 * C * F);
+      this.ctx.device.queue.submit([enc.finish()]);
+      return this.ctx.readF32(g.logits, V, (P - 1) * V);
+    };
+    return decodeLoop(req, T, step, () => this.ctx.readF32(d.logits, V), prefill);
   }
 
   async getParams(): Promise<Float32Array> {
