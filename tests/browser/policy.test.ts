@@ -117,6 +117,10 @@ describe('WebGPU policy vs CPU policy (Chromium WebGPU)', () => {
     expect(longGpu.tokenIds).toEqual(longCpu.tokenIds);
     expect(longGpu.tokenIds.length).toBe(4); // positions 13, 14, 15 fed back, a 4th token picked at the end
     expect(maxAbsDiff(longGpu.logProbs, longCpu.logProbs)).toBeLessThanOrEqual(1e-5);
+    // Concurrent calls (the proxy may issue several) are serialised and give the sequential results.
+    const [c1, c2] = await Promise.all([gpu.sample(req), gpu.sample(longReq)]);
+    expect(c1).toEqual(a);
+    expect(c2).toEqual(longGpu);
     const other = await gpu.sample({ ...req, seed: 43 });
     expect(other.tokenIds).not.toEqual(a.tokenIds);
     const stopped = await gpu.sample({ ...req, stopIds: [a.tokenIds[2]] });

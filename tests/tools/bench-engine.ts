@@ -93,8 +93,8 @@ function parse(argv: string[]) {
     if (!BENCH_CONFIGS.some((b) => b.name === c))
       throw new Error(`unknown config '${c}' (known: ${BENCH_CONFIGS.map((b) => b.name).join(', ')})`);
   for (const b of out.backends)
-    if (!['node', 'chromium', 'cpu'].includes(b))
-      throw new Error(`unknown backend '${b}' (node, chromium, cpu)`);
+    if (!['node', 'chromium', 'cpu', 'onnx'].includes(b))
+      throw new Error(`unknown backend '${b}' (node, chromium, cpu, onnx)`);
   if (!Number.isInteger(out.reps) || out.reps < 1) throw new Error(`--reps must be a positive integer`);
   return out;
 }

@@ -99,7 +99,8 @@ export class CpuPolicy implements PolicyEngine {
   async sample(req: SampleRequest): Promise<SampleResult> {
     const { vocabSize: V, contextLength: T, width: C, heads: H, layers: L } = this.config;
     checkSampleRequest(req, V, T);
-    const p = views(this.layout, this.params);
+    // A snapshot: a trainStep started while this sample awaits must not change the weights under it.
+    const p = views(this.layout, new Float32Array(this.params));
     const cache = Array.from({ length: L }, () => new Float32Array(T * 3 * C));
     const res = new Float32Array(C);
     const ln = new Float32Array(C);

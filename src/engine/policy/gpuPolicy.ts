@@ -38,6 +38,8 @@ import type {
 } from './types';
 
 const F = 4;
+/** Batch shapes whose activations stay allocated; the least recently used shape beyond this is freed. */
+const MAX_GRAPHS = 8;
 
 interface Graph {
   B: number;
@@ -84,6 +86,14 @@ export class GpuPolicy implements PolicyEngine {
   private readonly graphs = new Map<string, Promise<Graph>>();
   private adam: Promise<{ program: Program; uniform: GPUBuffer }> | null = null;
   private decoder: Promise<Decoder> | null = null;
+  /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private exclusive<R>(f: () => Promise<R>): Promise<R> {
+    const run = this.tail.then(f, f);
+    this.tail = run.catch(() => {});
+    return run;
+  }
 
   private constructor(
     readonly ctx: GpuContext,
@@ -125,9 +135,22 @@ export class GpuPolicy implements PolicyEngine {
   private graph(B: number, T: number): Promise<Graph> {
     const key = `${B}x${T}`;
     let g = this.graphs.get(key);
-    if (!g) {
-      g = this.buildGraph(B, T);
+    if (g) {
+      // most recently used last, so eviction below drops the least recently used shape
+      this.graphs.delete(key);
       this.graphs.set(key, g);
+      return g;
+    }
+    g = this.buildGraph(B, T);
+    this.graphs.set(key, g);
+    if (this.graphs.size > MAX_GRAPHS) {
+      const [oldKey, old] = this.graphs.entries().next().value as [string, Promise<Graph>];
+      this.graphs.delete(oldKey);
+      void old.then((o) => {
+        o.forward.destroy();
+        o.backward.destroy();
+        for (const b of o.buffers) b.destroy();
+      });
     }
     return g;
   }
@@ -445,7 +468,11 @@ export class GpuPolicy implements PolicyEngine {
     return { a: all.slice(0, n), b: all.slice(n, 2 * n), extra: extra ? all[2 * n] : 0 };
   }
 
-  async logProbs(batch: Batch): Promise<LogProbResult> {
+  logProbs(batch: Batch): Promise<LogProbResult> {
+    return this.exclusive(() => this.logProbsNow(batch));
+  }
+
+  private async logProbsNow(batch: Batch): Promise<LogProbResult> {
     const g = await this.prepare(batch);
     const enc = this.ctx.device.createCommandEncoder();
     g.forward.encode(enc);
@@ -488,7 +515,11 @@ export class GpuPolicy implements PolicyEngine {
     };
   }
 
-  async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+    return this.exclusive(() => this.trainStepNow(batch, weights));
+  }
+
+  private async trainStepNow(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
     if (weights.length !== batch.tokens.length)
       throw new Error(
         `trainStep: weights has ${weights.length} values, expected one per token (${batch.tokens.length})`,
@@ -510,7 +541,11 @@ export class GpuPolicy implements PolicyEngine {
   }
 
   /** Runs forward and backward only (no update) and returns the gradient buffer; for tests and checks. */
-  async computeGrads(batch: Batch, weights: Float32Array): Promise<Float32Array> {
+  computeGrads(batch: Batch, weights: Float32Array): Promise<Float32Array> {
+    return this.exclusive(() => this.computeGradsNow(batch, weights));
+  }
+
+  private async computeGradsNow(batch: Batch, weights: Float32Array): Promise<Float32Array> {
     const g = await this.prepare(batch);
     this.ctx.write(g.weights, weights);
     const enc = this.ctx.device.createCommandEncoder();
@@ -634,7 +669,11 @@ export class GpuPolicy implements PolicyEngine {
     return { program: p, token, logits, embedUniform, attnUniforms, copies, cache, buffers };
   }
 
-  async sample(req: SampleRequest): Promise<SampleResult> {
+  sample(req: SampleRequest): Promise<SampleResult> {
+    return this.exclusive(() => this.sampleNow(req));
+  }
+
+  private async sampleNow(req: SampleRequest): Promise<SampleResult> {
     const { vocabSize: V, contextLength: T, width: C, heads: H, layers: L } = this.config;
     checkSampleRequest(req, V, T);
     const d = await this.decoderProgram();
@@ -678,11 +717,19 @@ export class GpuPolicy implements PolicyEngine {
     return decodeLoop(req, T, step, () => this.ctx.readF32(d.logits, V), prefill);
   }
 
-  async getParams(): Promise<Float32Array> {
+  getParams(): Promise<Float32Array> {
+    return this.exclusive(() => this.getParamsNow());
+  }
+
+  private async getParamsNow(): Promise<Float32Array> {
     return this.ctx.readF32(this.params, this.layout.total);
   }
 
-  async setParams(params: Float32Array): Promise<void> {
+  setParams(params: Float32Array): Promise<void> {
+    return this.exclusive(() => this.setParamsNow(params));
+  }
+
+  private async setParamsNow(params: Float32Array): Promise<void> {
     if (params.length !== this.layout.total)
       throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
     this.ctx.write(this.params, params);
