@@ -2,6 +2,8 @@
 //   main / nn: A (M, K),  B (K, N)          y  = x · W          (forward linear layer)
 //   nt:        A (M, K),  B stored (N, K)   dx = dy · Wᵀ        (input gradient; tied LM head forward)
 //   tn:        A stored (K, M), B (K, N)    dW = xᵀ · dy        (weight gradient)
+//   row_nn / row_nt: the same products for M = 1 (a decode step): one invocation per output column, no
+//                    workgroup memory, so a single row does not leave 15 of every 16 invocations idle.
 // Element offsets let A, B, C and the bias live inside larger buffers (the flat parameter / gradient buffers).
 // 16×16 output tile per workgroup, K walked in 16-wide tiles through workgroup memory. The loop bound comes
 // from the uniform buffer, so both barriers sit in uniform control flow.
@@ -90,4 +92,42 @@ fn nt(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: 
 @compute @workgroup_size(16, 16)
 fn tn(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   tiled(2u, lid, wid);
+}
+
+fn finish(row: u32, col: u32, acc_in: f32) {
+  var acc = acc_in;
+  if (dims.has_bias != 0u) {
+    acc = acc + bias[dims.bias_off + col];
+  }
+  let idx = dims.c_off + row * dims.N + col;
+  if (dims.accumulate != 0u) {
+    acc = acc + c[idx];
+  }
+  c[idx] = acc;
+}
+
+@compute @workgroup_size(64)
+fn row_nn(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let col = gid.x;
+  if (col >= dims.N) {
+    return;
+  }
+  var acc = 0.0;
+  for (var k = 0u; k < dims.K; k = k + 1u) {
+    acc = acc + a[dims.a_off + k] * b[dims.b_off + k * dims.N + col];
+  }
+  finish(0u, col, acc);
+}
+
+@compute @workgroup_size(64)
+fn row_nt(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let col = gid.x;
+  if (col >= dims.N) {
+    return;
+  }
+  var acc = 0.0;
+  for (var k = 0u; k < dims.K; k = k + 1u) {
+    acc = acc + a[dims.a_off + k] * b[dims.b_off + col * dims.K + k];
+  }
+  finish(0u, col, acc);
 }

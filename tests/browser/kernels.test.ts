@@ -35,9 +35,15 @@ const u32 = (n: number, mod: number, seed: number) =>
   Uint32Array.from(uniformF32(n, seed, 0, 1), (x) => Math.floor(x * mod));
 
 describe('WGSL kernels vs CPU references (Chromium WebGPU)', () => {
-  for (const mode of ['nn', 'nt', 'tn'] as MatmulMode[]) {
-    it(`matmul ${mode} with offsets, bias and accumulate`, async () => {
-      const [M, N, Kd] = [19, 23, 37];
+  for (const [mode, M] of [
+    ['nn', 19],
+    ['nt', 19],
+    ['tn', 19],
+    ['nn', 1],
+    ['nt', 1],
+  ] as [MatmulMode, number][]) {
+    it(`matmul ${mode} with offsets, bias and accumulate (M = ${M})`, async () => {
+      const [N, Kd] = [70, 37];
       const aOff = 5;
       const bOff = 3;
       const cOff = 7;

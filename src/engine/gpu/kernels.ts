@@ -36,14 +36,11 @@ export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
     u(x.biasOff ?? 0),
     u(x.bias ? 1 : 0),
   ]);
-  const entry = x.mode === 'nn' ? 'main' : x.mode;
   // An unused bias binding still needs a buffer: any buffer does, the kernel never reads it.
-  return p.add(
-    'matmul',
-    entry,
-    [dims, x.a, x.b, x.c, x.bias ?? x.a],
-    [Math.ceil(x.N / 16), Math.ceil(x.M / 16)],
-  );
+  const buffers = [dims, x.a, x.b, x.c, x.bias ?? x.a];
+  if (x.M === 1 && x.mode !== 'tn') return p.add('matmul', `row_${x.mode}`, buffers, [Math.ceil(x.N / 64)]);
+  const entry = x.mode === 'nn' ? 'main' : x.mode;
+  return p.add('matmul', entry, buffers, [Math.ceil(x.N / 16), Math.ceil(x.M / 16)]);
 }
 
 /** out[outOff + j] (+)= Σ_i x[i·N + j]. */
