@@ -16,6 +16,8 @@ const commands: Record<string, () => Promise<Command>> = {
   analyze: async () => (await import('./commands/analyze')).command,
   convert: async () => (await import('./commands/convert')).command,
   golden: async () => (await import('./commands/golden')).command,
+  'engine-check': async () => (await import('./commands/engine-check')).command,
+  'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
 };
 
 function help(): string {

@@ -35,29 +35,60 @@ export class GpuContext {
     this.status = status;
   }
 
-  /** A compute pipeline for `shaders/<name>.wgsl`, entry point `main` unless given; compiled once. */
+  /**
+   * A compute pipeline for `shaders/<name>.wgsl`, entry point `main` unless given; compiled once. Every entry
+   * point of one file shares an explicit bind-group layout built from the file's `@binding` declarations, so
+   * an entry point that leaves a binding unused still takes the same bind group as its siblings.
+   */
   pipeline(name: string, entryPoint = 'main'): Promise<GPUComputePipeline> {
     const key = `${name}#${entryPoint}`;
     let p = this.pipelines.get(key);
     if (!p) {
       p = (async () => {
-        const code = await shaderSource(name);
-        const module = this.device.createShaderModule({ label: name, code });
-        const info = await module.getCompilationInfo();
-        const errors = info.messages.filter((m) => m.type === 'error');
-        if (errors.length) {
-          const text = errors.map((m) => `${name}.wgsl:${m.lineNum}:${m.linePos}: ${m.message}`).join('\n');
-          throw new Error(`WGSL compilation failed:\n${text}`);
-        }
+        const { module, layout } = await this.shaderModule(name);
         return this.device.createComputePipelineAsync({
           label: key,
-          layout: 'auto',
+          layout,
           compute: { module, entryPoint },
         });
       })();
       this.pipelines.set(key, p);
     }
     return p;
+  }
+
+  private readonly modules = new Map<
+    string,
+    Promise<{ module: GPUShaderModule; layout: GPUPipelineLayout; bindGroupLayout: GPUBindGroupLayout }>
+  >();
+
+  private shaderModule(name: string) {
+    let m = this.modules.get(name);
+    if (!m) {
+      m = (async () => {
+        const code = await shaderSource(name);
+        const module = this.device.createShaderModule({ label: name, code });
+        const info = await module.getCompilationInfo();
+        const errors = info.messages.filter((msg) => msg.type === 'error');
+        if (errors.length) {
+          const text = errors.map((e) => `${name}.wgsl:${e.lineNum}:${e.linePos}: ${e.message}`).join('\n');
+          throw new Error(`WGSL compilation failed:\n${text}`);
+        }
+        const bindGroupLayout = this.device.createBindGroupLayout({
+          label: name,
+          entries: bindingsOf(name, code),
+        });
+        const layout = this.device.createPipelineLayout({ label: name, bindGroupLayouts: [bindGroupLayout] });
+        return { module, layout, bindGroupLayout };
+      })();
+      this.modules.set(name, m);
+    }
+    return m;
+  }
+
+  /** The bind-group layout shared by every entry point of `shaders/<name>.wgsl`. */
+  async bindGroupLayout(name: string): Promise<GPUBindGroupLayout> {
+    return (await this.shaderModule(name)).bindGroupLayout;
   }
 
   /** A storage buffer holding `data` (f32/u32/i32), usable as input or output. */
@@ -71,6 +102,19 @@ export class GpuContext {
     new Uint8Array(buf.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     buf.unmap();
     return buf;
+  }
+
+  /** Queues a write of `data` into `buf` at byte offset `offset`. */
+  write(buf: GPUBuffer, data: Float32Array | Uint32Array | Int32Array | ArrayBuffer, offset = 0): void {
+    if (data instanceof ArrayBuffer) this.device.queue.writeBuffer(buf, offset, data);
+    else
+      this.device.queue.writeBuffer(
+        buf,
+        offset,
+        data.buffer as ArrayBuffer,
+        data.byteOffset,
+        data.byteLength,
+      );
   }
 
   /** An uninitialised (zeroed) storage buffer of `bytes` bytes. */
@@ -96,14 +140,14 @@ export class GpuContext {
   }
 
   /** Copies a buffer back to the host as f32. */
-  async readF32(src: GPUBuffer, count: number): Promise<Float32Array> {
+  async readF32(src: GPUBuffer, count: number, offsetElements = 0): Promise<Float32Array> {
     const bytes = count * 4;
     const staging = this.device.createBuffer({
       size: Math.max(4, bytes),
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
     const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(src, 0, staging, 0, bytes);
+    enc.copyBufferToBuffer(src, offsetElements * 4, staging, 0, bytes);
     this.device.queue.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const out = new Float32Array(staging.getMappedRange().slice(0));
@@ -119,22 +163,188 @@ export class GpuContext {
     workgroups: [number, number?, number?],
     entryPoint = 'main',
   ): Promise<void> {
-    const pipeline = await this.pipeline(name, entryPoint);
-    const bindGroup = this.device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
-    });
-    const enc = this.device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1);
-    pass.end();
-    this.device.queue.submit([enc.finish()]);
+    const program = new Program(this);
+    await program.add(name, entryPoint, buffers, workgroups);
+    program.submit();
   }
 
   destroy(): void {
     this.device.destroy();
+  }
+}
+
+/**
+ * Bind-group layout entries from a WGSL file's `@group(0) @binding(i) var<...>` declarations: `uniform`,
+ * `storage, read` (read-only storage) and `storage, read_write` (storage).
+ */
+export function bindingsOf(name: string, code: string): GPUBindGroupLayoutEntry[] {
+  const re =
+    /@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage\s*,\s*read_write|storage\s*,\s*read|storage)\s*>/g;
+  const entries: GPUBindGroupLayoutEntry[] = [];
+  for (const m of code.matchAll(re)) {
+    const kind = m[2].replace(/\s+/g, '');
+    const type: GPUBufferBindingType =
+      kind === 'uniform'
+        ? 'uniform'
+        : kind === 'storage,read' || kind === 'storage'
+          ? 'read-only-storage'
+          : 'storage';
+    entries.push({ binding: Number(m[1]), visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+  }
+  if (entries.length === 0) throw new Error(`shaders/${name}.wgsl declares no @group(0) bindings`);
+  return entries.sort((a, b) => a.binding - b.binding);
+}
+
+/**
+ * Splits `count` workgroups over x (at most 65,535, WebGPU's per-dimension limit) and y. Kernels that take a
+ * 2D grid rebuild the flat index as `gid.y · num_workgroups.x · wg + gid.x` and bound-check it.
+ */
+export function grid(count: number): [number, number] {
+  const n = Math.max(1, count);
+  if (n <= 65535) return [n, 1];
+  const y = Math.ceil(n / 65535);
+  return [Math.ceil(n / y), y];
+}
+
+/** A 16-byte-aligned uniform block: u32 and f32 fields in declaration order. */
+export function uniformBlock(fields: ({ u: number } | { f: number })[]): ArrayBuffer {
+  const words = Math.ceil(fields.length / 4) * 4;
+  const buf = new ArrayBuffer(Math.max(16, words * 4));
+  const view = new DataView(buf);
+  fields.forEach((field, i) => {
+    if ('u' in field) view.setUint32(i * 4, field.u >>> 0, true);
+    else view.setFloat32(i * 4, field.f, true);
+  });
+  return buf;
+}
+
+export interface Step {
+  kind: 'dispatch' | 'copy' | 'clear';
+  pipeline?: GPUComputePipeline;
+  bindGroup?: GPUBindGroup;
+  workgroups?: [number, number, number];
+  src?: GPUBuffer;
+  srcOffset?: number;
+  dst?: GPUBuffer;
+  dstOffset?: number;
+  bytes?: number;
+}
+
+/**
+ * A recorded sequence of dispatches, copies and clears with their bind groups built once. Encoding it again
+ * costs no allocation, so a model builds one Program per batch shape and replays it every step: all its
+ * dispatches go into one command encoder and one submit, and every tensor stays resident on the GPU.
+ */
+export class Program {
+  private readonly steps: Step[] = [];
+  private readonly owned: GPUBuffer[] = [];
+
+  constructor(readonly ctx: GpuContext) {}
+
+  /**
+   * Adds a dispatch of `shaders/<name>.wgsl` entry `entryPoint`. `uniform` (if given) becomes binding 0 in a
+   * buffer the program owns and returns, so callers can rewrite it per replay with `queue.writeBuffer`.
+   */
+  async add(
+    name: string,
+    entryPoint: string,
+    buffers: (GPUBuffer | ArrayBuffer)[],
+    workgroups: [number, number?, number?],
+  ): Promise<GPUBuffer[]> {
+    const pipeline = await this.ctx.pipeline(name, entryPoint);
+    const layout = await this.ctx.bindGroupLayout(name);
+    const uniforms: GPUBuffer[] = [];
+    const entries = buffers.map((b, binding) => {
+      let buffer: GPUBuffer;
+      if (b instanceof ArrayBuffer) {
+        buffer = this.ctx.device.createBuffer({
+          label: `${name}.${entryPoint}.uniform`,
+          size: b.byteLength,
+          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        });
+        this.ctx.device.queue.writeBuffer(buffer, 0, b);
+        this.owned.push(buffer);
+        uniforms.push(buffer);
+      } else buffer = b;
+      return { binding, resource: { buffer } };
+    });
+    const bindGroup = this.ctx.device.createBindGroup({ label: `${name}.${entryPoint}`, layout, entries });
+    this.steps.push({
+      kind: 'dispatch',
+      pipeline,
+      bindGroup,
+      workgroups: [workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1],
+    });
+    return uniforms;
+  }
+
+  /** A small storage buffer owned by this program (for bindings an entry point leaves unused). */
+  scratch(bytes = 4): GPUBuffer {
+    const b = this.ctx.empty(bytes, 'program.scratch');
+    this.owned.push(b);
+    return b;
+  }
+
+  /** Adds a dispatch whose binding 0 is an existing uniform buffer (shared with an earlier step). */
+  async addWithUniform(
+    name: string,
+    entryPoint: string,
+    uniform: GPUBuffer,
+    buffers: GPUBuffer[],
+    workgroups: [number, number?, number?],
+  ): Promise<void> {
+    await this.add(name, entryPoint, [uniform, ...buffers], workgroups);
+  }
+
+  /** Adds a buffer copy; the returned step's offsets may be changed before a later replay. */
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, bytes: number): Step {
+    const step: Step = { kind: 'copy', src, srcOffset, dst, dstOffset, bytes };
+    this.steps.push(step);
+    return step;
+  }
+
+  clear(dst: GPUBuffer): void {
+    this.steps.push({ kind: 'clear', dst });
+  }
+
+  /** Appends this program's steps to `enc` (compute passes split only where a copy or clear sits between). */
+  encode(enc: GPUCommandEncoder): void {
+    let pass: GPUComputePassEncoder | null = null;
+    for (const s of this.steps) {
+      if (s.kind === 'dispatch') {
+        if (!pass) pass = enc.beginComputePass();
+        pass.setPipeline(s.pipeline as GPUComputePipeline);
+        pass.setBindGroup(0, s.bindGroup as GPUBindGroup);
+        const [x, y, z] = s.workgroups as [number, number, number];
+        pass.dispatchWorkgroups(x, y, z);
+        continue;
+      }
+      if (pass) {
+        pass.end();
+        pass = null;
+      }
+      if (s.kind === 'copy')
+        enc.copyBufferToBuffer(
+          s.src as GPUBuffer,
+          s.srcOffset as number,
+          s.dst as GPUBuffer,
+          s.dstOffset as number,
+          s.bytes as number,
+        );
+      else enc.clearBuffer(s.dst as GPUBuffer);
+    }
+    if (pass) pass.end();
+  }
+
+  submit(): void {
+    const enc = this.ctx.device.createCommandEncoder();
+    this.encode(enc);
+    this.ctx.device.queue.submit([enc.finish()]);
+  }
+
+  destroy(): void {
+    for (const b of this.owned) b.destroy();
+    this.owned.length = 0;
   }
 }
 

@@ -1,0 +1,162 @@
+/**
+ * Policy checkpoints in the safetensors format (https://github.com/huggingface/safetensors, "Format"):
+ *   8 bytes: N, the header length, unsigned little-endian 64-bit
+ *   N bytes: a UTF-8 JSON object {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}
+ *            (padded with spaces to a multiple of 8 bytes)
+ *   the tensor data, little-endian, offsets relative to the end of the header
+ * Each named view of the flat parameter buffer is one F32 tensor; the model config is JSON in the metadata,
+ * so a file is self-describing. Saved to files under Node and to the origin-private file system in a browser.
+ */
+import { layoutOf, type PolicyConfig, resolveConfig } from './model';
+
+const CONFIG_KEY = 'harness_lab.policy_config';
+
+export interface Checkpoint {
+  config: PolicyConfig;
+  params: Float32Array;
+  metadata: Record<string, string>;
+}
+
+export function encodeCheckpoint(
+  config: PolicyConfig,
+  params: Float32Array,
+  metadata: Record<string, string> = {},
+): Uint8Array {
+  const layout = layoutOf(config);
+  if (params.length !== layout.total)
+    throw new Error(`checkpoint: params has ${params.length} values, the layout needs ${layout.total}`);
+  const header: Record<string, unknown> = {
+    __metadata__: { ...metadata, [CONFIG_KEY]: JSON.stringify(config) },
+  };
+  let offset = 0;
+  for (const t of layout.tensors) {
+    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.size * 4] };
+    offset += t.size * 4;
+  }
+  let json = JSON.stringify(header);
+  const enc = new TextEncoder();
+  while (enc.encode(json).length % 8 !== 0) json += ' ';
+  const headerBytes = enc.encode(json);
+  const out = new Uint8Array(8 + headerBytes.length + offset);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(headerBytes.length), true);
+  out.set(headerBytes, 8);
+  const data = new DataView(out.buffer, 8 + headerBytes.length);
+  for (const t of layout.tensors) {
+    const begin = (header[t.name] as { data_offsets: number[] }).data_offsets[0];
+    for (let i = 0; i < t.size; i++) data.setFloat32(begin + 4 * i, params[t.offset + i], true);
+  }
+  return out;
+}
+
+/** Parses and validates a checkpoint; every error names what is wrong and where. */
+export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Checkpoint {
+  if (bytes.length < 8)
+    throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(view.getBigUint64(0, true));
+  if (n > bytes.length - 8)
+    throw new Error(`${source}: header length ${n} runs past the end of the file (${bytes.length} bytes)`);
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
+  } catch (e) {
+    throw new Error(`${source}: header is not valid UTF-8 JSON (${(e as Error).message})`);
+  }
+  if (!header || typeof header !== 'object' || Array.isArray(header))
+    throw new Error(`${source}: header is not a JSON object`);
+  const meta = (header.__metadata__ ?? {}) as Record<string, string>;
+  const rawConfig = meta[CONFIG_KEY];
+  if (typeof rawConfig !== 'string') throw new Error(`${source}: metadata has no '${CONFIG_KEY}' entry`);
+  let config: PolicyConfig;
+  try {
+    config = resolveConfig(JSON.parse(rawConfig));
+  } catch (e) {
+    throw new Error(`${source}: bad '${CONFIG_KEY}': ${(e as Error).message}`);
+  }
+  const layout = layoutOf(config);
+  const dataStart = 8 + n;
+  const dataLength = bytes.length - dataStart;
+  const params = new Float32Array(layout.total);
+  const data = new DataView(bytes.buffer, bytes.byteOffset + dataStart, dataLength);
+  for (const t of layout.tensors) {
+    const entry = header[t.name] as { dtype?: unknown; shape?: unknown; data_offsets?: unknown } | undefined;
+    if (!entry) throw new Error(`${source}: tensor '${t.name}' is missing`);
+    if (entry.dtype !== 'F32')
+      throw new Error(`${source}: tensor '${t.name}' has dtype ${entry.dtype}, expected F32`);
+    if (JSON.stringify(entry.shape) !== JSON.stringify(t.shape))
+      throw new Error(
+        `${source}: tensor '${t.name}' has shape ${JSON.stringify(entry.shape)}, expected ${JSON.stringify(t.shape)}`,
+      );
+    const off = entry.data_offsets;
+    if (!Array.isArray(off) || off.length !== 2 || !off.every((x) => Number.isInteger(x) && x >= 0))
+      throw new Error(`${source}: tensor '${t.name}' has malformed data_offsets ${JSON.stringify(off)}`);
+    const [begin, end] = off as number[];
+    if (end - begin !== t.size * 4 || end > dataLength)
+      throw new Error(
+        `${source}: tensor '${t.name}' data_offsets [${begin}, ${end}] do not hold ${t.size} f32 values within ${dataLength} data bytes`,
+      );
+    for (let i = 0; i < t.size; i++) params[t.offset + i] = data.getFloat32(begin + 4 * i, true);
+  }
+  const known = new Set(['__metadata__', ...layout.tensors.map((t) => t.name)]);
+  const extra = Object.keys(header).filter((k) => !known.has(k));
+  if (extra.length)
+    throw new Error(`${source}: unexpected tensors for this config: ${extra.slice(0, 5).join(', ')}`);
+  const metadata = { ...meta };
+  delete metadata[CONFIG_KEY];
+  return { config, params, metadata };
+}
+
+/** Writes a checkpoint file (Node). */
+export async function saveCheckpointFile(path: string, bytes: Uint8Array): Promise<void> {
+  const fs = await import(/* @vite-ignore */ 'node:fs/promises');
+  await fs.writeFile(path, bytes);
+}
+
+export async function loadCheckpointFile(path: string): Promise<Checkpoint> {
+  const fs = await import(/* @vite-ignore */ 'node:fs/promises');
+  return decodeCheckpoint(new Uint8Array(await fs.readFile(path)), path);
+}
+
+function checkName(name: string): void {
+  if (!/^[\w.-]{1,120}$/.test(name))
+    throw new Error(`checkpoint name '${name}' must be 1-120 of [A-Za-z0-9_.-]`);
+}
+
+/** Saves to the browser's origin-private file system (OPFS) as `checkpoints/<name>.safetensors`. */
+export async function saveCheckpointBrowser(name: string, bytes: Uint8Array): Promise<void> {
+  checkName(name);
+  const root = await navigator.storage.getDirectory();
+  const dir = await root.getDirectoryHandle('checkpoints', { create: true });
+  const file = await dir.getFileHandle(`${name}.safetensors`, { create: true });
+  const w = await file.createWritable();
+  await w.write(bytes as Uint8Array<ArrayBuffer>);
+  await w.close();
+}
+
+export async function loadCheckpointBrowser(name: string): Promise<Checkpoint> {
+  checkName(name);
+  const root = await navigator.storage.getDirectory();
+  let file: File;
+  try {
+    const dir = await root.getDirectoryHandle('checkpoints');
+    file = await (await dir.getFileHandle(`${name}.safetensors`)).getFile();
+  } catch {
+    throw new Error(`no checkpoint named '${name}' in browser storage`);
+  }
+  return decodeCheckpoint(new Uint8Array(await file.arrayBuffer()), `browser checkpoint '${name}'`);
+}
+
+export async function listCheckpointsBrowser(): Promise<string[]> {
+  const root = await navigator.storage.getDirectory();
+  let dir: FileSystemDirectoryHandle;
+  try {
+    dir = await root.getDirectoryHandle('checkpoints');
+  } catch {
+    return [];
+  }
+  const names: string[] = [];
+  for await (const key of (dir as unknown as { keys(): AsyncIterable<string> }).keys())
+    if (key.endsWith('.safetensors')) names.push(key.slice(0, -'.safetensors'.length));
+  return names.sort();
+}

@@ -1,0 +1,311 @@
+/**
+ * Dispatch wrappers for every WGSL kernel in shaders/: each adds one or two dispatches to a Program (recorded
+ * once, replayed per step). Offsets are in f32 elements. The CPU references in src/engine/cpu/ define what
+ * each one must compute.
+ */
+import { grid, type Program, uniformBlock } from './device';
+
+const u = (v: number) => ({ u: v });
+const f = (v: number) => ({ f: v });
+
+export interface MatmulArgs {
+  mode: 'nn' | 'nt' | 'tn';
+  M: number;
+  N: number;
+  K: number;
+  a: GPUBuffer;
+  b: GPUBuffer;
+  c: GPUBuffer;
+  aOff?: number;
+  bOff?: number;
+  cOff?: number;
+  bias?: GPUBuffer;
+  biasOff?: number;
+  accumulate?: boolean;
+}
+
+export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([
+    u(x.M),
+    u(x.N),
+    u(x.K),
+    u(x.accumulate ? 1 : 0),
+    u(x.aOff ?? 0),
+    u(x.bOff ?? 0),
+    u(x.cOff ?? 0),
+    u(x.biasOff ?? 0),
+    u(x.bias ? 1 : 0),
+  ]);
+  // An unused bias binding still needs a buffer: any buffer does, the kernel never reads it.
+  const buffers = [dims, x.a, x.b, x.c, x.bias ?? x.a];
+  if (x.M === 1 && x.mode !== 'tn') return p.add('matmul', `row_${x.mode}`, buffers, [Math.ceil(x.N / 64)]);
+  const entry = x.mode === 'nn' ? 'main' : x.mode;
+  return p.add('matmul', entry, buffers, [Math.ceil(x.N / 16), Math.ceil(x.M / 16)]);
+}
+
+/** out[outOff + j] (+)= Σ_i x[i·N + j]. */
+export function colsum(
+  p: Program,
+  x: GPUBuffer,
+  M: number,
+  N: number,
+  out: GPUBuffer,
+  outOff: number,
+  accumulate = true,
+): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([u(M), u(N), u(outOff), u(accumulate ? 1 : 0)]);
+  return p.add('reduce', 'colsum', [dims, x, out], [Math.ceil(N / 64)]);
+}
+
+export interface EmbeddingDims {
+  N: number;
+  T: number;
+  C: number;
+  V: number;
+  wteOff: number;
+  wpeOff: number;
+  pos0?: number;
+}
+
+function embeddingBlock(d: EmbeddingDims): ArrayBuffer {
+  return uniformBlock([u(d.N), u(d.T), u(d.C), u(d.V), u(d.wteOff), u(d.wpeOff), u(d.pos0 ?? 0)]);
+}
+
+export function embeddingForward(
+  p: Program,
+  d: EmbeddingDims,
+  tokens: GPUBuffer,
+  params: GPUBuffer,
+  out: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'embedding',
+    'forward',
+    [embeddingBlock(d), tokens, params, out],
+    grid(Math.ceil((d.N * d.C) / 64)),
+  );
+}
+
+export async function embeddingBackward(
+  p: Program,
+  d: EmbeddingDims,
+  tokens: GPUBuffer,
+  dout: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  await p.add(
+    'embedding',
+    'backward_wte',
+    [embeddingBlock(d), tokens, dout, grads],
+    grid(Math.ceil((d.V * d.C) / 64)),
+  );
+  await p.add(
+    'embedding',
+    'backward_wpe',
+    [embeddingBlock(d), tokens, dout, grads],
+    grid(Math.ceil((d.T * d.C) / 64)),
+  );
+}
+
+export interface LayerNormDims {
+  N: number;
+  C: number;
+  wOff: number;
+  bOff: number;
+  eps?: number;
+}
+
+function lnBlock(d: LayerNormDims): ArrayBuffer {
+  return uniformBlock([u(d.N), u(d.C), u(d.wOff), u(d.bOff), f(d.eps ?? 1e-5)]);
+}
+
+export function layernormForward(
+  p: Program,
+  d: LayerNormDims,
+  x: GPUBuffer,
+  params: GPUBuffer,
+  y: GPUBuffer,
+  stats: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('layernorm', 'forward', [lnBlock(d), x, params, y, stats], [Math.ceil(d.N / 64)]);
+}
+
+/** dx += LayerNorm input gradient; grads[wOff..], grads[bOff..] += parameter gradients. */
+export async function layernormBackward(
+  p: Program,
+  d: LayerNormDims,
+  x: GPUBuffer,
+  stats: GPUBuffer,
+  dy: GPUBuffer,
+  dx: GPUBuffer,
+  params: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  await p.add(
+    'layernorm_backward',
+    'backward',
+    [lnBlock(d), x, stats, dy, dx, params],
+    [Math.ceil(d.N / 64)],
+  );
+  await p.add(
+    'layernorm_backward',
+    'backward_params',
+    [lnBlock(d), x, stats, dy, grads, params],
+    [Math.ceil(d.C / 64)],
+  );
+}
+
+export function geluForward(p: Program, n: number, x: GPUBuffer, y: GPUBuffer): Promise<GPUBuffer[]> {
+  return p.add('gelu', 'forward', [uniformBlock([u(n)]), x, x, y], grid(Math.ceil(n / 64)));
+}
+
+export function geluBackward(
+  p: Program,
+  n: number,
+  x: GPUBuffer,
+  dy: GPUBuffer,
+  dx: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('gelu', 'backward', [uniformBlock([u(n)]), x, dy, dx], grid(Math.ceil(n / 64)));
+}
+
+export interface AttentionDims {
+  B: number;
+  T: number;
+  C: number;
+  H: number;
+  t0?: number;
+  nq?: number;
+}
+
+export function attentionBlock(d: AttentionDims): ArrayBuffer {
+  const hs = d.C / d.H;
+  return uniformBlock([u(d.B), u(d.T), u(d.C), u(d.H), u(d.t0 ?? 0), u(d.nq ?? d.T), f(1 / Math.sqrt(hs))]);
+}
+
+export function attentionForward(
+  p: Program,
+  d: AttentionDims,
+  qkv: GPUBuffer,
+  att: GPUBuffer,
+  out: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const count = d.B * d.H * (d.nq ?? d.T);
+  return p.add('attention', 'forward', [attentionBlock(d), qkv, att, out], [Math.ceil(count / 64)]);
+}
+
+export async function attentionBackward(
+  p: Program,
+  d: AttentionDims,
+  qkv: GPUBuffer,
+  att: GPUBuffer,
+  dout: GPUBuffer,
+  datt: GPUBuffer,
+  dqkv: GPUBuffer,
+): Promise<void> {
+  const wg = [Math.ceil((d.B * d.H * d.T) / 64)] as [number];
+  await p.add('attention_backward', 'backward_q', [attentionBlock(d), qkv, att, dout, datt, dqkv], wg);
+  await p.add('attention_backward', 'backward_kv', [attentionBlock(d), qkv, att, dout, datt, dqkv], wg);
+}
+
+export interface LogprobDims {
+  B: number;
+  T: number;
+  V: number;
+  temperature: number;
+}
+
+export function logprobBlock(d: LogprobDims): ArrayBuffer {
+  return uniformBlock([u(d.B), u(d.T), u(d.V), u(0), f(1 / d.temperature)]);
+}
+
+/** logp, entropy (B·T) and lse (B·T) from logits (B·T, V). Returns the uniform buffer (temperature lives there). */
+export function logprobForward(
+  p: Program,
+  d: LogprobDims,
+  logits: GPUBuffer,
+  tokens: GPUBuffer,
+  mask: GPUBuffer,
+  lse: GPUBuffer,
+  logp: GPUBuffer,
+  entropy: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'logprob',
+    'forward',
+    [logprobBlock(d), logits, tokens, mask, lse, logp, entropy],
+    [Math.ceil((d.B * d.T) / 64)],
+  );
+}
+
+export function logprobBackward(
+  p: Program,
+  d: LogprobDims,
+  logits: GPUBuffer,
+  tokens: GPUBuffer,
+  weights: GPUBuffer,
+  lse: GPUBuffer,
+  dlogits: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'logprob',
+    'backward',
+    [logprobBlock(d), logits, tokens, weights, lse, dlogits, p.scratch()],
+    grid(Math.ceil((d.B * d.T * d.V) / 64)),
+  );
+}
+
+export interface AdamWUniform {
+  n: number;
+  decayEnd: number;
+  partials: number;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  maxGradNorm: number;
+  step: number;
+}
+
+export function adamwBlock(a: AdamWUniform): ArrayBuffer {
+  return uniformBlock([
+    u(a.n),
+    u(a.decayEnd),
+    u(a.partials),
+    u(0),
+    f(a.lr),
+    f(a.beta1),
+    f(a.beta2),
+    f(a.eps),
+    f(a.weightDecay),
+    f(a.maxGradNorm),
+    f(1 - a.beta1 ** a.step),
+    f(1 - a.beta2 ** a.step),
+  ]);
+}
+
+/** Number of sum-of-squares workgroups for n gradient elements (grid-strided, ≤ 1024). */
+export function adamwPartials(n: number): number {
+  return Math.max(1, Math.min(1024, Math.ceil(n / 256)));
+}
+
+/**
+ * Global norm then AdamW update. `partial` must hold adamwPartials(n) + 1 floats; the norm ends up at
+ * partial[partials]. Returns the uniform buffer (rewrite it per step with adamwBlock).
+ */
+export async function adamw(
+  p: Program,
+  a: AdamWUniform,
+  grads: GPUBuffer,
+  partial: GPUBuffer,
+  params: GPUBuffer,
+  m: GPUBuffer,
+  v: GPUBuffer,
+): Promise<GPUBuffer> {
+  const block = adamwBlock(a);
+  const [uni] = await p.add('adamw', 'sumsq', [block, grads, partial, params, m, v], [a.partials]);
+  await p.addWithUniform('adamw', 'norm', uni, [grads, partial, params, m, v], [1]);
+  await p.addWithUniform('adamw', 'update', uni, [grads, partial, params, m, v], grid(Math.ceil(a.n / 64)));
+  return uni;
+}

@@ -1,0 +1,760 @@
+/**
+ * The WebGPU policy engine: the model of ../model.ts with every op in a WGSL kernel. Parameters, gradients,
+ * Adam moments and activations stay resident on the GPU; each batch shape gets a recorded forward, backward
+ * and optimizer Program, replayed in one command encoder per call. Only token ids, masks, weights go up and
+ * only per-token log-probs / entropies and the gradient norm come back (the decode loop reads one row of
+ * logits per generated token).
+ */
+
+import { type GpuContext, Program, uniformBlock } from '../gpu/device';
+import * as K from '../gpu/kernels';
+import {
+  type AdamWUniform,
+  adamwBlock,
+  adamw as adamwKernel,
+  adamwPartials,
+  attentionBlock,
+} from '../gpu/kernels';
+import {
+  type Batch,
+  checkBatch,
+  defaultOptimizer,
+  initParams,
+  type Layout,
+  layoutOf,
+  type PolicyConfig,
+  resolveConfig,
+  weightedLoss,
+} from '../model';
+import { checkSampleRequest } from '../sampling';
+import { decodeLoop } from './cpuPolicy';
+import type {
+  AdamWHyper,
+  LogProbResult,
+  PolicyEngine,
+  SampleRequest,
+  SampleResult,
+  TrainStepResult,
+} from './types';
+
+const F = 4;
+/** Batch shapes whose activations stay allocated; the least recently used shape beyond this is freed. */
+const MAX_GRAPHS = 8;
+
+interface Graph {
+  B: number;
+  T: number;
+  tokens: GPUBuffer;
+  mask: GPUBuffer;
+  weights: GPUBuffer;
+  logp: GPUBuffer;
+  entropy: GPUBuffer;
+  forward: Program;
+  backward: Program;
+  /** logprob uniforms (temperature) in the forward and backward programs. */
+  logprobUniforms: GPUBuffer[];
+  temperature: number;
+  /** Per-layer qkv activations (B·T, 3C): a prompt's KV cache after a forward pass. */
+  qkv: GPUBuffer[];
+  logits: GPUBuffer;
+  buffers: GPUBuffer[];
+}
+
+interface Decoder {
+  program: Program;
+  token: GPUBuffer;
+  logits: GPUBuffer;
+  embedUniform: GPUBuffer;
+  attnUniforms: GPUBuffer[];
+  copies: { dstOffset?: number }[];
+  cache: GPUBuffer[];
+  buffers: GPUBuffer[];
+}
+
+export class GpuPolicy implements PolicyEngine {
+  readonly backend = 'webgpu' as const;
+  readonly config: PolicyConfig;
+  readonly layout: Layout;
+  optimizer: AdamWHyper;
+  step = 0;
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+  private readonly m: GPUBuffer;
+  private readonly v: GPUBuffer;
+  private readonly partial: GPUBuffer;
+  private readonly partials: number;
+  private readonly graphs = new Map<string, Promise<Graph>>();
+  private adam: Promise<{ program: Program; uniform: GPUBuffer }> | null = null;
+  private decoder: Promise<Decoder> | null = null;
+  /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private exclusive<R>(f: () => Promise<R>): Promise<R> {
+    const run = this.tail.then(f, f);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  private constructor(
+    readonly ctx: GpuContext,
+    config: PolicyConfig,
+    optimizer: AdamWHyper,
+    params: Float32Array,
+  ) {
+    this.config = config;
+    this.layout = layoutOf(config);
+    this.optimizer = optimizer;
+    const n = this.layout.total;
+    this.params = ctx.storage(params, 'params');
+    this.grads = ctx.empty(n * F, 'grads');
+    this.m = ctx.empty(n * F, 'adam.m');
+    this.v = ctx.empty(n * F, 'adam.v');
+    this.partials = adamwPartials(n);
+    this.partial = ctx.empty((this.partials + 1) * F, 'adam.partial');
+  }
+
+  static create(
+    ctx: GpuContext,
+    config: Partial<PolicyConfig> = {},
+    optimizer: Partial<AdamWHyper> = {},
+    params?: Float32Array,
+  ): GpuPolicy {
+    const cfg = resolveConfig(config);
+    const layout = layoutOf(cfg);
+    if (params && params.length !== layout.total)
+      throw new Error(`policy: params has ${params.length} values, the layout needs ${layout.total}`);
+    return new GpuPolicy(ctx, cfg, { ...defaultOptimizer, ...optimizer }, params ?? initParams(cfg, layout));
+  }
+
+  private off(name: string): number {
+    const t = this.layout.byName.get(name);
+    if (!t) throw new Error(`no parameter named ${name}`);
+    return t.offset;
+  }
+
+  private graph(B: number, T: number): Promise<Graph> {
+    const key = `${B}x${T}`;
+    let g = this.graphs.get(key);
+    if (g) {
+      // most recently used last, so eviction below drops the least recently used shape
+      this.graphs.delete(key);
+      this.graphs.set(key, g);
+      return g;
+    }
+    g = this.buildGraph(B, T);
+    this.graphs.set(key, g);
+    if (this.graphs.size > MAX_GRAPHS) {
+      const [oldKey, old] = this.graphs.entries().next().value as [string, Promise<Graph>];
+      this.graphs.delete(oldKey);
+      void old.then((o) => {
+        o.forward.destroy();
+        o.backward.destroy();
+        for (const b of o.buffers) b.destroy();
+      });
+    }
+    return g;
+  }
+
+  private async buildGraph(B: number, T: number): Promise<Graph> {
+    const { ctx, params, grads } = this;
+    const { width: C, heads: H, vocabSize: V, layers: L } = this.config;
+    const N = B * T;
+    const buffers: GPUBuffer[] = [];
+    const buf = (elements: number, label: string) => {
+      const b = ctx.empty(elements * F, label);
+      buffers.push(b);
+      return b;
+    };
+    const tokens = buf(N, 'tokens');
+    const mask = buf(N, 'mask');
+    const weights = buf(N, 'weights');
+    const res = Array.from({ length: L + 1 }, (_, l) => buf(N * C, `res${l}`));
+    const layers = Array.from({ length: L }, (_, l) => ({
+      ln1: buf(N * C, `h${l}.ln1`),
+      ln1s: buf(2 * N, `h${l}.ln1s`),
+      qkv: buf(N * 3 * C, `h${l}.qkv`),
+      att: buf(B * H * T * T, `h${l}.att`),
+      atty: buf(N * C, `h${l}.atty`),
+      resMid: buf(N * C, `h${l}.resMid`),
+      ln2: buf(N * C, `h${l}.ln2`),
+      ln2s: buf(2 * N, `h${l}.ln2s`),
+      fch: buf(N * 4 * C, `h${l}.fch`),
+      fcg: buf(N * 4 * C, `h${l}.fcg`),
+    }));
+    const lnf = buf(N * C, 'lnf');
+    const lnfs = buf(2 * N, 'lnfs');
+    const logits = buf(N * V, 'logits');
+    const lse = buf(N, 'lse');
+    const logp = buf(N, 'logp');
+    const entropy = buf(N, 'entropy');
+    const dres = buf(N * C, 'dres');
+    const dln = buf(N * C, 'dln');
+    const datty = buf(N * C, 'datty');
+    const dqkv = buf(N * 3 * C, 'dqkv');
+    const datt = buf(B * H * T * T, 'datt');
+    const dfcg = buf(N * 4 * C, 'dfcg');
+    const dfch = buf(N * 4 * C, 'dfch');
+    const dlogits = buf(N * V, 'dlogits');
+
+    const o = (n: string) => this.off(n);
+    const fwd = new Program(ctx);
+    await K.embeddingForward(fwd, { N, T, C, V, wteOff: o('wte'), wpeOff: o('wpe') }, tokens, params, res[0]);
+    for (let l = 0; l < L; l++) {
+      const a = layers[l];
+      const h = `h${l}.`;
+      await K.layernormForward(
+        fwd,
+        { N, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
+        res[l],
+        params,
+        a.ln1,
+        a.ln1s,
+      );
+      await K.matmul(fwd, {
+        mode: 'nn',
+        M: N,
+        N: 3 * C,
+        K: C,
+        a: a.ln1,
+        b: params,
+        bOff: o(`${h}attn.qkv.w`),
+        c: a.qkv,
+        bias: params,
+        biasOff: o(`${h}attn.qkv.b`),
+      });
+      await K.attentionForward(fwd, { B, T, C, H }, a.qkv, a.att, a.atty);
+      fwd.copy(res[l], 0, a.resMid, 0, N * C * F);
+      await K.matmul(fwd, {
+        mode: 'nn',
+        M: N,
+        N: C,
+        K: C,
+        a: a.atty,
+        b: params,
+        bOff: o(`${h}attn.proj.w`),
+        c: a.resMid,
+        bias: params,
+        biasOff: o(`${h}attn.proj.b`),
+        accumulate: true,
+      });
+      await K.layernormForward(
+        fwd,
+        { N, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
+        a.resMid,
+        params,
+        a.ln2,
+        a.ln2s,
+      );
+      await K.matmul(fwd, {
+        mode: 'nn',
+        M: N,
+        N: 4 * C,
+        K: C,
+        a: a.ln2,
+        b: params,
+        bOff: o(`${h}mlp.fc.w`),
+        c: a.fch,
+        bias: params,
+        biasOff: o(`${h}mlp.fc.b`),
+      });
+      await K.geluForward(fwd, N * 4 * C, a.fch, a.fcg);
+      fwd.copy(a.resMid, 0, res[l + 1], 0, N * C * F);
+      await K.matmul(fwd, {
+        mode: 'nn',
+        M: N,
+        N: C,
+        K: 4 * C,
+        a: a.fcg,
+        b: params,
+        bOff: o(`${h}mlp.proj.w`),
+        c: res[l + 1],
+        bias: params,
+        biasOff: o(`${h}mlp.proj.b`),
+        accumulate: true,
+      });
+    }
+    await K.layernormForward(fwd, { N, C, wOff: o('lnf.w'), bOff: o('lnf.b') }, res[L], params, lnf, lnfs);
+    await K.matmul(fwd, { mode: 'nt', M: N, N: V, K: C, a: lnf, b: params, bOff: o('wte'), c: logits });
+    const lpDims = { B, T, V, temperature: 1 };
+    const [lpFwdUniform] = await K.logprobForward(fwd, lpDims, logits, tokens, mask, lse, logp, entropy);
+
+    const bwd = new Program(ctx);
+    bwd.clear(grads);
+    const [lpBwdUniform] = await K.logprobBackward(bwd, lpDims, logits, tokens, weights, lse, dlogits);
+    await K.matmul(bwd, { mode: 'nn', M: N, N: C, K: V, a: dlogits, b: params, bOff: o('wte'), c: dln });
+    await K.matmul(bwd, {
+      mode: 'tn',
+      M: V,
+      N: C,
+      K: N,
+      a: dlogits,
+      b: lnf,
+      c: grads,
+      cOff: o('wte'),
+      accumulate: true,
+    });
+    bwd.clear(dres);
+    await K.layernormBackward(
+      bwd,
+      { N, C, wOff: o('lnf.w'), bOff: o('lnf.b') },
+      res[L],
+      lnfs,
+      dln,
+      dres,
+      params,
+      grads,
+    );
+    for (let l = L - 1; l >= 0; l--) {
+      const a = layers[l];
+      const h = `h${l}.`;
+      await K.matmul(bwd, {
+        mode: 'nt',
+        M: N,
+        N: 4 * C,
+        K: C,
+        a: dres,
+        b: params,
+        bOff: o(`${h}mlp.proj.w`),
+        c: dfcg,
+      });
+      await K.matmul(bwd, {
+        mode: 'tn',
+        M: 4 * C,
+        N: C,
+        K: N,
+        a: a.fcg,
+        b: dres,
+        c: grads,
+        cOff: o(`${h}mlp.proj.w`),
+        accumulate: true,
+      });
+      await K.colsum(bwd, dres, N, C, grads, o(`${h}mlp.proj.b`));
+      await K.geluBackward(bwd, N * 4 * C, a.fch, dfcg, dfch);
+      await K.matmul(bwd, {
+        mode: 'nt',
+        M: N,
+        N: C,
+        K: 4 * C,
+        a: dfch,
+        b: params,
+        bOff: o(`${h}mlp.fc.w`),
+        c: dln,
+      });
+      await K.matmul(bwd, {
+        mode: 'tn',
+        M: C,
+        N: 4 * C,
+        K: N,
+        a: a.ln2,
+        b: dfch,
+        c: grads,
+        cOff: o(`${h}mlp.fc.w`),
+        accumulate: true,
+      });
+      await K.colsum(bwd, dfch, N, 4 * C, grads, o(`${h}mlp.fc.b`));
+      await K.layernormBackward(
+        bwd,
+        { N, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
+        a.resMid,
+        a.ln2s,
+        dln,
+        dres,
+        params,
+        grads,
+      );
+      await K.matmul(bwd, {
+        mode: 'nt',
+        M: N,
+        N: C,
+        K: C,
+        a: dres,
+        b: params,
+        bOff: o(`${h}attn.proj.w`),
+        c: datty,
+      });
+      await K.matmul(bwd, {
+        mode: 'tn',
+        M: C,
+        N: C,
+        K: N,
+        a: a.atty,
+        b: dres,
+        c: grads,
+        cOff: o(`${h}attn.proj.w`),
+        accumulate: true,
+      });
+      await K.colsum(bwd, dres, N, C, grads, o(`${h}attn.proj.b`));
+      await K.attentionBackward(bwd, { B, T, C, H }, a.qkv, a.att, datty, datt, dqkv);
+      await K.matmul(bwd, {
+        mode: 'nt',
+        M: N,
+        N: C,
+        K: 3 * C,
+        a: dqkv,
+        b: params,
+        bOff: o(`${h}attn.qkv.w`),
+        c: dln,
+      });
+      await K.matmul(bwd, {
+        mode: 'tn',
+        M: C,
+        N: 3 * C,
+        K: N,
+        a: a.ln1,
+        b: dqkv,
+        c: grads,
+        cOff: o(`${h}attn.qkv.w`),
+        accumulate: true,
+      });
+      await K.colsum(bwd, dqkv, N, 3 * C, grads, o(`${h}attn.qkv.b`));
+      await K.layernormBackward(
+        bwd,
+        { N, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
+        res[l],
+        a.ln1s,
+        dln,
+        dres,
+        params,
+        grads,
+      );
+    }
+    await K.embeddingBackward(bwd, { N, T, C, V, wteOff: o('wte'), wpeOff: o('wpe') }, tokens, dres, grads);
+    return {
+      B,
+      T,
+      tokens,
+      mask,
+      weights,
+      logp,
+      entropy,
+      forward: fwd,
+      backward: bwd,
+      logprobUniforms: [lpFwdUniform, lpBwdUniform],
+      temperature: 1,
+      qkv: layers.map((a) => a.qkv),
+      logits,
+      buffers,
+    };
+  }
+
+  private async prepare(batch: Batch): Promise<Graph> {
+    checkBatch(this.config, batch);
+    const g = await this.graph(batch.batchSize, batch.seqLen);
+    this.ctx.write(g.tokens, batch.tokens);
+    this.ctx.write(g.mask, batch.mask);
+    const temperature = batch.temperature ?? 1;
+    if (temperature !== g.temperature) {
+      const block = K.logprobBlock({ B: g.B, T: g.T, V: this.config.vocabSize, temperature });
+      for (const u of g.logprobUniforms) this.ctx.write(u, block);
+      g.temperature = temperature;
+    }
+    return g;
+  }
+
+  private async readPair(a: GPUBuffer, b: GPUBuffer, n: number, enc: GPUCommandEncoder, extra?: GPUBuffer) {
+    const extraN = extra ? 1 : 0;
+    const staging = this.ctx.device.createBuffer({
+      size: (2 * n + extraN) * F,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    enc.copyBufferToBuffer(a, 0, staging, 0, n * F);
+    enc.copyBufferToBuffer(b, 0, staging, n * F, n * F);
+    if (extra) enc.copyBufferToBuffer(extra, this.partials * F, staging, 2 * n * F, F);
+    this.ctx.device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const all = new Float32Array(staging.getMappedRange().slice(0));
+    staging.unmap();
+    staging.destroy();
+    return { a: all.slice(0, n), b: all.slice(n, 2 * n), extra: extra ? all[2 * n] : 0 };
+  }
+
+  logProbs(batch: Batch): Promise<LogProbResult> {
+    return this.exclusive(() => this.logProbsNow(batch));
+  }
+
+  private async logProbsNow(batch: Batch): Promise<LogProbResult> {
+    const g = await this.prepare(batch);
+    const enc = this.ctx.device.createCommandEncoder();
+    g.forward.encode(enc);
+    const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc);
+    return { logProbs: r.a, entropy: r.b };
+  }
+
+  private adamProgram() {
+    if (!this.adam) {
+      this.adam = (async () => {
+        const program = new Program(this.ctx);
+        const uniform = await adamwKernel(
+          program,
+          this.adamUniform(1),
+          this.grads,
+          this.partial,
+          this.params,
+          this.m,
+          this.v,
+        );
+        return { program, uniform };
+      })();
+    }
+    return this.adam;
+  }
+
+  private adamUniform(step: number): AdamWUniform {
+    const h = this.optimizer;
+    return {
+      n: this.layout.total,
+      decayEnd: this.layout.decayEnd,
+      partials: this.partials,
+      lr: h.lr,
+      beta1: h.beta1,
+      beta2: h.beta2,
+      eps: h.eps,
+      weightDecay: h.weightDecay,
+      maxGradNorm: h.maxGradNorm,
+      step,
+    };
+  }
+
+  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+    return this.exclusive(() => this.trainStepNow(batch, weights));
+  }
+
+  private async trainStepNow(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+    if (weights.length !== batch.tokens.length)
+      throw new Error(
+        `trainStep: weights has ${weights.length} values, expected one per token (${batch.tokens.length})`,
+      );
+    for (let i = 0; i < weights.length; i++)
+      if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
+    const g = await this.prepare(batch);
+    this.ctx.write(g.weights, weights);
+    const adam = await this.adamProgram();
+    const step = this.step + 1;
+    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
+    const enc = this.ctx.device.createCommandEncoder();
+    g.forward.encode(enc);
+    g.backward.encode(enc);
+    adam.program.encode(enc);
+    const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc, this.partial);
+    this.step = step;
+    return { logProbs: r.a, entropy: r.b, loss: weightedLoss(r.a, weights), gradNorm: r.extra, step };
+  }
+
+  /** Runs forward and backward only (no update) and returns the gradient buffer; for tests and checks. */
+  computeGrads(batch: Batch, weights: Float32Array): Promise<Float32Array> {
+    return this.exclusive(() => this.computeGradsNow(batch, weights));
+  }
+
+  private async computeGradsNow(batch: Batch, weights: Float32Array): Promise<Float32Array> {
+    const g = await this.prepare(batch);
+    this.ctx.write(g.weights, weights);
+    const enc = this.ctx.device.createCommandEncoder();
+    g.forward.encode(enc);
+    g.backward.encode(enc);
+    this.ctx.device.queue.submit([enc.finish()]);
+    return this.ctx.readF32(this.grads, this.layout.total);
+  }
+
+  private decoderProgram(): Promise<Decoder> {
+    if (!this.decoder) this.decoder = this.buildDecoder();
+    return this.decoder;
+  }
+
+  private async buildDecoder(): Promise<Decoder> {
+    const { ctx, params } = this;
+    const { width: C, heads: H, vocabSize: V, layers: L, contextLength: T } = this.config;
+    const buffers: GPUBuffer[] = [];
+    const buf = (elements: number, label: string) => {
+      const b = ctx.empty(elements * F, label);
+      buffers.push(b);
+      return b;
+    };
+    const token = buf(1, 'dec.token');
+    const res = buf(C, 'dec.res');
+    const ln = buf(C, 'dec.ln');
+    const stats = buf(2, 'dec.stats');
+    const qkv = buf(3 * C, 'dec.qkv');
+    const att = buf(H * T, 'dec.att');
+    const atty = buf(C, 'dec.atty');
+    const fch = buf(4 * C, 'dec.fch');
+    const fcg = buf(4 * C, 'dec.fcg');
+    const logits = buf(V, 'dec.logits');
+    const cache = Array.from({ length: L }, (_, l) => buf(T * 3 * C, `dec.kv${l}`));
+    const o = (n: string) => this.off(n);
+    const p = new Program(ctx);
+    const [embedUniform] = await K.embeddingForward(
+      p,
+      { N: 1, T: 1, C, V, wteOff: o('wte'), wpeOff: o('wpe') },
+      token,
+      params,
+      res,
+    );
+    const attnUniforms: GPUBuffer[] = [];
+    const copies: { dstOffset?: number }[] = [];
+    for (let l = 0; l < L; l++) {
+      const h = `h${l}.`;
+      await K.layernormForward(
+        p,
+        { N: 1, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
+        res,
+        params,
+        ln,
+        stats,
+      );
+      await K.matmul(p, {
+        mode: 'nn',
+        M: 1,
+        N: 3 * C,
+        K: C,
+        a: ln,
+        b: params,
+        bOff: o(`${h}attn.qkv.w`),
+        c: qkv,
+        bias: params,
+        biasOff: o(`${h}attn.qkv.b`),
+      });
+      copies.push(p.copy(qkv, 0, cache[l], 0, 3 * C * F));
+      const [u] = await K.attentionForward(p, { B: 1, T, C, H, t0: 0, nq: 1 }, cache[l], att, atty);
+      attnUniforms.push(u);
+      await K.matmul(p, {
+        mode: 'nn',
+        M: 1,
+        N: C,
+        K: C,
+        a: atty,
+        b: params,
+        bOff: o(`${h}attn.proj.w`),
+        c: res,
+        bias: params,
+        biasOff: o(`${h}attn.proj.b`),
+        accumulate: true,
+      });
+      await K.layernormForward(
+        p,
+        { N: 1, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
+        res,
+        params,
+        ln,
+        stats,
+      );
+      await K.matmul(p, {
+        mode: 'nn',
+        M: 1,
+        N: 4 * C,
+        K: C,
+        a: ln,
+        b: params,
+        bOff: o(`${h}mlp.fc.w`),
+        c: fch,
+        bias: params,
+        biasOff: o(`${h}mlp.fc.b`),
+      });
+      await K.geluForward(p, 4 * C, fch, fcg);
+      await K.matmul(p, {
+        mode: 'nn',
+        M: 1,
+        N: C,
+        K: 4 * C,
+        a: fcg,
+        b: params,
+        bOff: o(`${h}mlp.proj.w`),
+        c: res,
+        bias: params,
+        biasOff: o(`${h}mlp.proj.b`),
+        accumulate: true,
+      });
+    }
+    await K.layernormForward(p, { N: 1, C, wOff: o('lnf.w'), bOff: o('lnf.b') }, res, params, ln, stats);
+    await K.matmul(p, { mode: 'nt', M: 1, N: V, K: C, a: ln, b: params, bOff: o('wte'), c: logits });
+    return { program: p, token, logits, embedUniform, attnUniforms, copies, cache, buffers };
+  }
+
+  sample(req: SampleRequest): Promise<SampleResult> {
+    return this.exclusive(() => this.sampleNow(req));
+  }
+
+  private async sampleNow(req: SampleRequest): Promise<SampleResult> {
+    const { vocabSize: V, contextLength: T, width: C, heads: H, layers: L } = this.config;
+    checkSampleRequest(req, V, T);
+    const d = await this.decoderProgram();
+    const step = (id: number, pos: number) => {
+      this.ctx.write(d.token, new Uint32Array([id]));
+      this.ctx.write(
+        d.embedUniform,
+        uniformBlock([
+          { u: 1 },
+          { u: 1 },
+          { u: C },
+          { u: V },
+          { u: this.off('wte') },
+          { u: this.off('wpe') },
+          { u: pos },
+        ]),
+      );
+      const attn = attentionBlock({ B: 1, T, C, H, t0: pos, nq: 1 });
+      for (let l = 0; l < L; l++) {
+        this.ctx.write(d.attnUniforms[l], attn);
+        d.copies[l].dstOffset = pos * 3 * C * F;
+      }
+      d.program.submit();
+    };
+    // Prefill: the whole prompt in one batched forward pass (B = 1, T rounded up to a power of two so few
+    // graphs are built; causal attention makes the padding rows harmless), then its qkv rows become the KV cache.
+    const prefill = async (ids: number[]) => {
+      const P = ids.length;
+      let Tb = 1;
+      while (Tb < P) Tb *= 2;
+      Tb = Math.min(Tb, T);
+      const tokens = new Uint32Array(Tb);
+      tokens.set(ids);
+      const g = await this.prepare({ tokens, mask: new Float32Array(Tb).fill(1), batchSize: 1, seqLen: Tb });
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      for (let l = 0; l < L; l++) enc.copyBufferToBuffer(g.qkv[l], 0, d.cache[l], 0, P * 3 * C * F);
+      this.ctx.device.queue.submit([enc.finish()]);
+      return this.ctx.readF32(g.logits, V, (P - 1) * V);
+    };
+    return decodeLoop(req, T, step, () => this.ctx.readF32(d.logits, V), prefill);
+  }
+
+  getParams(): Promise<Float32Array> {
+    return this.exclusive(() => this.getParamsNow());
+  }
+
+  private async getParamsNow(): Promise<Float32Array> {
+    return this.ctx.readF32(this.params, this.layout.total);
+  }
+
+  setParams(params: Float32Array): Promise<void> {
+    return this.exclusive(() => this.setParamsNow(params));
+  }
+
+  private async setParamsNow(params: Float32Array): Promise<void> {
+    if (params.length !== this.layout.total)
+      throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
+    this.ctx.write(this.params, params);
+    const zeros = new Float32Array(this.layout.total);
+    this.ctx.write(this.m, zeros);
+    this.ctx.write(this.v, zeros);
+    this.step = 0;
+  }
+
+  dispose(): void {
+    const all: GPUBuffer[] = [this.params, this.grads, this.m, this.v, this.partial];
+    void (async () => {
+      for (const g of this.graphs.values()) {
+        const graph = await g;
+        graph.forward.destroy();
+        graph.backward.destroy();
+        for (const b of graph.buffers) b.destroy();
+      }
+      if (this.decoder) {
+        const d = await this.decoder;
+        d.program.destroy();
+        for (const b of d.buffers) b.destroy();
+      }
+      if (this.adam) (await this.adam).program.destroy();
+      for (const b of all) b.destroy();
+    })();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The policy engine's public surface: what the harness proxy (sampling) and the trainer (log-probs, weighted
+ * training steps) call. Both backends, WebGPU and the CPU reference, implement it identically.
+ */
+import type { AdamWHyper } from '../cpu/adamw';
+import type { Batch, PolicyConfig } from '../model';
+
+export type { AdamWHyper, Batch, PolicyConfig };
+
+export interface LogProbResult {
+  /** (B·T): logp[b, t] = log π(tokens[b,t] | tokens[b,<t]) at the batch temperature; 0 at t = 0 and where masked. */
+  logProbs: Float32Array;
+  /** (B·T): entropy of the distribution that predicted position t (same alignment and masking). */
+  entropy: Float32Array;
+}
+
+export interface TrainStepResult extends LogProbResult {
+  /** −Σ w·logp over the batch, before the update. */
+  loss: number;
+  /** Global L2 norm of the gradient before clipping. */
+  gradNorm: number;
+  /** Optimizer steps taken so far (this one included). */
+  step: number;
+}
+
+export interface SampleRequest {
+  promptIds: number[];
+  /** 0 means greedy decoding. */
+  temperature: number;
+  /** Nucleus sampling mass in (0, 1]. */
+  topP: number;
+  maxTokens: number;
+  seed: number;
+  /** Generation stops after emitting any of these ids (the stop id is included in tokenIds). */
+  stopIds?: number[];
+}
+
+export interface SampleResult {
+  tokenIds: number[];
+  /** log π(token) under softmax(logits / temperature) (temperature 1 when greedy), before top-p truncation. */
+  logProbs: number[];
+  finishReason: 'stop' | 'length';
+}
+
+export interface PolicyEngine {
+  readonly backend: 'webgpu' | 'cpu';
+  readonly config: PolicyConfig;
+  /** AdamW hyper-parameters used by trainStep; may be changed between steps. */
+  optimizer: AdamWHyper;
+  /** Per-token log-probs and entropies of a right-padded batch. */
+  logProbs(batch: Batch): Promise<LogProbResult>;
+  /** Forward, backward of L = −Σ weights·logp (weights per token, B·T), one AdamW step. */
+  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult>;
+  /** Autoregressive sampling with a KV cache; same seed, same result. */
+  sample(req: SampleRequest): Promise<SampleResult>;
+  /** A copy of the flat parameter buffer. */
+  getParams(): Promise<Float32Array>;
+  /** Replaces the parameters (and resets the optimizer state). */
+  setParams(params: Float32Array): Promise<void>;
+  dispose(): void;
+}

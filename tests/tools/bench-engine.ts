@@ -1,0 +1,222 @@
+/**
+ * `npm run bench:engine`: tokens/s of the policy engine's log-prob forward, training step and sampling on
+ * named configurations, in Node + Dawn (WebGPU), in headless Chromium (WebGPU) and on the CPU reference,
+ * with ratios. Medians over --reps repetitions after a warm-up.
+ *
+ *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
+ *
+ * 'onnx' runs the same weights, exported to ONNX (tests/tools/onnxExport.ts), on onnxruntime-web's wasm
+ * execution provider in this Node process: log-prob forward tokens/s and the max |log-prob| difference from
+ * the CPU reference and from the Node WebGPU engine.
+ *
+ * Without --configs, 'laptop' runs only when Dawn's adapter is a real GPU: on a software adapter
+ * (SwiftShader, ~10-20 MFLOP/s for these kernels) one laptop-sized forward takes minutes.
+ */
+import { chromium } from 'playwright-core';
+import { createServer } from 'vite';
+import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
+import type { GpuContext } from '../../src/engine/gpu/device';
+import { layoutOf, resolveConfig } from '../../src/engine/model';
+import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
+import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
+import { BENCH_CONFIGS, type BenchConfig, type BenchResult, benchEngine } from './benchCore';
+import { chromiumArgs, chromiumPath } from './chromium.mjs';
+import { exportOnnx } from './onnxExport';
+
+/** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy, and its log-prob error. */
+async function benchOnnx(bc: BenchConfig, reps: number, ctx: GpuContext | null) {
+  const ort = await import('onnxruntime-web');
+  const config = resolveConfig({ ...bc.model, seed: 1 });
+  const layout = layoutOf(config);
+  const cpu = new CpuPolicy(config);
+  const { batchSize: B, seqLen: T } = bc;
+  const V = config.vocabSize;
+  const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 2654435761) % V);
+  const targets = new BigInt64Array(B * T);
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t < T; t++) targets[b * T + t] = BigInt(tokens[b * T + Math.min(t + 1, T - 1)]);
+  const session = await ort.InferenceSession.create(exportOnnx(config, layout, cpu.params, B, T), {
+    executionProviders: ['wasm'],
+  });
+  const feeds = {
+    tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
+    targets: new ort.Tensor('int64', targets, [B, T, 1]),
+  };
+  let got: Float32Array = new Float32Array(0);
+  const times: number[] = [];
+  for (let i = 0; i <= reps; i++) {
+    const t0 = performance.now();
+    got = (await session.run(feeds)).target_logp.data as Float32Array;
+    if (i > 0) times.push((performance.now() - t0) / 1000);
+  }
+  await session.release();
+  times.sort((a, b) => a - b);
+  const seconds = times[Math.floor(times.length / 2)];
+  const batch = { tokens, mask: new Float32Array(B * T).fill(1), batchSize: B, seqLen: T };
+  const diff = (ours: Float32Array) => {
+    let m = 0;
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t + 1 < T; t++) m = Math.max(m, Math.abs(got[b * T + t] - ours[b * T + t + 1]));
+    return m;
+  };
+  const diffCpu = diff((await cpu.logProbs(batch)).logProbs);
+  let diffGpu: number | null = null;
+  if (ctx) {
+    const gpu = GpuPolicy.create(ctx, config);
+    diffGpu = diff((await gpu.logProbs(batch)).logProbs);
+    gpu.dispose();
+  }
+  const result: BenchResult = {
+    config: bc.name,
+    backend: 'onnx-wasm',
+    params: layout.total,
+    logProbs: (B * T) / seconds,
+    trainStep: 0,
+    sample: 0,
+    seconds: { logProbs: seconds, trainStep: 0, sample: 0 },
+  };
+  return { result, diffCpu, diffGpu };
+}
+
+function parse(argv: string[]) {
+  const out = { configs: [] as string[], backends: ['node', 'chromium', 'cpu', 'onnx'], reps: 3 };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === '--configs') out.configs = value.split(',');
+    else if (flag === '--backends') out.backends = value.split(',');
+    else if (flag === '--reps') out.reps = Number(value);
+    else throw new Error(`unknown flag ${flag} (known: --configs, --backends, --reps)`);
+  }
+  for (const c of out.configs)
+    if (!BENCH_CONFIGS.some((b) => b.name === c))
+      throw new Error(`unknown config '${c}' (known: ${BENCH_CONFIGS.map((b) => b.name).join(', ')})`);
+  for (const b of out.backends)
+    if (!['node', 'chromium', 'cpu', 'onnx'].includes(b))
+      throw new Error(`unknown backend '${b}' (node, chromium, cpu, onnx)`);
+  if (!Number.isInteger(out.reps) || out.reps < 1) throw new Error(`--reps must be a positive integer`);
+  return out;
+}
+
+async function main(): Promise<number> {
+  const child = reexecWithSwiftShader();
+  if (child !== null) return child;
+  const opts = parse(process.argv.slice(2));
+  const results: (BenchResult & { where: string })[] = [];
+  const print = (r: BenchResult & { where: string }) =>
+    console.log(
+      `${r.config.padEnd(7)} ${r.where.padEnd(16)} params ${String(r.params).padStart(8)}  ` +
+        `log-prob ${r.logProbs.toFixed(1).padStart(9)} tok/s  train ${r.trainStep.toFixed(1).padStart(9)} tok/s  ` +
+        `sample ${r.sample.toFixed(2).padStart(8)} tok/s`,
+    );
+  const ctx = await nodeGpuContext();
+  console.log(`node adapter: ${ctx.status.vendor} ${ctx.status.architecture} ${ctx.status.description}`);
+  if (opts.configs.length === 0) {
+    opts.configs = ctx.status.isFallbackAdapter ? ['ci'] : ['ci', 'laptop'];
+    if (ctx.status.isFallbackAdapter)
+      console.log("software adapter: running 'ci' only (pass --configs ci,laptop to run both)");
+  }
+  const selected = BENCH_CONFIGS.filter((c) => opts.configs.includes(c.name));
+
+  if (opts.backends.includes('node')) {
+    for (const bc of selected) {
+      const config = resolveConfig({ ...bc.model, seed: 1 });
+      const engine = GpuPolicy.create(ctx, config);
+      const r = { ...(await benchEngine(engine, bc, opts.reps, layoutOf(config).total)), where: 'node+dawn' };
+      engine.dispose();
+      results.push(r);
+      print(r);
+    }
+  }
+  if (opts.backends.includes('chromium')) {
+    const server = await createServer({ logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } });
+    await server.listen();
+    const address = server.httpServer?.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const browser = await chromium.launch({
+      executablePath: chromiumPath(),
+      args: chromiumArgs(),
+      headless: true,
+    });
+    try {
+      const page = await browser.newPage();
+      page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
+      await page.goto(`http://127.0.0.1:${port}/tests/tools/bench-engine.html`);
+      await page.waitForFunction(() => window.benchReady === true, null, { timeout: 120_000 });
+      const info = await page.evaluate(async () => {
+        const a = await navigator.gpu?.requestAdapter();
+        return a ? `${a.info.vendor} ${a.info.architecture}` : 'none';
+      });
+      console.log(`chromium adapter: ${info}`);
+      for (const bc of selected) {
+        const r = await page.evaluate(({ name, reps }) => window.runBench(name, reps), {
+          name: bc.name,
+          reps: opts.reps,
+        });
+        const row = { ...r, where: 'chromium' };
+        results.push(row);
+        print(row);
+      }
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  }
+  if (opts.backends.includes('cpu')) {
+    for (const bc of selected) {
+      const config = resolveConfig({ ...bc.model, seed: 1 });
+      const engine = new CpuPolicy(config);
+      const r = {
+        ...(await benchEngine(engine, bc, opts.reps, layoutOf(config).total)),
+        where: 'cpu-reference',
+      };
+      results.push(r);
+      print(r);
+    }
+  }
+
+  if (opts.backends.includes('onnx')) {
+    for (const bc of selected) {
+      const r = await benchOnnx(bc, opts.reps, opts.backends.includes('node') ? ctx : null);
+      results.push({ ...r.result, where: 'onnx-wasm' });
+      console.log(
+        `${bc.name.padEnd(7)} ${'onnx-wasm'.padEnd(16)} params ${String(r.result.params).padStart(8)}  ` +
+          `log-prob ${r.result.logProbs.toFixed(1).padStart(9)} tok/s  (forward only)  ` +
+          `max |Δ log-prob| vs cpu-reference ${r.diffCpu.toExponential(2)}` +
+          (r.diffGpu === null ? '' : `, vs node+dawn ${r.diffGpu.toExponential(2)}`),
+      );
+    }
+  }
+
+  console.log('\nratios (tokens/s of the first backend over the second):');
+  const pairs: [string, string][] = [
+    ['node+dawn', 'chromium'],
+    ['node+dawn', 'cpu-reference'],
+    ['chromium', 'cpu-reference'],
+    ['node+dawn', 'onnx-wasm'],
+    ['chromium', 'onnx-wasm'],
+  ];
+  for (const bc of selected)
+    for (const [a, b] of pairs) {
+      const ra = results.find((r) => r.config === bc.name && r.where === a);
+      const rb = results.find((r) => r.config === bc.name && r.where === b);
+      if (!ra || !rb) continue;
+      const ratio = (x: number, y: number) => (x > 0 && y > 0 ? `${(x / y).toFixed(3)}x` : 'n/a');
+      console.log(
+        `${bc.name.padEnd(7)} ${a} / ${b}: log-prob ${ratio(ra.logProbs, rb.logProbs)}  ` +
+          `train ${ratio(ra.trainStep, rb.trainStep)}  sample ${ratio(ra.sample, rb.sample)}`,
+      );
+    }
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exit(code);
+  },
+  (e) => {
+    console.error(`bench:engine: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);
