@@ -6,7 +6,7 @@ from PyPI. This runs the same upstream calls the peer times on every `agl_trajec
 and on the `agl_rollout_level_advantage` cases (advantages, per-rollout normalised advantages), so a version
 drift that changed the math would show here.
 
-Usage: check_peer_golden.py [GOLDEN_DIR]   (default: ../shared/golden next to the repository, as laid out here)
+Usage: check_peer_golden.py [GOLDEN_DIR]   (default: the nearest shared/golden in or above the repository)
 Prints one line per failing case and the closing line "N passed, M failed"; exit 1 when any case fails.
 """
 
@@ -161,9 +161,23 @@ def advantage_case(case: dict) -> str | None:
     return None
 
 
+def find_golden() -> str | None:
+    directory = os.path.dirname(os.path.abspath(__file__))
+    while True:
+        candidate = os.path.join(directory, "shared", "golden")
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def main(argv: list[str]) -> int:
-    default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "golden")
-    golden = argv[0] if argv else default
+    golden = argv[0] if argv else find_golden()
+    if golden is None:
+        print("check_peer_golden: no shared/golden found in or above the repository; pass GOLDEN_DIR", file=sys.stderr)
+        return 2
     passed = failed = 0
     for family, check in (("agl_trajectory", trajectory_case), ("agl_rollout_level_advantage", advantage_case)):
         path = os.path.join(golden, f"{family}.json")
