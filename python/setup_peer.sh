@@ -7,7 +7,7 @@
 #
 # Everything the peer imports is the real package; nothing is stubbed. agentlightning.verl.* imports verl's
 # DataProto and verl.trainer.ppo.ray_trainer, which at import time pull in ray, transformers, datasets/pyarrow,
-# tensordict, codetiming, wandb and the rest of verl's declared dependencies, so the install is large (~5 GiB,
+# tensordict, codetiming, wandb and the rest of verl's declared dependencies, so the install is large (~8 GiB,
 # most of it the CUDA libraries PyPI's Linux torch wheel depends on; the peer itself runs on one CPU core).
 # Python 3.12 is required (agentlightning declares >=3.12). Set PEER_PYTHON to choose the interpreter; otherwise
 # pyenv's 3.12.1, then python3.12 on PATH. pip honours PIP_INDEX_URL / PIP_EXTRA_INDEX_URL as usual, e.g. to take
