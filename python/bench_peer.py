@@ -226,6 +226,10 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     try:
         result = run(args.batch, args.repeat)
+    except (RuntimeError, ValueError) as err:
+        # What upstream raises on a batch it cannot train on, e.g. "get_train_data_batch emitted zero training
+        # rows." when every rollout is empty.
+        fail(f"{args.batch}: the Agent Lightning path rejected this batch: {type(err).__name__}: {err}")
     finally:
         sys.stdout.flush()
         os.dup2(real_stdout, 1)
