@@ -325,6 +325,7 @@ def run(path: str, repeat: int) -> dict[str, Any]:
         "repeat": repeat,
         # Context for the reader; the fields above are the contract.
         "call_tokens": call_tokens,
+        "call_tokens_per_s": call_tokens / seconds["total"],
         "rollouts": len(rollouts_json),
         "rows": rows,
         "torch": torch.__version__,
