@@ -8,6 +8,7 @@ import type { Behaviour, Split, TaskBase } from './harness';
 import type { WorkerPool } from './pool';
 import type { LlmProxy } from './proxy';
 import { getHarness, type HarnessName } from './registry';
+import { runJob } from './workerMain';
 import type { HarnessJob } from './workerProtocol';
 
 export interface RunSpec {
@@ -98,4 +99,15 @@ export async function runRollouts(
     }),
   );
   return results;
+}
+
+/**
+ * The same batch without workers: each job runs on this thread against `proxy.handle` (for tests and small
+ * demos; a harness that blocks the thread blocks everything, which is what the worker pool exists to avoid).
+ */
+export async function runInline(spec: RunSpec, plan: PlannedRollout[], proxy: LlmProxy): Promise<Rollout[]> {
+  const inlinePool = {
+    run: (job: HarnessJob) => runJob(job, proxy.handle),
+  } as unknown as WorkerPool;
+  return runRollouts(spec, plan, proxy, inlinePool);
 }
