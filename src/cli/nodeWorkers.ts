@@ -6,11 +6,13 @@ import { Worker } from 'node:worker_threads';
 import { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { WorkerHandle } from '../harness/pool';
 
-/** A worker_thread running src/cli/rolloutWorker.ts (TypeScript, so it loads through tsx). */
-export function spawnNodeHarnessWorker(): WorkerHandle {
+/** A worker_thread running src/cli/rolloutWorker.ts, or another entry (TypeScript, loaded through tsx). */
+export function spawnNodeHarnessWorker(
+  entryUrl: URL = new URL('./rolloutWorker.ts', import.meta.url),
+): WorkerHandle {
   // Module hooks given with --import do not reach worker threads on Node 20, so the worker registers tsx's
   // loader itself before importing the TypeScript entry.
-  const entry = new URL('./rolloutWorker.ts', import.meta.url).href;
+  const entry = entryUrl.href;
   const boot = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
   const w = new Worker(boot, { eval: true });
   let terminated = false;

