@@ -41,12 +41,19 @@ interface Slot {
   current: Pending | null;
   timer: ReturnType<typeof setTimeout> | null;
   dead: boolean;
+  /** the worker said 'ready' (its script loaded) */
+  started: boolean;
 }
+
+/** Workers that die before saying 'ready' this many times in a row mean a broken worker script: stop respawning. */
+const MAX_START_FAILURES = 3;
 
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
   private closed = false;
+  private startFailures = 0;
+  private brokenReason: string | null = null;
   /** how many workers were replaced after a failure (for reports and tests) */
   replaced = 0;
 
@@ -62,7 +69,7 @@ export class WorkerPool {
     )();
     this.opts.connect(port1);
     const handle = this.opts.spawn();
-    const slot: Slot = { handle, port: port1, current: null, timer: null, dead: false };
+    const slot: Slot = { handle, port: port1, current: null, timer: null, dead: false, started: false };
     handle.onMessage((data) => this.onMessage(slot, data));
     handle.onFailure((reason) => this.fail(slot, `worker crashed: ${reason}`));
     handle.post({ type: 'init', port: port2 }, [port2]);
@@ -78,7 +85,11 @@ export class WorkerPool {
       this.fail(slot, `bad message from worker: ${(e as Error).message}`);
       return;
     }
-    if (msg.type === 'ready') return;
+    if (msg.type === 'ready') {
+      slot.started = true;
+      this.startFailures = 0;
+      return;
+    }
     const cur = slot.current;
     if (!cur || msg.rolloutId !== cur.job.rolloutId) return;
     this.finish(slot, msg);
@@ -103,8 +114,13 @@ export class WorkerPool {
     if (cur) this.finish(slot, { type: 'failed', rolloutId: cur.job.rolloutId, error: reason });
     slot.handle.terminate();
     slot.port.close?.();
+    if (!slot.started && ++this.startFailures >= MAX_START_FAILURES && !this.brokenReason) {
+      this.brokenReason = `workers keep failing before they start (last: ${reason})`;
+      for (const p of this.queue.splice(0))
+        p.resolve({ type: 'failed', rolloutId: p.job.rolloutId, error: this.brokenReason });
+    }
     const i = this.slots.indexOf(slot);
-    if (i >= 0 && !this.closed) {
+    if (i >= 0 && !this.closed && !this.brokenReason) {
       this.slots[i] = this.spawnSlot();
       this.replaced++;
     }

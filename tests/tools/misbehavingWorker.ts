@@ -35,3 +35,4 @@ ctrl.onmessage = async (ev) => {
   }
   ctrl.postMessage(await runJob(job, transport));
 };
+ctrl.postMessage({ type: 'ready' });

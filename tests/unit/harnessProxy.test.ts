@@ -161,7 +161,14 @@ describe('LLM proxy', () => {
     });
     const inner = scripted('slow');
     const proxy = new LlmProxy({
-      engine: { kind: 'gated', model: 'm', generate: async (c) => (await gate, inner.generate(c)) },
+      engine: {
+        kind: 'gated',
+        model: 'm',
+        generate: async (c) => {
+          await gate;
+          return inner.generate(c);
+        },
+      },
       tokenizer: tok,
     });
     const call = proxy.handle(post(CHAT, { messages: [{ role: 'user', content: 'x' }] }));
