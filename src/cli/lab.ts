@@ -13,6 +13,7 @@ export interface Command {
 
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
 const commands: Record<string, () => Promise<Command>> = {
+  agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,
 };
 
