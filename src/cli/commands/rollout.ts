@@ -131,9 +131,13 @@ export const command: Command = {
       connect: (port) => serveChannel(port, proxy.handle),
       timeoutMs,
     });
-    const t0 = performance.now();
+    const tStart = performance.now();
     let rollouts: Awaited<ReturnType<typeof runRollouts>>;
+    let t0 = tStart;
     try {
+      // Rollout throughput is measured from when every worker has loaded; start-up is reported on its own.
+      await pool.ready();
+      t0 = performance.now();
       rollouts = await runRollouts(spec, plan, proxy, pool);
     } finally {
       pool.close();
@@ -146,7 +150,8 @@ export const command: Command = {
     const calls = rollouts.reduce((a, r) => a + r.calls.length, 0);
     console.log(
       `rollout: ${rollouts.length} rollouts (${failed.length} failed), ${calls} calls, mean reward ${mean.toFixed(3)}, ` +
-        `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s → ${out}`,
+        `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s ` +
+        `(+${((t0 - tStart) / 1000).toFixed(2)} s worker start-up) → ${out}`,
     );
     for (const f of failed.slice(0, 5)) console.log(`  failed ${f.rolloutId}: ${f.error}`);
     return 0;
