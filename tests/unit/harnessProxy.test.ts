@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import { ChatClient, clientFromAglEnv } from '../../src/harness/client';
-import { RemoteEngine, ScriptedEngine } from '../../src/harness/engines';
+import { RandomEngine, RemoteEngine, ScriptedEngine } from '../../src/harness/engines';
 import {
   channelTransport,
   type FetchLike,
@@ -47,6 +47,15 @@ describe('LLM proxy', () => {
       body.choices[0].logprobs?.content.map((c) => Math.fround(c.logprob)),
     );
     expect(proxy.record('r1')?.mode).toBe('train');
+  });
+
+  it('records an immediate end-of-turn from the random engine as an empty answer', async () => {
+    const proxy = new LlmProxy({ engine: new RandomEngine(tok, 0, 1), tokenizer: tok });
+    const body = (await proxy.handle(post(CHAT, { messages: [{ role: 'user', content: 'q' }] })))
+      .body as ChatCompletionResponse;
+    expect(body.choices[0].message.content).toBe('');
+    expect(body.choices[0].token_ids).toEqual([151645]);
+    expect(body.choices[0].logprobs?.content[0].logprob).toBe(0);
   });
 
   it('parses Qwen <tool_call> text into tool_calls like the hermes parser', async () => {
