@@ -136,6 +136,8 @@ describe('LLM proxy', () => {
     expect(errMsg(bad.body).param).toBe('data.value');
     expect(errMsg((await proxy.handle(post(ev, { event_type: 'span' }))).body).param).toBe('event_type');
     expect(proxy.take('r9')?.rewards.map((r) => r.value)).toEqual([0.5]);
+    // a taken (finished) rollout accepts nothing more
+    expect((await proxy.handle(post(ev, { event_type: 'reward', data: { value: 1 } }))).status).toBe(409);
   });
 
   it('pauses with 429 + Retry-After; the client waits and retries until resumed', async () => {
@@ -188,8 +190,12 @@ describe('LLM proxy', () => {
     });
     await new Promise((r) => setTimeout(r, 10));
     expect(paused).toBe(false);
+    // taking the rollout mid-call freezes its record: the in-flight call is marked 499 in the copy returned
+    const taken = proxy.take('r1');
+    expect(taken?.calls.map((c) => c.httpStatus)).toEqual([499]);
     release();
     expect((await call).status).toBe(200);
+    expect(taken?.calls[0].response).toBeNull();
     await p;
     expect(paused).toBe(true);
   });
