@@ -127,4 +127,33 @@ describe('worker pool over node:worker_threads', () => {
       pool.close();
     }
   });
+
+  it('a worker that never says ready is given up after the start timeout; the queue fails with the reason', async () => {
+    const proxy = new LlmProxy({ engine: new RandomEngine(tok, 1), tokenizer: tok });
+    const silent = new URL('data:text/javascript,setInterval(() => {}, 1000)');
+    const pool = new WorkerPool({
+      size: 1,
+      spawn: () => spawnNodeHarnessWorker(silent),
+      connect: (p) => serveChannel(p, proxy.handle),
+      timeoutMs: 60_000,
+      startTimeoutMs: 300,
+    });
+    const spec: RunSpec = {
+      harness: 'instruction',
+      split: 'train',
+      n: 2,
+      groupSize: 1,
+      seed: 0,
+      behaviours: [],
+    };
+    try {
+      const rs = await runRollouts(spec, planRollouts(spec), proxy, pool);
+      expect(rs.map((r) => r.error)).toEqual(
+        Array(2).fill('workers keep failing before they start (last: worker did not start within 300 ms)'),
+      );
+      expect(pool.replaced).toBe(2);
+    } finally {
+      pool.close();
+    }
+  });
 });
