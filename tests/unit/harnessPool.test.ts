@@ -118,7 +118,7 @@ describe('worker pool over node:worker_threads', () => {
     try {
       const pending = pool.run({ ...base.job, task: { ...base.job.task, id: 'hang:2' } }, ac.signal);
       // wait until the worker's one call is recorded, then cancel
-      for (let i = 0; i < 200 && !proxy.record(base.job.rolloutId)?.calls[0]?.response; i++)
+      for (let i = 0; i < 1200 && !proxy.record(base.job.rolloutId)?.calls[0]?.response; i++)
         await new Promise((r) => setTimeout(r, 25));
       ac.abort();
       expect(await pending).toEqual({ type: 'failed', rolloutId: base.job.rolloutId, error: 'cancelled' });
