@@ -103,23 +103,28 @@ export const command: Command = {
     const taskOf = new Map(plan.map((p) => [p.job.rolloutId, p.task]));
     const h = getHarness(harness);
     let engine: ChatEngine;
-    if (engineSpec === 'scripted')
-      engine = new ScriptedEngine(
-        tokenizer,
-        (call) => {
-          const task = taskOf.get(call.rolloutId);
-          if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
-          return h.expert(task, call.messages, call.tools);
-        },
-        seed,
-      );
-    else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
-    else
-      engine = new RemoteEngine(
-        engineSpec,
-        (flags.model as string | undefined) ?? 'default',
-        process.env.OPENAI_API_KEY ?? '',
-      );
+    try {
+      if (engineSpec === 'scripted')
+        engine = new ScriptedEngine(
+          tokenizer,
+          (call) => {
+            const task = taskOf.get(call.rolloutId);
+            if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
+            return h.expert(task, call.messages, call.tools);
+          },
+          seed,
+        );
+      else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+      else
+        engine = new RemoteEngine(
+          engineSpec,
+          (flags.model as string | undefined) ?? 'default',
+          process.env.OPENAI_API_KEY ?? '',
+        );
+    } catch (e) {
+      // e.g. a --tokenizer without a known end-of-turn token
+      throw new UsageError(`--engine ${engineSpec}: ${(e as Error).message}`);
+    }
     const proxy = new LlmProxy({
       engine,
       tokenizer: engineSpec.startsWith('http') ? null : tokenizer,
