@@ -18,6 +18,8 @@ const commands: Record<string, () => Promise<Command>> = {
   golden: async () => (await import('./commands/golden')).command,
   'engine-check': async () => (await import('./commands/engine-check')).command,
   'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
+  agent: async () => (await import('./commands/agent')).command,
+  rollout: async () => (await import('./commands/rollout')).command,
 };
 
 function help(): string {
