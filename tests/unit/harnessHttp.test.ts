@@ -9,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { command as rollout } from '../../src/cli/commands/rollout';
 import { serveHttp } from '../../src/cli/httpServe';
 import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
+import { parseJsonlTrace } from '../../src/core/trace/io';
 import { ScriptedEngine } from '../../src/harness/engines';
 import { LlmProxy } from '../../src/harness/proxy';
 import { getHarness } from '../../src/harness/registry';
 import type { SearchTask } from '../../src/harness/search';
-import { parseRolloutsJsonl } from '../../src/harness/traceJsonl';
 import { qwen3 } from './qwen3';
 
 let tok: ChatTokenizer;
@@ -95,7 +95,7 @@ describe('harnesses over real HTTP', () => {
         '--out',
         out,
       ]);
-      const [failed] = parseRolloutsJsonl(readFileSync(out, 'utf8'));
+      const [failed] = parseJsonlTrace(readFileSync(out, 'utf8')).rollouts;
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/HTTP 502: engine failed: remote engine answered 401/);
       expect(failed.calls[0].httpStatus).toBe(502);
@@ -116,7 +116,7 @@ describe('harnesses over real HTTP', () => {
         '--out',
         out,
       ]);
-      const [r] = parseRolloutsJsonl(readFileSync(out, 'utf8'));
+      const [r] = parseJsonlTrace(readFileSync(out, 'utf8')).rollouts;
       expect(r.state).toBe('succeeded');
       expect(r.finalReward).toBe(1);
       const upstream = proxy.take('ro-0');

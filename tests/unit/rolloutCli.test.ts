@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/args';
 import { command } from '../../src/cli/commands/rollout';
+import { parseJsonlTrace, toJsonlTrace } from '../../src/core/trace/io';
 import { checkConstraint, countWords } from '../../src/harness/instruction';
-import { parseRolloutsJsonl, rolloutsToJsonl } from '../../src/harness/traceJsonl';
 
 describe('lab rollout', () => {
   it('turns bad flags into usage errors', async () => {
@@ -63,7 +63,9 @@ describe('lab rollout', () => {
     ]);
     expect(code).toBe(0);
     const text = readFileSync(out, 'utf8');
-    const rs = parseRolloutsJsonl(text);
+    const parsed = parseJsonlTrace(text);
+    expect(parsed.issues).toEqual([]);
+    const rs = parsed.rollouts;
     expect(rs).toHaveLength(4);
     expect(rs[0].dataId).toBe(rs[1].dataId);
     for (const r of rs) {
@@ -74,37 +76,7 @@ describe('lab rollout', () => {
         expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
       }
     }
-    expect(rolloutsToJsonl(rs)).toBe(text);
-  });
-});
-
-describe('trace JSONL', () => {
-  it('writes NaN log-probs as null and rejects mismatched lengths with the line number', () => {
-    const r = {
-      rolloutId: 'a',
-      dataId: 'd',
-      isTrain: true,
-      state: 'succeeded' as const,
-      rewards: [],
-      finalReward: null,
-      metadata: {},
-      calls: [
-        {
-          request: { messages: [], sampling: {} },
-          response: null,
-          httpStatus: 200,
-          responseTokenIds: Int32Array.of(1, 2),
-          responseLogProbs: Float32Array.of(-0.5, Number.NaN),
-        },
-      ],
-    };
-    const line = rolloutsToJsonl([r]);
-    expect(line).toContain('"responseLogProbs":[-0.5,null]');
-    expect(Number.isNaN(parseRolloutsJsonl(line)[0].calls[0].responseLogProbs?.[1])).toBe(true);
-    const bad = `${line}${line.replace('[-0.5,null]', '[-0.5]')}`;
-    expect(() => parseRolloutsJsonl(bad)).toThrow(
-      'trace line 2: calls[0].responseTokenIds has 2 ids but responseLogProbs has 1',
-    );
+    expect(toJsonlTrace(rs)).toBe(text);
   });
 });
 

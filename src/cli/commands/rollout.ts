@@ -3,6 +3,7 @@
  * recorded traces as JSONL (one rollout per line).
  */
 import { writeFileSync } from 'node:fs';
+import { toJsonlTrace } from '../../core/trace/io';
 import { type ChatEngine, RandomEngine, RemoteEngine, ScriptedEngine } from '../../harness/engines';
 import { BEHAVIOURS, type Behaviour, isBehaviour, type Split } from '../../harness/harness';
 import { serveChannel } from '../../harness/http';
@@ -10,7 +11,6 @@ import { WorkerPool } from '../../harness/pool';
 import { LlmProxy } from '../../harness/proxy';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
-import { rolloutsToJsonl } from '../../harness/traceJsonl';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { loadTokenizer, spawnNodeHarnessWorker } from '../nodeWorkers';
@@ -150,7 +150,7 @@ export const command: Command = {
       pool.close();
     }
     const secs = (performance.now() - t0) / 1000;
-    writeFileSync(out, rolloutsToJsonl(rollouts));
+    writeFileSync(out, toJsonlTrace(rollouts));
     const failed = rollouts.filter((r) => r.state === 'failed');
     const rewards = rollouts.map((r) => r.finalReward ?? 0);
     const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
