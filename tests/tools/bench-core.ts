@@ -1,14 +1,17 @@
 /**
- * `npm run bench:core [-- --input FILE] [--repeat N] [--peer PYTHON]`: throughput of the core path on a batch
- * shaped like a real multi-turn agent (default: 1,024 rollouts × 16 calls, ≈ 8.5M prompt+response tokens), or
- * on any trace file `analyze` reads. Stages, each the median of --repeat runs:
+ * `npm run bench:core [-- --input FILE] [--repeat N] [--warmup N] [--peer PYTHON]`: throughput of the core path
+ * on a batch shaped like a real multi-turn agent (default: 1,024 rollouts × 16 calls, ≈ 8.5M prompt+response
+ * tokens), or on any trace file `analyze` reads. Stages, each the median of --repeat runs (default 5) after --warmup
+ * untimed ones (default 1):
  *   parse      trace text → rollouts (JSONL as written by the harnesses)
  *   merge      trajectory-level sample building (Agent Lightning's RolloutAdapter semantics)
  *   advantage  rollout-level GRPO (compute_rollout_level_advantage) + per-rollout normalisation
  *   weights    effective weights under per_rollout_mean, and all five loss modes in one pass
- * Tokens are prompt + response tokens over all calls. With a peer Python (flag or HARNESS_LAB_PEER_PYTHON,
- * see python/setup_peer.sh) the same batch runs through Agent Lightning's own Python path in the same run and
- * the ratio is printed.
+ * Each stage reports the median wall time and the median process CPU time (user + system) of its runs; on a
+ * loaded machine the CPU column is the one to compare across runs. Tokens are prompt + response tokens over
+ * all calls. With a peer Python (flag or HARNESS_LAB_PEER_PYTHON, see python/setup_peer.sh) the same batch
+ * runs through Agent Lightning's own Python path in the same run and the ratio (wall time, both sides under the
+ * same load) is printed.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,9 +32,11 @@ import type { Rollout } from '../../src/core/trace/types';
 const { flags } = parseArgs(process.argv.slice(2), {
   input: { type: 'string' },
   repeat: { type: 'number' },
+  warmup: { type: 'number' },
   peer: { type: 'string' },
 });
 const repeat = Math.max(1, Math.floor(Number(flags.repeat ?? 5)));
+const warmup = Math.max(0, Math.floor(Number(flags.warmup ?? 1)));
 const peerPython = (flags.peer as string | undefined) ?? process.env.HARNESS_LAB_PEER_PYTHON;
 
 function median(xs: number[]): number {
@@ -39,21 +44,32 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-function time<T>(f: () => T): { ms: number; value: T } {
+/**
+ * Wall time and process CPU time (user + system, all threads: the GC's helper threads count) of one run. On a
+ * shared, loaded machine wall time measures the neighbours as much as the code; CPU time does not.
+ */
+function time<T>(f: () => T): { ms: number; cpuMs: number; value: T } {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const value = f();
-  return { ms: performance.now() - t0, value };
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  return { ms, cpuMs: (c.user + c.system) / 1000, value };
 }
 
-function timeMedian<T>(f: () => T): { ms: number; value: T } {
+function timeMedian<T>(f: () => T): { ms: number; cpuMs: number; value: T } {
   const runs: number[] = [];
+  const cpuRuns: number[] = [];
   let value!: T;
+  // Untimed runs first, so the medians are of optimised code rather than of the JIT's first tiers.
+  for (let i = 0; i < warmup; i++) f();
   for (let i = 0; i < repeat; i++) {
     const r = time(f);
     runs.push(r.ms);
+    cpuRuns.push(r.cpuMs);
     value = r.value;
   }
-  return { ms: median(runs), value };
+  return { ms: median(runs), cpuMs: median(cpuRuns), value };
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
@@ -77,7 +93,7 @@ const tokens = countCallTokens(rollouts);
 console.log(`input: ${label}`);
 console.log(
   `       ${rollouts.length} rollouts, ${rollouts.reduce((n, r) => n + r.calls.length, 0)} calls, ` +
-    `${(tokens / 1e6).toFixed(2)}M prompt+response tokens, ${mib(text.length)} of text; median of ${repeat} runs`,
+    `${(tokens / 1e6).toFixed(2)}M prompt+response tokens, ${mib(text.length)} of text; median of ${repeat} runs after ${warmup} untimed`,
 );
 
 // ── stages ───────────────────────────────────────────────────────────────────────────────────────────────
@@ -105,19 +121,23 @@ const weights = timeMedian(() => effectiveWeights(batch, { ...weightOpts, lossAg
 const allModes = timeMedian(() => allLossModes(batch, weightOpts));
 
 const rate = (ms: number) => tokens / (ms / 1000);
-const row = (name: string, ms: number) =>
-  console.log(
-    `  ${name.padEnd(44)} ${ms.toFixed(1).padStart(9)} ms  ${(rate(ms) / 1e6).toFixed(1).padStart(8)} M tok/s`,
-  );
-console.log(`\nstage${' '.repeat(43)}median        throughput`);
-row('parse (JSONL → rollouts)', parsed.ms);
-row('trajectory merge', merged.ms);
-row('rollout-level GRPO + per-rollout normalisation', advantage.ms);
-row('effective weights (per_rollout_mean)', weights.ms);
-row('all five loss modes, one pass', allModes.ms);
-const aglPath = merged.ms + advantage.ms;
+type Timed = { ms: number; cpuMs: number };
+const sum = (...ts: Timed[]): Timed => ({
+  ms: ts.reduce((a, t) => a + t.ms, 0),
+  cpuMs: ts.reduce((a, t) => a + t.cpuMs, 0),
+});
+const col = (ms: number) =>
+  `${ms.toFixed(1).padStart(9)} ms  ${(rate(ms) / 1e6).toFixed(1).padStart(8)} M tok/s`;
+const row = (name: string, t: Timed) => console.log(`  ${name.padEnd(48)} ${col(t.ms)}   ${col(t.cpuMs)}`);
+console.log(`\nstage${' '.repeat(47)}wall median      throughput    CPU median      throughput`);
+row('parse (JSONL → rollouts)', parsed);
+row('trajectory merge', merged);
+row('rollout-level GRPO + per-rollout normalisation', advantage);
+row('effective weights (per_rollout_mean)', weights);
+row('all five loss modes, one pass', allModes);
+const aglPath = sum(merged, advantage);
 row('Agent Lightning path (merge + advantage)', aglPath);
-row('end to end (parse + merge + advantage + weights)', parsed.ms + aglPath + weights.ms);
+row('end to end (parse + merge + advantage + weights)', sum(parsed, aglPath, weights));
 console.log(
   `\nrows ${batch.nRows}, trainable tokens ${batch.mask.reduce((a, b) => a + b, 0)}, ` +
     `merge mismatches ${merged.value.counters.nMergeMismatchRows}`,
@@ -169,7 +189,8 @@ if (!peerPython) {
       seconds: Record<string, number>;
       tokens_per_s: number;
     };
-    const ours = rate(aglPath);
+    // Wall time on both sides: the peer runs in the same run, under the same load.
+    const ours = rate(aglPath.ms);
     console.log(`\npeer: ${peer.peer}, one thread, ${peer.tokens} tokens`);
     for (const [k, v] of Object.entries(peer.seconds))
       console.log(`  ${k.padEnd(12)} ${(v * 1000).toFixed(1)} ms`);

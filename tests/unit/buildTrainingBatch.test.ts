@@ -111,6 +111,18 @@ describe('buildTrainingBatch', () => {
     expect(Array.from(res.batch.firstCall)).toEqual([1, 2]);
   });
 
+  it('dedupes among calls of mixed prompt lengths: only identical prompts supersede each other', () => {
+    const calls = [
+      call([1, 2, 3], [4]), // superseded by call 3
+      call([1, 2], [5]), // unique length
+      call([1, 2, 9], [6]), // same length as call 0, other ids
+      call([1, 2, 3], [7]),
+      call([1, 2, 3, 7, 8], [9]), // unique length
+    ];
+    const res = buildTrainingBatch([rollout('a', calls)], { ...opts, level: 'transition' });
+    expect(Array.from(res.batch.firstCall)).toEqual([1, 2, 3, 4]);
+  });
+
   it('pads like verl: prompts left, responses right, positions over attended tokens, score on the last', () => {
     const res = buildTrainingBatch([rollout('a', [call([5, 6], [7]), call([5, 6, 7, 8], [9, 10])])], {
       ...opts,

@@ -141,6 +141,27 @@ describe('our JSONL trace format', () => {
     expect(chunked.rollouts.map((r) => r.rolloutId)).toEqual(['a', 'b', 'c']);
   });
 
+  it('gives each call its own ids and log-probs although a record reads them into one buffer', () => {
+    const r = sampleRollout('a');
+    const second = { ...r.calls[0], promptTokenIds: Int32Array.from([1, 2, 3, 4, 5, 6, 7]) };
+    second.responseTokenIds = Int32Array.from([8, 9]);
+    second.responseLogProbs = undefined;
+    second.mismatchedLogProbs = Float32Array.from([-0.5]);
+    const [back] = parseJsonlTrace(toJsonlTrace([{ ...r, calls: [r.calls[0], second] }])).rollouts;
+    const [c0, c1] = back.calls;
+    expect(Array.from(c0.promptTokenIds!)).toEqual([151644, 8948, 198, 2610]);
+    expect(Array.from(c0.responseTokenIds!)).toEqual([151657, 198, 4913]);
+    expect(Array.from(c1.promptTokenIds!)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from(c1.responseTokenIds!)).toEqual([8, 9]);
+    expect(Array.from(c1.mismatchedLogProbs!)).toEqual([-0.5]);
+    // writing through one call's array leaves every other array of the record as it was
+    c0.promptTokenIds!.fill(0);
+    c0.responseLogProbs!.fill(0);
+    expect(Array.from(c0.responseTokenIds!)).toEqual([151657, 198, 4913]);
+    expect(Array.from(c1.promptTokenIds!)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from(c1.mismatchedLogProbs!)).toEqual([-0.5]);
+  });
+
   it('reports progress up to the total', () => {
     const text = toJsonlTrace([sampleRollout('a'), sampleRollout('b')]);
     const seen: [number, number][] = [];

@@ -140,51 +140,64 @@ function callLogProbs(c: ModelCall, gatewayRule: boolean): Float32Array | null {
   return lp;
 }
 
+/**
+ * Gateway `format=triplet`: keep[i] = 0 when a later call has identical prompt ids (the last one wins, order
+ * preserved). Only prompts of equal length can be identical, and an agent's prompts (a growing context) almost
+ * never share a length, so calls are counted by prompt length first and only those sharing a length are hashed
+ * and compared; in the usual case no prompt token is read at all.
+ */
+function lastPerIdenticalPrompt(calls: ModelCall[]): Uint8Array {
+  const n = calls.length;
+  const keep = new Uint8Array(n).fill(1);
+  const perLength = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    const len = calls[i].promptTokenIds?.length ?? 0;
+    perLength.set(len, (perLength.get(len) ?? 0) + 1);
+  }
+  if (perLength.size === n) return keep;
+  const lastByHash = new Map<number, number[]>();
+  for (let i = 0; i < n; i++) {
+    const p = calls[i].promptTokenIds ?? EMPTY;
+    if (perLength.get(p.length) === 1) continue;
+    const h = hashIds(p);
+    const bucket = lastByHash.get(h);
+    if (!bucket) {
+      lastByHash.set(h, [i]);
+      continue;
+    }
+    const j = bucket.findIndex((k) => sameIds(calls[k].promptTokenIds ?? EMPTY, p));
+    if (j >= 0) {
+      keep[bucket[j]] = 0;
+      bucket[j] = i;
+    } else bucket.push(i);
+  }
+  return keep;
+}
+
 /** The calls of a rollout that become triplets, with the ids of the chosen token source. */
 export function selectCalls(rollout: Rollout, opts: BuildOptions): CallIds[] {
-  const filter = opts.callFilter ?? 'agl-manager';
-  let indices: number[] = rollout.calls.map((_, i) => i);
-  if (filter === 'agl-manager') {
-    // Gateway `format=triplet`: keep only the last call per identical prompt ids (order preserved).
-    const lastByHash = new Map<number, number[]>();
-    const keep = new Uint8Array(rollout.calls.length);
-    rollout.calls.forEach((c, i) => {
-      const p = c.promptTokenIds ?? EMPTY;
-      const h = hashIds(p);
-      const bucket = lastByHash.get(h);
-      if (!bucket) {
-        lastByHash.set(h, [i]);
-        keep[i] = 1;
-        return;
-      }
-      const j = bucket.findIndex((k) => sameIds(rollout.calls[k].promptTokenIds ?? EMPTY, p));
-      if (j >= 0) {
-        keep[bucket[j]] = 0;
-        bucket[j] = i;
-      } else bucket.push(i);
-      keep[i] = 1;
-    });
-    // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
-    indices = indices.filter((i) => {
-      const c = rollout.calls[i];
-      return (
-        keep[i] === 1 && c.error === undefined && c.httpStatus < 400 && (c.responseTokenIds?.length ?? 0) > 0
-      );
-    });
-  }
+  const calls = rollout.calls;
+  const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
+  const keep = gatewayRule ? lastPerIdenticalPrompt(calls) : null;
   const out: CallIds[] = [];
-  for (const i of indices) {
-    const ids = callIds(rollout.calls[i], opts);
-    if (ids) out.push({ ...ids, idx: i });
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i];
+    // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
+    if (
+      keep !== null &&
+      (keep[i] === 0 || c.error !== undefined || c.httpStatus >= 400 || !c.responseTokenIds?.length)
+    )
+      continue;
+    const ids = callIds(c, i, opts, gatewayRule);
+    if (ids) out.push(ids);
   }
   return out;
 }
 
-function callIds(c: ModelCall, opts: BuildOptions): Omit<CallIds, 'idx'> | null {
-  const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
+function callIds(c: ModelCall, idx: number, opts: BuildOptions, gatewayRule: boolean): CallIds | null {
   if ((opts.tokenSource ?? 'engine') === 'engine') {
     if (!c.promptTokenIds || !c.responseTokenIds) return null;
-    return { p: c.promptTokenIds, r: c.responseTokenIds, lp: callLogProbs(c, gatewayRule) };
+    return { p: c.promptTokenIds, r: c.responseTokenIds, lp: callLogProbs(c, gatewayRule), idx };
   }
   if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
   const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
@@ -192,7 +205,7 @@ function callIds(c: ModelCall, opts: BuildOptions): Omit<CallIds, 'idx'> | null 
   // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
   const lp =
     c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
-  return { p: t.promptIds, r: t.responseIds, lp };
+  return { p: t.promptIds, r: t.responseIds, lp, idx };
 }
 
 function sortedOrder(rollouts: Rollout[]): number[] {
@@ -232,10 +245,14 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
       }
     }
   }
-  const respIds = new Growable(Int32Array, Math.max(respBound, 16));
-  const mask = new Growable(Uint8Array, Math.max(respBound, 16));
-  const logProbs = new Growable(Float32Array, Math.max(respBound, 16));
-  const tokenCall = new Growable(Int32Array, Math.max(respBound, 16));
+  // Per-token arrays: respBound is an upper bound, so they are plain arrays written at a cursor (nTok; nLp for
+  // log-probs written straight into logProbs) by monomorphic loops, one per array type.
+  const respIds = new Int32Array(respBound);
+  const mask = new Uint8Array(respBound);
+  const logProbs = new Float32Array(respBound);
+  const tokenCall = new Int32Array(respBound);
+  let nTok = 0;
+  let nLp = 0;
   const promptIds = new Growable(Int32Array, Math.max(promptBound, 16));
   const offsets = new Growable(Int32Array, rowBound + 1);
   const promptOffsets = new Growable(Int32Array, rowBound + 1);
@@ -281,31 +298,29 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     lpOk: boolean,
     reward: number,
   ): boolean => {
-    let len = respIds.length - start;
+    let len = nTok - start;
     if (len > maxR) {
       len = maxR;
-      respIds.length = mask.length = tokenCall.length = start + maxR;
+      nTok = start + maxR;
       nTrunc++;
     }
     let train = 0;
-    const m = mask.data;
-    for (let i = start; i < start + len; i++) train += m[i];
+    for (let i = start; i < start + len; i++) train += mask[i];
     if (train === 0) {
-      respIds.length = mask.length = tokenCall.length = logProbs.length = start;
+      nTok = nLp = start;
       nSkippedEmpty++;
       return false;
     }
     // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree. An aligned
     // list was written straight into logProbs; a list of another length waits in rowLp.
-    const keepLp = lpOk && Math.min(lpDirect ? logProbs.length - start : rowLp.length, maxR) === len;
-    logProbs.length = start;
-    if (keepLp && !lpDirect) logProbs.append(rowLp.data.subarray(0, len));
-    else if (keepLp) logProbs.length = start + len;
-    else logProbs.fill(Number.NaN, len);
+    const keepLp = lpOk && Math.min(lpDirect ? nLp - start : rowLp.length, maxR) === len;
+    if (keepLp && !lpDirect) logProbs.set(rowLp.data.subarray(0, len), start);
+    else if (!keepLp) logProbs.fill(Number.NaN, start, start + len);
+    nLp = start + len;
     const drop = prompt.length > maxP;
     promptIds.append(drop ? prompt.subarray(0, maxP) : prompt);
     promptOffsets.push(promptIds.length);
-    offsets.push(respIds.length);
+    offsets.push(nTok);
     rowRollout.push(ri);
     turnIndex.push(turn);
     firstCall.push(first);
@@ -325,14 +340,28 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
    */
   const rowLp = new Growable(Float32Array, 1024);
   let lpDirect = true;
-  const lpAppend = (v: Float32Array) => (lpDirect ? logProbs : rowLp).append(v);
-  const lpZeros = (n: number) => (lpDirect ? logProbs : rowLp).fill(0, n);
-
-  const appendResponse = (c: CallIds) => {
-    respIds.append(c.r);
-    mask.fill(1, c.r.length);
-    tokenCall.fill(c.idx, c.r.length);
+  const lpAppend = (v: Float32Array) => {
+    if (!lpDirect) return rowLp.append(v);
+    for (let i = 0; i < v.length; i++) logProbs[nLp + i] = v[i];
+    nLp += v.length;
   };
+  const lpZeros = (n: number) => {
+    if (!lpDirect) return rowLp.fill(0, n);
+    for (let i = 0; i < n; i++) logProbs[nLp + i] = 0;
+    nLp += n;
+  };
+
+  /** Appends ids[from, to) to the running row, all with the same mask value and call index. */
+  const appendTokens = (ids: Int32Array, from: number, to: number, m: number, call: number) => {
+    const o = nTok - from;
+    for (let i = from; i < to; i++) {
+      respIds[o + i] = ids[i];
+      mask[o + i] = m;
+      tokenCall[o + i] = call;
+    }
+    nTok = o + to;
+  };
+  const appendResponse = (c: CallIds) => appendTokens(c.r, 0, c.r.length, 1, c.idx);
 
   /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
   const startLp = (c: CallIds): boolean => {
@@ -359,7 +388,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     if (level === 'transition') {
       calls.forEach((c, t) => {
         countTurn(c.r.length);
-        const start = respIds.length;
+        const start = nTok;
         appendResponse(c);
         closeRow(start, c.p, ri, t, c.idx, 1, startLp(c), bfReward);
       });
@@ -368,7 +397,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
 
     let c0 = calls[0];
     countTurn(c0.r.length);
-    let start = respIds.length;
+    let start = nTok;
     let rowPrompt = c0.p;
     let rowFirst = c0.idx;
     let rowCount = 1;
@@ -385,9 +414,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
       if (extends_) {
         const obs = c.p.length - ctxLen;
         if (obs > 0) {
-          respIds.append(c.p.subarray(ctxLen));
-          mask.fill(0, obs);
-          tokenCall.fill(c.idx, obs);
+          appendTokens(c.p, ctxLen, c.p.length, 0, c.idx);
           if (lpOk) lpZeros(obs);
         }
         // A merged call keeps the list alive only with a list of exactly its response length.
@@ -412,7 +439,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
         });
         closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, bfReward);
         groups++;
-        start = respIds.length;
+        start = nTok;
         rowPrompt = c.p;
         rowFirst = c.idx;
         rowCount = 1;
@@ -435,15 +462,15 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const off = offsets.toArray();
   const hasLp = rowHasLp.toArray();
   const allLp = hasLp.every((x) => x === 1);
-  const scores = new Float32Array(respIds.length);
+  const scores = new Float32Array(nTok);
   const rewards = rowReward.toArray();
   for (let r = 0; r < nRows; r++) scores[off[r + 1] - 1] = rewards[r];
-  const lpArr = allLp ? logProbs.toArray() : null;
+  const lpArr = allLp ? trimmed(logProbs, nTok) : null;
 
   const batch: TrainingBatch = {
     nRows,
     offsets: off,
-    mask: mask.toArray(),
+    mask: trimmed(mask, nTok),
     rowRollout: rowRollout.toArray(),
     rolloutIds,
     dataIds,
@@ -453,8 +480,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     isDrop: isDrop.toArray(),
     promptOffsets: promptOffsets.toArray(),
     promptIds: promptIds.toArray(),
-    responseIds: respIds.toArray(),
-    tokenCall: tokenCall.toArray(),
+    responseIds: trimmed(respIds, nTok),
+    tokenCall: trimmed(tokenCall, nTok),
     responseLogProbs: lpArr,
     reward: rewards,
   };
@@ -493,11 +520,33 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   };
 }
 
+/** The first n values: a view when little capacity is left over, else a copy (so spare memory is freed). */
+function trimmed<T extends Int32Array | Uint8Array | Float32Array>(a: T, n: number): T {
+  return (n >= a.length * 0.9 ? a.subarray(0, n) : a.slice(0, n)) as T;
+}
+
 /** prompt starts with prevP ++ prevR (the caller checked the length). */
 function firstDiffIsEnd(prompt: Int32Array, prevP: Int32Array, prevR: Int32Array): boolean {
-  const np = prevP.length;
-  for (let i = 0; i < np; i++) if (prompt[i] !== prevP[i]) return false;
-  const nr = prevR.length;
-  for (let i = 0; i < nr; i++) if (prompt[np + i] !== prevR[i]) return false;
+  return rangeEqual(prompt, 0, prevP) && rangeEqual(prompt, prevP.length, prevR);
+}
+
+/**
+ * a[at, at + b.length) equals b. This comparison is the merge's floor (every prompt token once), so it tests
+ * four ids per branch: the OR of their XORs is 0 only when all four are equal (≈ 25% faster on V8 than one
+ * branch per id).
+ */
+function rangeEqual(a: Int32Array, at: number, b: Int32Array): boolean {
+  const n = b.length;
+  let i = 0;
+  for (; i + 4 <= n; i += 4)
+    if (
+      ((a[at + i] ^ b[i]) |
+        (a[at + i + 1] ^ b[i + 1]) |
+        (a[at + i + 2] ^ b[i + 2]) |
+        (a[at + i + 3] ^ b[i + 3])) !==
+      0
+    )
+      return false;
+  for (; i < n; i++) if (a[at + i] !== b[i]) return false;
   return true;
 }

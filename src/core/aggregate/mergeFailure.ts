@@ -36,6 +36,8 @@ export interface MergeFailure {
   promptSnippet: string;
 }
 
+const EMPTY = new Int32Array(0);
+
 /** Tokens of context shown on each side of the first difference. */
 const SNIPPET_BEFORE = 8;
 const SNIPPET_AFTER = 24;
@@ -59,9 +61,16 @@ function concat(a: Int32Array, b: Int32Array): Int32Array {
   return out;
 }
 
-function snippet(ids: Int32Array, at: number, tok: ChatTokenizer | undefined): string {
-  const part = ids.subarray(Math.max(0, at - SNIPPET_BEFORE), Math.min(ids.length, at + SNIPPET_AFTER));
-  return tok ? tok.decode(part) : Array.from(part).join(' ');
+/** The ids of `a ++ b` around `at`: decoded with a tokenizer, else joined by spaces. */
+function snippet(a: Int32Array, b: Int32Array, at: number, tok: ChatTokenizer | undefined): string {
+  const na = a.length;
+  const from = Math.max(0, at - SNIPPET_BEFORE);
+  const to = Math.min(na + b.length, at + SNIPPET_AFTER);
+  if (tok) return tok.decode(b.length === 0 ? a.subarray(from, to) : concat(a, b).subarray(from, to));
+  // A loop over the two parts, not concat + Array.from(…).join(' '): a merge failure copies no context.
+  let out = '';
+  for (let i = from; i < to; i++) out += `${i > from ? ' ' : ''}${i < na ? a[i] : b[i - na]}`;
+  return out;
 }
 
 function isAddedToken(tok: ChatTokenizer, id: number | undefined): boolean {
@@ -78,14 +87,15 @@ export function classifyMergeFailure(
   tok: ChatTokenizer | undefined,
 ): { kind: MergeFailureKind; firstDiff: number; contextSnippet: string; promptSnippet: string } {
   const firstDiff = firstDifference(prompt, prevPrompt, prevResponse);
-  const ctx = concat(prevPrompt, prevResponse);
+  const ctxLength = prevPrompt.length + prevResponse.length;
   const out = {
     firstDiff,
-    contextSnippet: snippet(ctx, firstDiff, tok),
-    promptSnippet: snippet(prompt, firstDiff, tok),
+    contextSnippet: snippet(prevPrompt, prevResponse, firstDiff, tok),
+    promptSnippet: snippet(prompt, EMPTY, firstDiff, tok),
   };
-  const isCut = firstDiff === prompt.length && prompt.length < ctx.length;
+  const isCut = firstDiff === prompt.length && prompt.length < ctxLength;
   if (tok) {
+    const ctx = concat(prevPrompt, prevResponse);
     // Compare text from a little before the difference, so a re-merged token that straddles it is included.
     const from = Math.max(0, firstDiff - 4);
     const ctxText = tok.decode(ctx.subarray(from));

@@ -180,16 +180,18 @@ export function computeRolloutLevelAdvantage(
   }
   const broadcast = opts.broadcast ?? true;
   const advantages = new Float32Array(broadcast ? off[rows.nRows] : 0);
-  const returns = new Float32Array(broadcast ? off[rows.nRows] : 0);
+  // Outcome estimators return their advantages as returns: then one array serves as both (as computeAdvantage
+  // does for them), which halves the per-token work.
+  const sameReturns = rolloutReturn === rolloutAdvantage;
+  const returns = sameReturns ? advantages : new Float32Array(broadcast ? off[rows.nRows] : 0);
   if (broadcast)
     for (let i = 0; i < rows.nRows; i++) {
       const g = rollouts.group[i];
       const a = rolloutAdvantage[g];
+      for (let t = off[i]; t < off[i + 1]; t++) advantages[t] = a * mask[t];
+      if (sameReturns) continue;
       const r = rolloutReturn[g];
-      for (let t = off[i]; t < off[i + 1]; t++) {
-        advantages[t] = a * mask[t];
-        returns[t] = r * mask[t];
-      }
+      for (let t = off[i]; t < off[i + 1]; t++) returns[t] = r * mask[t];
     }
   let multi = 0;
   let maxRows = 0;
@@ -253,7 +255,9 @@ export function normalizeAdvantagesByRollout(
   const off = rows.offsets;
   for (let i = 0; i < rows.nRows; i++) {
     const d = div[i];
-    for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
+    // Storing into a Float32Array rounds exactly as Math.fround does, so float32 needs no explicit rounding.
+    if (dtype === 'float32') for (let t = off[i]; t < off[i + 1]; t++) out[t] = advantages[t] / d;
+    else for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
   }
   return out;
 }

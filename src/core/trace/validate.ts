@@ -92,10 +92,30 @@ export function readArray(v: unknown, path: string): unknown[] {
 
 const INT32_MAX = 2 ** 31 - 1;
 
+/**
+ * Hands out consecutive, disjoint views of one typed array, so the id (or log-prob) arrays of a record share
+ * one allocation: thousands of small ArrayBuffers cost more to allocate and collect than their values cost to
+ * copy. When the slab is used up (it was sized from a count that was off), `take` allocates a fresh array.
+ */
+export class Slab<T extends Int32Array | Float32Array> {
+  private at = 0;
+  constructor(
+    private readonly buf: T,
+    private readonly alloc: (n: number) => T,
+  ) {}
+
+  take(n: number): T {
+    if (this.at + n > this.buf.length) return this.alloc(n);
+    const view = this.buf.subarray(this.at, this.at + n) as T;
+    this.at += n;
+    return view;
+  }
+}
+
 /** A JSON array of token ids → Int32Array; every entry must be an integer in [0, 2^31). */
-export function readTokenIds(v: unknown, path: string): Int32Array {
+export function readTokenIds(v: unknown, path: string, slab?: Slab<Int32Array>): Int32Array {
   const a = readArray(v, path);
-  const out = new Int32Array(a.length);
+  const out = slab ? slab.take(a.length) : new Int32Array(a.length);
   for (let i = 0; i < a.length; i++) {
     const x = a[i];
     if (typeof x !== 'number' || !Number.isInteger(x) || x < 0 || x > INT32_MAX)
@@ -112,9 +132,13 @@ export function readTokenIds(v: unknown, path: string): Int32Array {
  * A JSON array of log-probs → Float32Array. Non-finite entries (null, "nan", "inf", "-inf", NaN, ±Infinity,
  * positive values are kept) become NaN = "absent", and are counted in `nonFinite`.
  */
-export function readLogProbs(v: unknown, path: string): { values: Float32Array; nonFinite: number } {
+export function readLogProbs(
+  v: unknown,
+  path: string,
+  slab?: Slab<Float32Array>,
+): { values: Float32Array; nonFinite: number } {
   const a = readArray(v, path);
-  const out = new Float32Array(a.length);
+  const out = slab ? slab.take(a.length) : new Float32Array(a.length);
   let nonFinite = 0;
   for (let i = 0; i < a.length; i++) {
     const x = a[i];

@@ -27,6 +27,7 @@ import {
   readString,
   readTimings,
   readTokenIds,
+  Slab,
 } from '../validate';
 
 export interface ParseOptions {
@@ -38,7 +39,9 @@ export interface ParseOptions {
 export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
   const o = readObject(v, '');
   const cp = 'calls';
-  const calls = readArray(o.calls, cp).map((c, i) => readCall(c, join(cp, i), counters));
+  const rawCalls = readArray(o.calls, cp);
+  const slabs = recordSlabs(rawCalls);
+  const calls = rawCalls.map((c, i) => readCall(c, join(cp, i), counters, slabs));
   const rp = 'rewards';
   const rewards = readArray(o.rewards ?? [], rp).map((r, i) => readReward(r, join(rp, i)));
   const fr = o.final_reward;
@@ -69,7 +72,30 @@ export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
   return rollout;
 }
 
-function readCall(v: unknown, path: string, counters: ImportCounters): ModelCall {
+interface RecordSlabs {
+  ids: Slab<Int32Array>;
+  logProbs: Slab<Float32Array>;
+}
+
+const arrayLength = (v: unknown) => (Array.isArray(v) ? v.length : 0);
+
+/** One id slab and one log-prob slab per record, sized from its calls' arrays (see Slab). */
+function recordSlabs(rawCalls: unknown[]): RecordSlabs {
+  let nIds = 0;
+  let nLp = 0;
+  for (const c of rawCalls) {
+    if (c === null || typeof c !== 'object') continue;
+    const o = c as Record<string, unknown>;
+    nIds += arrayLength(o.prompt_token_ids) + arrayLength(o.response_token_ids);
+    nLp += arrayLength(o.response_log_probs) + arrayLength(o.mismatched_log_probs);
+  }
+  return {
+    ids: new Slab(new Int32Array(nIds), (n) => new Int32Array(n)),
+    logProbs: new Slab(new Float32Array(nLp), (n) => new Float32Array(n)),
+  };
+}
+
+function readCall(v: unknown, path: string, counters: ImportCounters, slabs: RecordSlabs): ModelCall {
   const o = readObject(v, path);
   const call: ModelCall = {
     request: readRequest(o.request, join(path, 'request')),
@@ -77,18 +103,18 @@ function readCall(v: unknown, path: string, counters: ImportCounters): ModelCall
     httpStatus: o.http_status === undefined ? 200 : readInt(o.http_status, join(path, 'http_status')),
   };
   if (o.prompt_token_ids !== undefined && o.prompt_token_ids !== null)
-    call.promptTokenIds = readTokenIds(o.prompt_token_ids, join(path, 'prompt_token_ids'));
+    call.promptTokenIds = readTokenIds(o.prompt_token_ids, join(path, 'prompt_token_ids'), slabs.ids);
   if (o.response_token_ids !== undefined && o.response_token_ids !== null)
-    call.responseTokenIds = readTokenIds(o.response_token_ids, join(path, 'response_token_ids'));
+    call.responseTokenIds = readTokenIds(o.response_token_ids, join(path, 'response_token_ids'), slabs.ids);
   if (o.response_log_probs !== undefined && o.response_log_probs !== null) {
-    const lp = readLogProbs(o.response_log_probs, join(path, 'response_log_probs'));
+    const lp = readLogProbs(o.response_log_probs, join(path, 'response_log_probs'), slabs.logProbs);
     call.responseLogProbs = lp.values;
     bump(counters, 'nonfinite_logprobs', lp.nonFinite);
   }
   checkCallTokens(call, path, 'strict', () => {}, counters);
   if (o.mismatched_log_probs !== undefined && o.mismatched_log_probs !== null) {
     const mp = join(path, 'mismatched_log_probs');
-    const lp = readLogProbs(o.mismatched_log_probs, mp);
+    const lp = readLogProbs(o.mismatched_log_probs, mp, slabs.logProbs);
     if (call.responseLogProbs)
       throw new RecordInvalid(mp, 'is given together with response_log_probs; a call has one or the other');
     if (lp.values.length === call.responseTokenIds?.length)
