@@ -14,7 +14,7 @@ describe('lab rollout', () => {
       [['--harness', 'chess', '--engine', 'scripted', '--out', 'x'], /--harness must be one of/],
       [
         ['--harness', 'search', '--engine', 'gpt', '--out', 'x'],
-        /--engine must be scripted, random or an http/,
+        /--engine must be scripted, random, policy or an http/,
       ],
       [['--harness', 'search', '--engine', 'random'], /--out is required/],
       [
@@ -32,7 +32,24 @@ describe('lab rollout', () => {
       ],
       [
         ['--harness', 'search', '--engine', 'random', '--out', 'x', '--tokenizer', '/nonexistent'],
-        /neither 'qwen3' nor a folder/,
+        /tokenizer '\/nonexistent': no such folder/,
+      ],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--checkpoint', 'a.safetensors'],
+        /--checkpoint only applies to --engine policy/,
+      ],
+      [
+        [
+          '--harness',
+          'search',
+          '--engine',
+          'policy',
+          '--out',
+          'x',
+          '--checkpoint',
+          '/nonexistent.safetensors',
+        ],
+        /checkpoint \/nonexistent.safetensors does not exist/,
       ],
       [['--harness', 'search', '--frobnicate'], /unknown flag --frobnicate/],
     ];
