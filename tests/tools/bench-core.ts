@@ -87,8 +87,9 @@ if (flags.input) {
   label = `synthetic agent batch (${shape.rollouts} rollouts × ${shape.callsPerRollout} calls, seed ${shape.seed})`;
 }
 
-const parsed = timeMedian(() => parseTraceText(text));
-const rollouts: Rollout[] = parsed.value.rollouts;
+// One parse gives the rollouts; the parse medians are taken after the other stages, so the garbage that
+// repeated parses leave (hundreds of MiB of JSON objects) is not collected while later stages are timed.
+const rollouts: Rollout[] = parseTraceText(text).rollouts;
 const tokens = countCallTokens(rollouts);
 console.log(`input: ${label}`);
 console.log(
@@ -119,6 +120,7 @@ const advantage = timeMedian(() => {
 const weightOpts = { advEstimator: 'grpo', normAdvByStd: true, rolloutLevel: true };
 const weights = timeMedian(() => effectiveWeights(batch, { ...weightOpts, lossAggMode: 'per_rollout_mean' }));
 const allModes = timeMedian(() => allLossModes(batch, weightOpts));
+const parsed = timeMedian(() => parseTraceText(text));
 
 const rate = (ms: number) => tokens / (ms / 1000);
 type Timed = { ms: number; cpuMs: number };
@@ -176,11 +178,17 @@ if (!peerPython) {
   };
   writeFileSync(file, JSON.stringify(doc));
   const script = resolve(import.meta.dirname, '../../python/bench_peer.py');
-  const r = spawnSync(peerPython, [script, file, '--repeat', String(repeat)], { encoding: 'utf8' });
+  // The libraries print many warnings to stderr: give the pipes room.
+  const r = spawnSync(peerPython, [script, file, '--repeat', String(repeat)], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 2 ** 20,
+  });
   rmSync(dir, { recursive: true, force: true });
   const last = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !last.startsWith('{')) {
-    console.log(`\npeer: failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    console.log(
+      `\npeer: failed (exit ${r.status ?? r.signal}${r.error ? `, ${r.error.message}` : ''}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+    );
     process.exitCode = 1;
   } else {
     const peer = JSON.parse(last) as {
