@@ -5,7 +5,7 @@
  *
  *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
  *
- * 'onnx' runs the same weights, exported to ONNX (tests/tools/onnxExport.ts), on onnxruntime-web's wasm
+ * 'onnx' runs the same weights, exported to ONNX (src/engine/onnx/export.ts), on onnxruntime-web's wasm
  * execution provider in this Node process: log-prob forward tokens/s and the max |log-prob| difference from
  * the CPU reference and from the Node WebGPU engine.
  *
@@ -21,7 +21,7 @@ import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
 import { BENCH_CONFIGS, type BenchConfig, type BenchResult, benchEngine } from './benchCore';
 import { chromiumArgs, chromiumPath } from './chromium.mjs';
-import { exportOnnx } from './onnxExport';
+import { exportOnnx } from '../../src/engine/onnx/export';
 
 /** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy, and its log-prob error. */
 async function benchOnnx(bc: BenchConfig, reps: number, ctx: GpuContext | null) {

@@ -2,7 +2,7 @@ import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import { layoutOf, resolveConfig } from '../../src/engine/model';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
-import { exportOnnx } from '../tools/onnxExport';
+import { exportOnnx } from '../../src/engine/onnx/export';
 
 // The ONNX export used by bench:engine must compute the same log-probs as our engine, or its timings and
 // error figures mean nothing.
