@@ -17,8 +17,9 @@ describe('ONNX export of the policy forward in onnxruntime-web (Chromium)', () =
 
   for (const ep of ['wasm', 'webgpu'] as OrtEp[])
     it(`the ${ep} EP reproduces the CPU reference log-probs within ${TOLERANCE}`, async () => {
-      const ref = (await cpu.logProbs({ tokens, mask: new Float32Array(B * T).fill(1), batchSize: B, seqLen: T }))
-        .logProbs;
+      const ref = (
+        await cpu.logProbs({ tokens, mask: new Float32Array(B * T).fill(1), batchSize: B, seqLen: T })
+      ).logProbs;
       const session = await openOrt(ep, model, tokens, B, T);
       try {
         const got = await session.run();

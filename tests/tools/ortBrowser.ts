@@ -5,30 +5,32 @@
  * (the package exports both files), so nothing is fetched from a CDN.
  */
 import * as ortWasm from 'onnxruntime-web';
+import ortWebgpuBinary from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import ortWasmBinary from 'onnxruntime-web/ort-wasm-simd-threaded.jsep.wasm?url';
 import * as ortWebgpu from 'onnxruntime-web/webgpu';
-import ortWebgpuBinary from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import { onnxTargets } from '../../src/engine/onnx/export';
 
 export type OrtEp = 'wasm' | 'webgpu';
 
 export interface OrtForward {
   ep: OrtEp;
+  /** wasm worker threads the session may use (1 without cross-origin isolation) */
+  threads: number;
   /** one log-prob forward of the batch given to openOrt: `target_logp`, row t = log p(token t+1) */
   run(): Promise<Float32Array>;
   release(): Promise<void>;
 }
 
-let configured = false;
-function configure() {
-  if (configured) return;
-  configured = true;
+let threads = 0;
+function configure(): number {
+  if (threads > 0) return threads;
   ortWasm.env.wasm.wasmPaths = { wasm: ortWasmBinary };
   ortWebgpu.env.wasm.wasmPaths = { wasm: ortWebgpuBinary };
   // Worker threads need cross-origin isolation (SharedArrayBuffer); without it the EP runs single-threaded.
-  const threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  threads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   ortWasm.env.wasm.numThreads = threads;
   ortWebgpu.env.wasm.numThreads = threads;
+  return threads;
 }
 
 /** A session of an exported model on one EP, bound to one (B, T) batch. Throws if the EP cannot run. */
@@ -39,7 +41,7 @@ export async function openOrt(
   B: number,
   T: number,
 ): Promise<OrtForward> {
-  configure();
+  const threads = configure();
   const ort = ep === 'wasm' ? ortWasm : ortWebgpu;
   const session = await ort.InferenceSession.create(model, { executionProviders: [ep] });
   const feeds = {
@@ -48,6 +50,7 @@ export async function openOrt(
   };
   return {
     ep,
+    threads,
     async run() {
       const out = (await session.run(feeds)).target_logp;
       // The WebGPU EP may hand back a GPU-resident tensor; getData() downloads it (and is a no-op on CPU data).

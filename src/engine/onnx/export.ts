@@ -226,7 +226,12 @@ export function onnxTargets(tokens: Uint32Array, B: number, T: number): BigInt64
  * Max |Δ| between the export's `target_logp` (row t = log p(token t+1)) and an engine's per-token log-probs
  * (position t+1 = log p(token t+1), position 0 has none). NaN anywhere counts as an infinite difference.
  */
-export function maxLogProbDiff(onnx: ArrayLike<number>, ours: ArrayLike<number>, B: number, T: number): number {
+export function maxLogProbDiff(
+  onnx: ArrayLike<number>,
+  ours: ArrayLike<number>,
+  B: number,
+  T: number,
+): number {
   if (onnx.length !== B * T || ours.length !== B * T)
     throw new Error(`log-prob diff: ${onnx.length} and ${ours.length} values for a ${B}x${T} batch`);
   let m = 0;
