@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { layoutOf, resolveConfig } from '../../src/engine/model';
 import { exportOnnx, maxLogProbDiff } from '../../src/engine/onnx/export';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
-import { type OrtEp, openOrt } from '../tools/ortBrowser';
+import { type OrtEp, openOrt, setOrtThreads } from '../tools/ortBrowser';
 
 // The ONNX export is a tested artifact: onnxruntime-web, on each execution provider bench:engine times, must
 // give the CPU reference's per-token log-probs. An EP that cannot start fails the test (openOrt throws).
@@ -14,6 +14,7 @@ describe('ONNX export of the policy forward in onnxruntime-web (Chromium)', () =
   const cpu = new CpuPolicy(cfg);
   const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 11 + 2) % cfg.vocabSize);
   const model = exportOnnx(cfg, layoutOf(cfg), cpu.params, B, T);
+  setOrtThreads(1); // numerics do not depend on it; one thread keeps the test's start-up short
 
   for (const ep of ['wasm', 'webgpu'] as OrtEp[])
     it(`the ${ep} EP reproduces the CPU reference log-probs within ${TOLERANCE}`, async () => {
@@ -22,7 +23,9 @@ describe('ONNX export of the policy forward in onnxruntime-web (Chromium)', () =
       ).logProbs;
       const session = await openOrt(ep, model, tokens, B, T);
       try {
-        const got = await session.run();
+        const { logProbs: got, location } = await session.run();
+        // The WebGPU EP computed the output (a fallback to the CPU EP would leave it on the host).
+        expect(location).toBe(ep === 'webgpu' ? 'gpu-buffer' : 'cpu');
         expect(got.length).toBe(B * T);
         expect(maxLogProbDiff(got, ref, B, T)).toBeLessThanOrEqual(TOLERANCE);
         // A log-prob over 50 tokens of a near-uniform init sits near -ln 50; a constant output cannot pass.

@@ -69,11 +69,11 @@ window.runOrtBench = async (name, reps) => {
   for (const ep of ['wasm', 'webgpu'] as OrtEp[]) {
     const session = await openOrt(ep, model, tokens, B, T);
     try {
-      let got = await session.run(); // warm-up: kernel/shader compilation, buffer allocation
+      let got = (await session.run()).logProbs; // warm-up: kernel/shader compilation, buffer allocation
       const times: number[] = [];
       for (let i = 0; i < reps; i++) {
         const t0 = performance.now();
-        got = await session.run();
+        got = (await session.run()).logProbs;
         times.push((performance.now() - t0) / 1000);
       }
       out.push({

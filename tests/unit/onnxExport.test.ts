@@ -28,4 +28,19 @@ describe('ONNX export of the policy forward', () => {
     expect(ref[1]).toBeLessThan(0);
     await session.release();
   });
+
+  it('rejects a batch whose sizes do not match', () => {
+    expect(() => onnxTargets(new Uint32Array(5), 2, 3)).toThrow('onnx targets: 5 tokens for a 2x3 batch');
+    expect(() => maxLogProbDiff(new Float32Array(6), new Float32Array(4), 2, 3)).toThrow(
+      'log-prob diff: 6 and 4 values for a 2x3 batch',
+    );
+  });
+
+  it('counts a NaN log-prob as an infinite difference', () => {
+    const ours = Float32Array.of(0, -1, -2, 0, -1, -2);
+    expect(maxLogProbDiff(Float32Array.of(-1, -2.5, 0, -1, -2, 0), ours, 2, 3)).toBeCloseTo(0.5, 6);
+    expect(maxLogProbDiff(Float32Array.of(-1, Number.NaN, 0, -1, -2, 0), ours, 2, 3)).toBe(
+      Number.POSITIVE_INFINITY,
+    );
+  });
 });
