@@ -5,9 +5,12 @@
  *
  *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
  *
- * 'onnx' runs the same weights, exported to ONNX (tests/tools/onnxExport.ts), on onnxruntime-web's wasm
- * execution provider in this Node process: log-prob forward tokens/s and the max |log-prob| difference from
- * the CPU reference and from the Node WebGPU engine.
+ * 'onnx' runs the same weights, exported to ONNX (src/engine/onnx/export.ts), in onnxruntime-web 1.30: on the
+ * wasm execution provider in this Node process (vs the CPU reference and the Node WebGPU engine), and, when
+ * 'chromium' runs too, on the wasm and the webgpu EPs inside the Chromium page (tests/tools/ortBrowser.ts), on
+ * the same batch as our WebGPU engine there. Each ORT row is the log-prob forward only (tokens/s from the
+ * median seconds) with the max |log-prob| difference between the two engines: the train/inference mismatch
+ * that rollout correction exists for.
  *
  * Without --configs, 'laptop' runs only when Dawn's adapter is a real GPU: on a software adapter
  * (SwiftShader, ~10-20 MFLOP/s for these kernels) one laptop-sized forward takes minutes.
@@ -17,30 +20,33 @@ import { createServer } from 'vite';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { layoutOf, resolveConfig } from '../../src/engine/model';
+import { exportOnnx, maxLogProbDiff, onnxTargets } from '../../src/engine/onnx/export';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
-import { BENCH_CONFIGS, type BenchConfig, type BenchResult, benchEngine } from './benchCore';
+import {
+  BENCH_CONFIGS,
+  type BenchConfig,
+  type BenchResult,
+  benchEngine,
+  benchTokens,
+  median,
+} from './benchCore';
 import { chromiumArgs, chromiumPath } from './chromium.mjs';
-import { exportOnnx } from './onnxExport';
 
-/** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy, and its log-prob error. */
+/** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy in Node, and its log-prob error. */
 async function benchOnnx(bc: BenchConfig, reps: number, ctx: GpuContext | null) {
   const ort = await import('onnxruntime-web');
   const config = resolveConfig({ ...bc.model, seed: 1 });
   const layout = layoutOf(config);
   const cpu = new CpuPolicy(config);
   const { batchSize: B, seqLen: T } = bc;
-  const V = config.vocabSize;
-  const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 2654435761) % V);
-  const targets = new BigInt64Array(B * T);
-  for (let b = 0; b < B; b++)
-    for (let t = 0; t < T; t++) targets[b * T + t] = BigInt(tokens[b * T + Math.min(t + 1, T - 1)]);
+  const tokens = benchTokens(bc);
   const session = await ort.InferenceSession.create(exportOnnx(config, layout, cpu.params, B, T), {
     executionProviders: ['wasm'],
   });
   const feeds = {
     tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
-    targets: new ort.Tensor('int64', targets, [B, T, 1]),
+    targets: new ort.Tensor('int64', onnxTargets(tokens, B, T), [B, T, 1]),
   };
   let got: Float32Array = new Float32Array(0);
   const times: number[] = [];
@@ -50,32 +56,32 @@ async function benchOnnx(bc: BenchConfig, reps: number, ctx: GpuContext | null) 
     if (i > 0) times.push((performance.now() - t0) / 1000);
   }
   await session.release();
-  times.sort((a, b) => a - b);
-  const seconds = times[Math.floor(times.length / 2)];
+  const seconds = median(times);
   const batch = { tokens, mask: new Float32Array(B * T).fill(1), batchSize: B, seqLen: T };
-  const diff = (ours: Float32Array) => {
-    let m = 0;
-    for (let b = 0; b < B; b++)
-      for (let t = 0; t + 1 < T; t++) m = Math.max(m, Math.abs(got[b * T + t] - ours[b * T + t + 1]));
-    return m;
-  };
-  const diffCpu = diff((await cpu.logProbs(batch)).logProbs);
+  const diffCpu = maxLogProbDiff(got, (await cpu.logProbs(batch)).logProbs, B, T);
   let diffGpu: number | null = null;
   if (ctx) {
     const gpu = GpuPolicy.create(ctx, config);
-    diffGpu = diff((await gpu.logProbs(batch)).logProbs);
+    diffGpu = maxLogProbDiff(got, (await gpu.logProbs(batch)).logProbs, B, T);
     gpu.dispose();
   }
-  const result: BenchResult = {
+  return { seconds, diffCpu, diffGpu };
+}
+
+/** A forward-only row (onnxruntime-web): log-prob tokens/s from median seconds, no train or sample figures. */
+function forwardRow(bc: BenchConfig, where: string, seconds: number): BenchResult & { where: string } {
+  const params = layoutOf(resolveConfig({ ...bc.model, seed: 1 })).total;
+  const logProbs = (bc.batchSize * bc.seqLen) / seconds;
+  return {
     config: bc.name,
-    backend: 'onnx-wasm',
-    params: layout.total,
-    logProbs: (B * T) / seconds,
+    backend: where,
+    where,
+    params,
+    logProbs,
     trainStep: 0,
     sample: 0,
     seconds: { logProbs: seconds, trainStep: 0, sample: 0 },
   };
-  return { result, diffCpu, diffGpu };
 }
 
 function parse(argv: string[]) {
@@ -106,9 +112,15 @@ async function main(): Promise<number> {
   const results: (BenchResult & { where: string })[] = [];
   const print = (r: BenchResult & { where: string }) =>
     console.log(
-      `${r.config.padEnd(7)} ${r.where.padEnd(16)} params ${String(r.params).padStart(8)}  ` +
+      `${r.config.padEnd(7)} ${r.where.padEnd(20)} params ${String(r.params).padStart(8)}  ` +
         `log-prob ${r.logProbs.toFixed(1).padStart(9)} tok/s  train ${r.trainStep.toFixed(1).padStart(9)} tok/s  ` +
         `sample ${r.sample.toFixed(2).padStart(8)} tok/s`,
+    );
+  const printForward = (r: BenchResult & { where: string }, diffs: [string, number][], note = '') =>
+    console.log(
+      `${r.config.padEnd(7)} ${r.where.padEnd(20)} params ${String(r.params).padStart(8)}  ` +
+        `log-prob ${r.logProbs.toFixed(1).padStart(9)} tok/s  (forward only${note})  max |Δ log-prob| ` +
+        diffs.map(([vs, d]) => `vs ${vs} ${d.toExponential(2)}`).join(', '),
     );
   const ctx = await nodeGpuContext();
   console.log(`node adapter: ${ctx.status.vendor} ${ctx.status.architecture} ${ctx.status.description}`);
@@ -157,6 +169,23 @@ async function main(): Promise<number> {
         const row = { ...r, where: 'chromium' };
         results.push(row);
         print(row);
+        if (!opts.backends.includes('onnx')) continue;
+        const ortRows = await page.evaluate(({ name, reps }) => window.runOrtBench(name, reps), {
+          name: bc.name,
+          reps: opts.reps,
+        });
+        for (const o of ortRows) {
+          const ortRow = forwardRow(bc, `ort-${o.ep}/chromium`, o.seconds);
+          results.push(ortRow);
+          printForward(
+            ortRow,
+            [
+              ['chromium', o.diffWebgpu],
+              ['cpu-reference', o.diffCpu],
+            ],
+            `, ${o.threads} wasm thread${o.threads === 1 ? '' : 's'}`,
+          );
+        }
       }
     } finally {
       await browser.close();
@@ -179,13 +208,12 @@ async function main(): Promise<number> {
   if (opts.backends.includes('onnx')) {
     for (const bc of selected) {
       const r = await benchOnnx(bc, opts.reps, opts.backends.includes('node') ? ctx : null);
-      results.push({ ...r.result, where: 'onnx-wasm' });
-      console.log(
-        `${bc.name.padEnd(7)} ${'onnx-wasm'.padEnd(16)} params ${String(r.result.params).padStart(8)}  ` +
-          `log-prob ${r.result.logProbs.toFixed(1).padStart(9)} tok/s  (forward only)  ` +
-          `max |Δ log-prob| vs cpu-reference ${r.diffCpu.toExponential(2)}` +
-          (r.diffGpu === null ? '' : `, vs node+dawn ${r.diffGpu.toExponential(2)}`),
-      );
+      const row = forwardRow(bc, 'ort-wasm/node', r.seconds);
+      results.push(row);
+      printForward(row, [
+        ['cpu-reference', r.diffCpu],
+        ...(r.diffGpu === null ? [] : [['node+dawn', r.diffGpu] as [string, number]]),
+      ]);
     }
   }
 
@@ -194,8 +222,9 @@ async function main(): Promise<number> {
     ['node+dawn', 'chromium'],
     ['node+dawn', 'cpu-reference'],
     ['chromium', 'cpu-reference'],
-    ['node+dawn', 'onnx-wasm'],
-    ['chromium', 'onnx-wasm'],
+    ['node+dawn', 'ort-wasm/node'],
+    ['chromium', 'ort-wasm/chromium'],
+    ['chromium', 'ort-webgpu/chromium'],
   ];
   for (const bc of selected)
     for (const [a, b] of pairs) {

@@ -45,7 +45,7 @@ export interface BenchResult {
   seconds: { logProbs: number; trainStep: number; sample: number };
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
@@ -61,6 +61,12 @@ async function timeIt(reps: number, f: () => Promise<unknown>): Promise<number> 
   return median(times);
 }
 
+/** The benchmark's token batch for a config: the same ids in every backend, ORT included. */
+export function benchTokens(bc: BenchConfig): Uint32Array {
+  const V = bc.model.vocabSize;
+  return Uint32Array.from({ length: bc.batchSize * bc.seqLen }, (_, i) => (i * 2654435761) % V);
+}
+
 export async function benchEngine(
   engine: PolicyEngine,
   bc: BenchConfig,
@@ -69,7 +75,7 @@ export async function benchEngine(
 ): Promise<BenchResult> {
   const { batchSize: B, seqLen: T } = bc;
   const V = bc.model.vocabSize;
-  const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 2654435761) % V);
+  const tokens = benchTokens(bc);
   const mask = new Float32Array(B * T).fill(1);
   const weights = Float32Array.from(mask, (_, i) => (i % T ? 1 / (B * (T - 1)) : 0));
   const batch = { tokens, mask, batchSize: B, seqLen: T };

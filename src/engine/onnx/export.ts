@@ -1,6 +1,6 @@
 /**
  * Exports the policy's forward pass (fixed batch shape) as an ONNX model, so onnxruntime-web can run the same
- * weights as a cross-check and speed yardstick for `npm run bench:engine`. The graph computes, for inputs
+ * weights as a cross-check and speed yardstick for `npm run bench:engine` and the export tests. The graph computes, for inputs
  * `tokens` (B, T) and `targets` (B, T, 1) int64, the output `target_logp` (B, T, 1) = log-softmax(logits)
  * gathered at the targets (row t predicts token t+1, as in logprob.wgsl).
  *
@@ -8,7 +8,7 @@
  * LayerNormalization is a standard op from 17 on); protobufjs encodes them.
  */
 import protobuf from 'protobufjs';
-import { type Layout, type PolicyConfig, views } from '../../src/engine/model';
+import { type Layout, type PolicyConfig, views } from '../model';
 
 const onnxSchema = {
   nested: {
@@ -211,4 +211,34 @@ export function exportOnnx(
   const err = Model.verify(model);
   if (err) throw new Error(`onnx export: ${err}`);
   return Model.encode(Model.fromObject(model)).finish();
+}
+
+/** The `targets` input for a (B, T) token batch: row t gathers token t+1 (the last row repeats its own). */
+export function onnxTargets(tokens: Uint32Array, B: number, T: number): BigInt64Array {
+  if (tokens.length !== B * T) throw new Error(`onnx targets: ${tokens.length} tokens for a ${B}x${T} batch`);
+  const targets = new BigInt64Array(B * T);
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t < T; t++) targets[b * T + t] = BigInt(tokens[b * T + Math.min(t + 1, T - 1)]);
+  return targets;
+}
+
+/**
+ * Max |Δ| between the export's `target_logp` (row t = log p(token t+1)) and an engine's per-token log-probs
+ * (position t+1 = log p(token t+1), position 0 has none). NaN anywhere counts as an infinite difference.
+ */
+export function maxLogProbDiff(
+  onnx: ArrayLike<number>,
+  ours: ArrayLike<number>,
+  B: number,
+  T: number,
+): number {
+  if (onnx.length !== B * T || ours.length !== B * T)
+    throw new Error(`log-prob diff: ${onnx.length} and ${ours.length} values for a ${B}x${T} batch`);
+  let m = 0;
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t + 1 < T; t++) {
+      const d = Math.abs(onnx[b * T + t] - ours[b * T + t + 1]);
+      if (!(d <= m)) m = Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
+    }
+  return m;
 }
