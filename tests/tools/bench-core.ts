@@ -98,10 +98,26 @@ console.log(
 );
 
 // ── stages ───────────────────────────────────────────────────────────────────────────────────────────────
+// Limits that truncate nothing: the longest first prompt and the longest possible merged response of any
+// rollout. Upstream pads its tensors to these limits, so they must be tight for the peer (a limit of 2^20 makes
+// it allocate tens of GB); ours are unpadded and do not care.
+let maxPrompt = 1;
+let maxResponse = 1;
+for (const r of rollouts) {
+  const cs = r.calls.filter((c) => c.promptTokenIds && c.responseTokenIds);
+  if (!cs.length) continue;
+  maxPrompt = Math.max(maxPrompt, ...cs.map((c) => c.promptTokenIds!.length));
+  const last = cs[cs.length - 1];
+  maxResponse = Math.max(
+    maxResponse,
+    last.promptTokenIds!.length + last.responseTokenIds!.length - cs[0].promptTokenIds!.length,
+    ...cs.map((c) => c.responseTokenIds!.length),
+  );
+}
 const buildOpts = {
   level: 'trajectory' as const,
-  maxPromptLength: 1 << 20,
-  maxResponseLength: 1 << 20,
+  maxPromptLength: maxPrompt,
+  maxResponseLength: maxResponse,
   padTokenId: 0,
   rewardFillnaValue: 0,
 };
