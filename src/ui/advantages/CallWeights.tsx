@@ -1,0 +1,71 @@
+import { useMemo } from 'react';
+import type { Rollout } from '../../core/trace/types';
+import type { BatchIndex } from '../lab/derive';
+import type { ComputeResult } from '../lab/pipeline';
+import { fmt } from '../tokens/colorScale';
+
+/** Per call of one rollout: trainable tokens, Σ advantage·mask and total effective gradient weight. */
+export function callWeights(res: ComputeResult, index: BatchIndex, rollout: number, nCalls: number) {
+  const weight = new Float64Array(nCalls);
+  const tokens = new Int32Array(nCalls);
+  const { batch } = res;
+  for (const r of index.rowsOfRollout[rollout] ?? []) {
+    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
+      const c = batch.tokenCall[p];
+      if (c < 0 || c >= nCalls || !batch.mask[p]) continue;
+      weight[c] += res.tokenWeight[p];
+      tokens[c]++;
+    }
+  }
+  return { weight, tokens };
+}
+
+export function CallWeights(props: {
+  rollout: Rollout;
+  rolloutIndex: number;
+  res: ComputeResult;
+  index: BatchIndex;
+  onSelectCall: (k: number) => void;
+}) {
+  const { rollout, rolloutIndex, res, index } = props;
+  const { weight, tokens } = useMemo(
+    () => callWeights(res, index, rolloutIndex, rollout.calls.length),
+    [res, index, rolloutIndex, rollout.calls.length],
+  );
+  let max = 0;
+  for (const w of weight) max = Math.max(max, Math.abs(w));
+  return (
+    <table className="calltable" data-testid="call-weights">
+      <thead>
+        <tr>
+          <th>call</th>
+          <th className="c-num">trainable</th>
+          <th className="c-num">weight</th>
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {rollout.calls.map((_, k) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: calls are positional
+          <tr key={k}>
+            <td>
+              <button type="button" className="linkish" onClick={() => props.onSelectCall(k)}>
+                {k + 1}
+              </button>
+            </td>
+            <td className="c-num">{tokens[k]}</td>
+            <td className="c-num" data-testid={`call-weight-${k}`}>
+              {fmt(weight[k], 6)}
+            </td>
+            <td className="c-bar">
+              <span
+                className={weight[k] >= 0 ? 'hbar pos' : 'hbar neg'}
+                style={{ width: `${max > 0 ? (Math.abs(weight[k]) / max) * 100 : 0}%` }}
+              />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,88 @@
+/**
+ * The loaded data (not view state: nothing here goes into the URL): the imported trace, the import's progress
+ * and report, and the latest computed batch and weights. All heavy work happens in the lab worker; replies to
+ * superseded requests are dropped by id.
+ */
+import { create } from 'zustand';
+import type { TraceBatch } from '../../core/trace/types';
+import type { ComputeOptions, ComputeResult } from './pipeline';
+import { checkFromWorker, type FromWorker, type ImportSource, type ImportSummary, type Phase } from './protocol';
+
+export interface LabState {
+  /** name of the loaded (or loading) source */
+  source: string | null;
+  progress: { phase: Phase; done: number; total: number } | null;
+  importError: string | null;
+  summary: ImportSummary | null;
+  trace: TraceBatch | null;
+  result: ComputeResult | null;
+  /** options the current result was computed with */
+  resultOptions: ComputeOptions | null;
+  computeError: string | null;
+  importSource: (source: ImportSource) => void;
+  compute: (options: ComputeOptions) => void;
+}
+
+let worker: Worker | null = null;
+let nextId = 1;
+let importId = 0;
+let computeId = 0;
+const computeOptions = new Map<number, ComputeOptions>();
+
+function getWorker(): Worker {
+  if (worker) return worker;
+  worker = new Worker(new URL('./lab.worker.ts', import.meta.url), { type: 'module', name: 'lab' });
+  worker.onmessage = (e) => {
+    let m: FromWorker;
+    try {
+      m = checkFromWorker(e.data);
+    } catch (err) {
+      useLab.setState({ computeError: (err as Error).message });
+      return;
+    }
+    onReply(m);
+  };
+  worker.onerror = (e) => {
+    useLab.setState({ importError: `lab worker crashed: ${e.message}`, progress: null });
+  };
+  return worker;
+}
+
+function onReply(m: FromWorker) {
+  const set = useLab.setState;
+  if (m.id === importId) {
+    if (m.type === 'progress') set({ progress: { phase: m.phase, done: m.done, total: m.total } });
+    else if (m.type === 'imported')
+      set({ progress: null, summary: m.summary, trace: m.trace, result: null, resultOptions: null });
+    else if (m.type === 'failed') set({ progress: null, importError: m.message });
+    return;
+  }
+  if (m.id === computeId) {
+    if (m.type === 'computed')
+      set({ result: m.result, resultOptions: computeOptions.get(m.id) ?? null, computeError: null });
+    else if (m.type === 'failed') set({ computeError: m.message });
+  }
+  computeOptions.delete(m.id);
+}
+
+export const useLab = create<LabState>((set) => ({
+  source: null,
+  progress: null,
+  importError: null,
+  summary: null,
+  trace: null,
+  result: null,
+  resultOptions: null,
+  computeError: null,
+  importSource: (source) => {
+    importId = nextId++;
+    set({ source: source.name, importError: null, progress: { phase: 'read', done: 0, total: 0 } });
+    getWorker().postMessage({ type: 'import', id: importId, source });
+  },
+  compute: (options) => {
+    computeId = nextId++;
+    computeOptions.clear();
+    computeOptions.set(computeId, options);
+    getWorker().postMessage({ type: 'compute', id: computeId, options });
+  },
+}));

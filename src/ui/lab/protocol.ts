@@ -1,0 +1,71 @@
+/**
+ * Messages between the page and the lab worker (import, sample building, weights). Defined once here and
+ * checked at both ends: a malformed message is answered with a specific error, never acted on.
+ */
+import type { TraceBatch } from '../../core/trace/types';
+import type { ComputeOptions, ComputeResult } from './pipeline';
+
+export type ImportSource =
+  | { kind: 'url'; url: string; name: string }
+  | { kind: 'file'; file: Blob; name: string };
+
+export type ToWorker =
+  | { type: 'import'; id: number; source: ImportSource }
+  | { type: 'compute'; id: number; options: ComputeOptions };
+
+export type Phase = 'read' | 'parse' | 'build';
+
+export interface ImportSummary {
+  name: string;
+  bytes: number;
+  lines: number;
+  format: string;
+}
+
+export type FromWorker =
+  | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
+  | { type: 'imported'; id: number; summary: ImportSummary; trace: TraceBatch }
+  | { type: 'computed'; id: number; result: ComputeResult }
+  | { type: 'failed'; id: number; message: string };
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Checks a message the worker received; throws with what is wrong. */
+export function checkToWorker(v: unknown): ToWorker {
+  if (!isObj(v)) throw new Error('lab worker: message is not an object');
+  if (typeof v.id !== 'number' || !Number.isInteger(v.id)) throw new Error('lab worker: message id is not an integer');
+  if (v.type === 'import') {
+    const s = v.source;
+    if (!isObj(s) || typeof s.name !== 'string') throw new Error('lab worker: import.source needs a name');
+    if (s.kind === 'url' && typeof s.url === 'string') return v as ToWorker;
+    if (s.kind === 'file' && s.file instanceof Blob) return v as ToWorker;
+    throw new Error(`lab worker: import.source.kind must be 'url' (with url) or 'file' (with a Blob)`);
+  }
+  if (v.type === 'compute') {
+    if (!isObj(v.options)) throw new Error('lab worker: compute.options is not an object');
+    return v as ToWorker;
+  }
+  throw new Error(`lab worker: unknown message type ${JSON.stringify(v.type)}`);
+}
+
+/** Checks a message the page received from the worker. */
+export function checkFromWorker(v: unknown): FromWorker {
+  if (!isObj(v) || typeof v.id !== 'number') throw new Error('lab worker reply is not an object with an id');
+  switch (v.type) {
+    case 'progress':
+      if (typeof v.done === 'number' && typeof v.total === 'number') return v as FromWorker;
+      break;
+    case 'imported':
+      if (isObj(v.summary) && isObj(v.trace) && Array.isArray(v.trace.rollouts)) return v as FromWorker;
+      break;
+    case 'computed':
+      if (isObj(v.result)) return v as FromWorker;
+      break;
+    case 'failed':
+      if (typeof v.message === 'string') return v as FromWorker;
+      break;
+  }
+  throw new Error(`lab worker reply of type ${JSON.stringify(v.type)} is malformed`);
+}

@@ -1,0 +1,75 @@
+import type { Rollout } from '../../core/trace/types';
+import { VirtualList } from '../components/VirtualList';
+import type { MergeBreak } from '../lab/pipeline';
+import { fmt } from '../tokens/colorScale';
+
+export interface RolloutListProps {
+  rollouts: Rollout[];
+  selected: number;
+  onSelect: (index: number) => void;
+  /** per rollout: training rows it produced and merge breaks (absent until computed) */
+  rows?: number[];
+  breaks?: MergeBreak[][];
+  /** per rollout total effective gradient weight under the selected loss mode */
+  weight?: Float64Array;
+  testPrefix: string;
+}
+
+const ROW_HEIGHT = 26;
+
+/** Windowed table of rollouts; the selected one stays in view. */
+export function RolloutList(props: RolloutListProps) {
+  const { rollouts, selected, onSelect, rows, breaks, weight, testPrefix } = props;
+  const renderRow = (i: number) => {
+    const r = rollouts[i];
+    const b = breaks?.[i] ?? [];
+    const merge = rows ? (b.length ? `${rows[i]} rows · ${b.length} break${b.length > 1 ? 's' : ''}` : `${rows[i]} row${rows[i] === 1 ? '' : 's'}`) : '';
+    const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
+    return (
+      <div
+        role="option"
+        aria-selected={i === selected}
+        tabIndex={-1}
+        className={i === selected ? 'rrow selected' : 'rrow'}
+        data-testid={`${testPrefix}-${r.rolloutId}`}
+        onClick={() => onSelect(i)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') onSelect(i);
+        }}
+        title={failure || undefined}
+      >
+        <span className="c-id">{r.rolloutId}</span>
+        <span className="c-num" data-testid={weight ? `rollout-weight-${r.rolloutId}` : undefined}>
+          {weight ? fmt(weight[i], 6) : ''}
+        </span>
+        <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>
+        <span className="c-grp">{r.dataId}</span>
+        <span className="c-num">{r.calls.length}</span>
+        <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
+        <span className="c-fail bad">{failure}</span>
+      </div>
+    );
+  };
+  return (
+    <div className="rolloutlist">
+      <div className="rrow rhead" aria-hidden="true">
+        <span className="c-id">rollout</span>
+        <span className="c-num">weight</span>
+        <span className="c-num">reward</span>
+        <span className="c-grp">group</span>
+        <span className="c-num">calls</span>
+        <span className="c-merge">merge</span>
+        <span className="c-fail">failure</span>
+      </div>
+      <VirtualList
+        count={rollouts.length}
+        rowHeight={ROW_HEIGHT}
+        renderRow={renderRow}
+        scrollToIndex={selected}
+        className="rlist"
+        role="listbox"
+        ariaLabel="Rollouts"
+      />
+    </div>
+  );
+}

@@ -1,0 +1,203 @@
+import { useEffect, useMemo } from 'react';
+import { isTypingTarget } from '../keyboard';
+import { indexBatch } from '../lab/derive';
+import { useLab } from '../lab/labStore';
+import type { MergeBreak } from '../lab/pipeline';
+import { TRACE_VIEWS, type TraceView, useView } from '../store';
+import { Legend } from '../tokens/Legend';
+import { COLOR_BY, COLOR_BY_LABEL, type ColorBy, scaleFor } from '../tokens/quantities';
+import { CallView } from './CallView';
+import { MergeView } from './MergeView';
+import { RolloutList } from './RolloutList';
+
+const VIEW_LABEL: Record<TraceView, string> = { call: 'Call', retok: 'Retokenization', merge: 'Merge' };
+
+/** Index of the rollout a view names (by id), or 0. */
+export function useSelectedRollout(): number {
+  const id = useView((s) => s.rollout);
+  const trace = useLab((s) => s.trace);
+  return useMemo(() => {
+    if (!trace) return -1;
+    const i = trace.rollouts.findIndex((r) => r.rolloutId === id);
+    return i >= 0 ? i : trace.rollouts.length ? 0 : -1;
+  }, [trace, id]);
+}
+
+/** Per rollout: its merge breaks and its number of training rows, from the current result. */
+export function useRolloutRows() {
+  const trace = useLab((s) => s.trace);
+  const res = useLab((s) => s.result);
+  return useMemo(() => {
+    if (!trace || !res) return null;
+    const index = indexBatch(res.batch, trace.rollouts.length);
+    const breaks: MergeBreak[][] = trace.rollouts.map(() => []);
+    for (const b of res.breaks) breaks[b.rollout]?.push(b);
+    return { index, breaks, rows: index.rowsOfRollout.map((r) => r.length) };
+  }, [trace, res]);
+}
+
+export function ColorControl(props: { available: Set<ColorBy> }) {
+  const colorBy = useView((s) => s.colorBy);
+  const set = useView((s) => s.set);
+  return (
+    <label className="field">
+      <span>Color tokens by</span>
+      <select value={colorBy} onChange={(e) => set({ colorBy: e.target.value as ColorBy })}>
+        {COLOR_BY.map((k) => (
+          <option key={k} value={k} disabled={!props.available.has(k)}>
+            {COLOR_BY_LABEL[k]}
+            {props.available.has(k) ? '' : ' (not in this trace)'}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function TracePanel() {
+  const trace = useLab((s) => s.trace);
+  const res = useLab((s) => s.result);
+  const tokenText = res?.tokenText ?? EMPTY_TEXT;
+  const { call, colorBy, traceView, set } = useView();
+  const selected = useSelectedRollout();
+  const derived = useRolloutRows();
+  const rollouts = trace?.rollouts ?? [];
+  const rollout = selected >= 0 ? rollouts[selected] : undefined;
+  const nCalls = rollout?.calls.length ?? 0;
+  const callIndex = Math.min(Math.max(0, call), Math.max(0, nCalls - 1));
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.altKey || e.ctrlKey || e.metaKey || isTypingTarget(e.target)) return;
+      const st = useView.getState();
+      const tr = useLab.getState().trace;
+      if (!tr || tr.rollouts.length === 0) return;
+      const cur = Math.max(0, tr.rollouts.findIndex((r) => r.rolloutId === st.rollout));
+      const n = tr.rollouts[cur].calls.length;
+      const c = Math.min(Math.max(0, st.call), Math.max(0, n - 1));
+      if (e.key === 'ArrowRight') st.set({ call: Math.min(n - 1, c + 1) });
+      else if (e.key === 'ArrowLeft') st.set({ call: Math.max(0, c - 1) });
+      else if (e.key === 'j' || e.key === 'k') {
+        const next = Math.min(tr.rollouts.length - 1, Math.max(0, cur + (e.key === 'j' ? 1 : -1)));
+        st.set({ rollout: tr.rollouts[next].rolloutId, call: 0 });
+      } else return;
+      e.preventDefault();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+
+  const scale = useMemo(() => {
+    const values =
+      colorBy === 'weight' ? res?.tokenWeight : colorBy === 'advantage' ? res?.tokenAdvantage : colorBy === 'logprob' ? (res?.batch.responseLogProbs ?? undefined) : undefined;
+    return scaleFor(colorBy, values, res?.batch.mask);
+  }, [res, colorBy]);
+  const available = useMemo(() => {
+    const s = new Set<ColorBy>();
+    if (res) {
+      s.add('weight').add('advantage').add('mask');
+      if (res.batch.responseLogProbs) s.add('logprob');
+    } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
+    return s;
+  }, [res, rollouts]);
+
+  if (!trace) return <p className="muted">Loading a trace…</p>;
+  return (
+    <div className="trace-layout">
+      <aside className="side">
+        <h2>
+          Rollouts <span className="muted">({rollouts.length})</span>
+        </h2>
+        <RolloutList
+          rollouts={rollouts}
+          selected={selected}
+          onSelect={(i) => set({ rollout: rollouts[i].rolloutId, call: 0 })}
+          rows={derived?.rows}
+          breaks={derived?.breaks}
+          weight={res?.rolloutWeight}
+          testPrefix="rollout-row"
+        />
+        <p className="muted keys">
+          <kbd>j</kbd>/<kbd>k</kbd> rollout · <kbd>←</kbd>/<kbd>→</kbd> call
+        </p>
+      </aside>
+      {rollout ? (
+        <section className="detail" aria-label="Selected rollout">
+          <div className="toolbar">
+            <h2 data-testid="rollout-title">
+              {rollout.rolloutId}
+              <span className="muted">
+                {' '}
+                group {rollout.dataId} · reward {rollout.finalReward ?? '—'} · {rollout.state}
+              </span>
+            </h2>
+            <div className="stepper">
+              <button type="button" aria-label="Previous call" disabled={callIndex === 0} onClick={() => set({ call: callIndex - 1 })}>
+                ←
+              </button>
+              <span data-testid="call-position">
+                call {nCalls ? callIndex + 1 : 0} / {nCalls}
+              </span>
+              <button
+                type="button"
+                aria-label="Next call"
+                disabled={callIndex >= nCalls - 1}
+                onClick={() => set({ call: callIndex + 1 })}
+              >
+                →
+              </button>
+            </div>
+            <fieldset className="segmented">
+              <legend className="sr-only">View</legend>
+              {TRACE_VIEWS.map((v) => (
+                <label key={v} className={v === traceView ? 'on' : undefined}>
+                  <input type="radio" name="trace-view" checked={v === traceView} onChange={() => set({ traceView: v })} />
+                  {VIEW_LABEL[v]}
+                </label>
+              ))}
+            </fieldset>
+            <ColorControl available={available} />
+            <Legend label={COLOR_BY_LABEL[colorBy]} scale={scale} />
+          </div>
+          {rollout.state === 'failed' && <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>}
+          {nCalls === 0 ? (
+            <p className="muted">This rollout recorded no calls.</p>
+          ) : traceView === 'merge' ? (
+            res && derived ? (
+              <MergeView
+                rollout={rollout}
+                rolloutIndex={selected}
+                res={res}
+                index={derived.index}
+                breaks={derived.breaks[selected]}
+                colorBy={colorBy}
+                scale={scale}
+                selectedCall={callIndex}
+                onSelectCall={(k) => set({ call: k, traceView: 'call' })}
+              />
+            ) : (
+              <p className="muted">Building training rows…</p>
+            )
+          ) : traceView === 'retok' ? (
+            <p className="muted">Retokenization report is not available in this build.</p>
+          ) : (
+            <CallView
+              rollout={rollout}
+              rolloutIndex={selected}
+              callIndex={callIndex}
+              res={res}
+              index={derived?.index ?? null}
+              tokenText={tokenText}
+              colorBy={colorBy}
+              scale={scale}
+            />
+          )}
+        </section>
+      ) : (
+        <p className="muted">The trace has no rollouts.</p>
+      )}
+    </div>
+  );
+}
+
+const EMPTY_TEXT = new Map<number, string>();
