@@ -12,7 +12,9 @@ export interface Command {
 }
 
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
-const commands: Record<string, () => Promise<Command>> = {};
+const commands: Record<string, () => Promise<Command>> = {
+  golden: async () => (await import('./commands/golden')).command,
+};
 
 function help(): string {
   const lines = ['usage: npm run lab -- <command> [args]', '', 'commands:'];

@@ -1,0 +1,401 @@
+/**
+ * Outcome advantage estimators, keyed by verl's `AdvantageEstimator` names
+ * (verl/trainer/ppo/core_algos.py, `register_adv_est`). Each one reads per-token `token_level_rewards` on
+ * CSR response rows plus a per-row group id (verl's `uid`), and writes per-token advantages and returns.
+ *
+ * Arithmetic follows upstream's tensors: every op result is rounded to the working dtype (float32, or bf16 on
+ * Agent Lightning's bf16 reward path), reductions over a few group members accumulate in that dtype the way
+ * torch's CPU `sum`/`mean` do, and `torch.std` (Welford in double, then cast) is a double computation rounded
+ * once. Sums over many tokens run in double and are rounded once at the end (within float32 tolerance).
+ */
+import type { ResponseRows } from '../batch/types';
+import { type Grouping, groupMembers } from './groups';
+import { type FloatDType, rounder, UpstreamError } from './numeric';
+
+export interface AdvantageInput {
+  rows: ResponseRows;
+  /** per token, aligned with rows.mask */
+  tokenLevelRewards: Float32Array;
+  /** per row group (uid) */
+  groups: Grouping;
+  /** per row, ReMax's greedy-baseline reward */
+  rewardBaselines?: Float32Array;
+}
+
+export interface AdvantageOptions {
+  /** GRPO / pass@k: divide by the group std (verl `norm_adv_by_std_in_grpo`, default true) */
+  normAdvByStd?: boolean;
+  /** default 1e-6 */
+  epsilon?: number;
+  /** REINFORCE++ discount (verl `algorithm.gamma`), default 1 */
+  gamma?: number;
+  /** dtype of token_level_rewards upstream; bf16 on Agent Lightning's path. Default float32. */
+  dtype?: FloatDType;
+}
+
+export interface AdvantageOutput {
+  advantages: Float32Array;
+  returns: Float32Array;
+}
+
+export type AdvantageOption = 'normAdvByStd' | 'epsilon' | 'gamma' | 'rewardBaselines';
+
+export interface AdvEstimator {
+  name: string;
+  label: string;
+  /** the formula, for docs and the page */
+  formula: string;
+  /** upstream function */
+  source: string;
+  options: AdvantageOption[];
+  compute: (input: AdvantageInput, opts: AdvantageOptions) => AdvantageOutput;
+}
+
+const registry = new Map<string, AdvEstimator>();
+
+export function registerAdvEstimator(name: string, est: Omit<AdvEstimator, 'name'>): void {
+  if (registry.has(name)) throw new Error(`advantage estimator '${name}' is already registered`);
+  registry.set(name, { name, ...est });
+}
+
+export function getAdvEstimator(name: string): AdvEstimator {
+  const est = registry.get(name);
+  if (!est)
+    throw new Error(`unknown advantage estimator '${name}'; known: ${[...registry.keys()].join(', ')}`);
+  return est;
+}
+
+export function listAdvEstimators(): AdvEstimator[] {
+  return [...registry.values()];
+}
+
+export function computeAdvantage(
+  name: string,
+  input: AdvantageInput,
+  opts: AdvantageOptions = {},
+): AdvantageOutput {
+  const { rows, tokenLevelRewards, groups } = input;
+  const n = rows.offsets[rows.nRows];
+  if (tokenLevelRewards.length !== n)
+    throw new Error(`tokenLevelRewards has ${tokenLevelRewards.length} values but the rows hold ${n} tokens`);
+  if (rows.mask.length !== n)
+    throw new Error(`mask has ${rows.mask.length} values but the rows hold ${n} tokens`);
+  if (groups.group.length !== rows.nRows)
+    throw new Error(`groups cover ${groups.group.length} rows but the batch has ${rows.nRows}`);
+  return getAdvEstimator(name).compute(input, opts);
+}
+
+// ---------- shared pieces ----------
+
+/** `token_level_rewards.sum(dim=-1)` in the working dtype. */
+function rowScores(rows: ResponseRows, r: Float32Array, R: (x: number) => number): Float64Array {
+  const out = new Float64Array(rows.nRows);
+  const off = rows.offsets;
+  for (let i = 0; i < rows.nRows; i++) {
+    let s = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) s = Math.fround(s + r[t]);
+    out[i] = R(s);
+  }
+  return out;
+}
+
+/** Group mean as torch CPU computes `torch.mean(stack)`: a float32 sum, then one division, stored in dtype. */
+function groupMean(
+  scores: Float64Array,
+  members: Int32Array,
+  a: number,
+  b: number,
+  R: (x: number) => number,
+) {
+  let s = 0;
+  for (let k = a; k < b; k++) s = Math.fround(s + scores[members[k]]);
+  return R(s / (b - a));
+}
+
+/** Unbiased std (`torch.std`), computed in double and stored once in dtype. */
+function groupStd(scores: Float64Array, members: Int32Array, a: number, b: number, R: (x: number) => number) {
+  const n = b - a;
+  let m = 0;
+  for (let k = a; k < b; k++) m += scores[members[k]];
+  m /= n;
+  let v = 0;
+  for (let k = a; k < b; k++) {
+    const d = scores[members[k]] - m;
+    v += d * d;
+  }
+  return R(Math.sqrt(v / (n - 1)));
+}
+
+/** `scores.unsqueeze(-1) * response_mask`: one scalar per row, broadcast over its mask. */
+function broadcastRows(rows: ResponseRows, perRow: Float64Array): Float32Array {
+  const out = new Float32Array(rows.offsets[rows.nRows]);
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++) {
+    const v = perRow[i];
+    for (let t = off[i]; t < off[i + 1]; t++) out[t] = mask[t] ? v : v * 0; // v*0 keeps NaN as torch does
+  }
+  return out;
+}
+
+/**
+ * verl_F.masked_whiten(values, mask) * mask: whiten by the masked mean and the unbiased masked variance of the
+ * whole batch; raises as `masked_var` does when fewer than two tokens are valid.
+ */
+function maskedWhitenTimesMask(values: Float32Array, mask: Uint8Array): Float32Array {
+  let cnt = 0;
+  let sum = 0;
+  for (let t = 0; t < values.length; t++)
+    if (mask[t]) {
+      cnt++;
+      sum += values[t];
+    }
+  const mean = Math.fround(sum / (cnt + 1e-8));
+  let ss = 0;
+  for (let t = 0; t < values.length; t++)
+    if (mask[t]) {
+      const d = values[t] - mean;
+      ss += d * d;
+    }
+  if (cnt === 0) throw new UpstreamError('ValueError', 'At least one element in the mask has to be 1.');
+  if (cnt === 1)
+    throw new UpstreamError('ValueError', 'The sum of the mask is one, which can cause a division by zero.');
+  const variance = Math.fround(Math.fround(ss / (cnt + 1e-8)) * (cnt / (cnt - 1)));
+  const rs = Math.fround(1 / Math.sqrt(Math.fround(variance + 1e-8)));
+  const out = new Float32Array(values.length);
+  for (let t = 0; t < values.length; t++) out[t] = mask[t] ? Math.fround(values[t] - mean) * rs : 0;
+  return out;
+}
+
+function same(a: Float32Array): AdvantageOutput {
+  return { advantages: a, returns: a };
+}
+
+// ---------- estimators ----------
+
+registerAdvEstimator('grpo', {
+  label: 'GRPO',
+  formula:
+    'A_i = (R_i − mean_g R) / (std_g R + ε) (or R_i − mean_g R without std), broadcast over the response mask; a singleton group uses mean 0, std 1',
+  source: 'verl core_algos.compute_grpo_outcome_advantage',
+  options: ['normAdvByStd', 'epsilon'],
+  compute({ rows, tokenLevelRewards, groups }, opts) {
+    const R = rounder(opts.dtype ?? 'float32');
+    const norm = opts.normAdvByStd ?? true;
+    const eps = opts.epsilon ?? 1e-6;
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    const { start, members } = groupMembers(groups);
+    const adv = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      if (b - a === 1) {
+        // torch.tensor(0.0)/(1.0) are float32 scalars: the op runs in float32 and is stored in dtype once.
+        const i = members[a];
+        adv[i] = norm ? R(Math.fround(scores[i] / Math.fround(1 + eps))) : R(scores[i]);
+        continue;
+      }
+      const mean = groupMean(scores, members, a, b, R);
+      const std = groupStd(scores, members, a, b, R);
+      const den = R(std + eps);
+      for (let k = a; k < b; k++) {
+        const i = members[k];
+        const c = R(scores[i] - mean);
+        adv[i] = norm ? R(c / den) : c;
+      }
+    }
+    return same(broadcastRows(rows, adv));
+  },
+});
+
+registerAdvEstimator('rloo', {
+  label: 'RLOO',
+  formula:
+    'A_i = R_i·n/(n−1) − mean_g R·n/(n−1) = R_i − mean_{j≠i} R_j for groups of n > 1; R_i for singletons',
+  source: 'verl core_algos.compute_rloo_outcome_advantage',
+  options: [],
+  compute({ rows, tokenLevelRewards, groups }, opts) {
+    const R = rounder(opts.dtype ?? 'float32');
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    const { start, members } = groupMembers(groups);
+    const adv = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      const n = b - a;
+      if (n === 1) {
+        adv[members[a]] = scores[members[a]];
+        continue;
+      }
+      const mean = groupMean(scores, members, a, b, R);
+      const base = R(R(mean * n) / (n - 1));
+      for (let k = a; k < b; k++) {
+        const i = members[k];
+        adv[i] = R(R(R(scores[i] * n) / (n - 1)) - base);
+      }
+    }
+    return same(broadcastRows(rows, adv));
+  },
+});
+
+registerAdvEstimator('reinforce_plus_plus_baseline', {
+  label: 'REINFORCE++ (baseline)',
+  formula: 'A = whiten_batch((R_i − mean_g R)·m) · m  (mean over the group, whitening over all valid tokens)',
+  source: 'verl core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage',
+  options: [],
+  compute({ rows, tokenLevelRewards, groups }) {
+    const R = Math.fround;
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    const { start, members } = groupMembers(groups);
+    const centred = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      const mean = b - a === 1 ? 0 : groupMean(scores, members, a, b, R);
+      for (let k = a; k < b; k++) centred[members[k]] = R(scores[members[k]] - mean);
+    }
+    return same(maskedWhitenTimesMask(broadcastRows(rows, centred), rows.mask));
+  },
+});
+
+registerAdvEstimator('opo', {
+  label: 'OPO',
+  formula: 'A_i = R_i − Σ_g(|o_j|·R_j)/Σ_g|o_j|  (length-weighted group baseline; 0 baseline for singletons)',
+  source: 'verl core_algos.compute_opo_outcome_advantage',
+  options: [],
+  compute({ rows, tokenLevelRewards, groups }) {
+    const R = Math.fround;
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    const len = new Float64Array(rows.nRows);
+    for (let i = 0; i < rows.nRows; i++) {
+      let c = 0;
+      for (let t = rows.offsets[i]; t < rows.offsets[i + 1]; t++) c += rows.mask[t];
+      len[i] = c;
+    }
+    const { start, members } = groupMembers(groups);
+    const adv = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      let bsl = 0;
+      if (b - a > 1) {
+        let num = 0;
+        let den = 0;
+        for (let k = a; k < b; k++) {
+          num = R(num + R(len[members[k]] * scores[members[k]]));
+          den += len[members[k]];
+        }
+        bsl = R(num / den);
+      }
+      for (let k = a; k < b; k++) adv[members[k]] = R(scores[members[k]] - bsl);
+    }
+    return same(broadcastRows(rows, adv));
+  },
+});
+
+registerAdvEstimator('gpg', {
+  label: 'GPG',
+  formula: 'A_i = α·(R_i − mean_g R) with α = B / max(1, #{i: R_i ≠ 0}); singleton mean 0',
+  source: 'verl core_algos.compute_gpg_outcome_advantage',
+  options: [],
+  compute({ rows, tokenLevelRewards, groups }) {
+    const R = Math.fround;
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    let nz = 0;
+    for (let i = 0; i < rows.nRows; i++) if (scores[i] !== 0) nz++;
+    const alpha = R(rows.nRows / Math.max(1, nz));
+    const { start, members } = groupMembers(groups);
+    const adv = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      const mean = b - a === 1 ? 0 : groupMean(scores, members, a, b, R);
+      for (let k = a; k < b; k++) adv[members[k]] = R(alpha * R(scores[members[k]] - mean));
+    }
+    return same(broadcastRows(rows, adv));
+  },
+});
+
+registerAdvEstimator('grpo_passk', {
+  label: 'GRPO pass@k',
+  formula:
+    'only the best row of each group gets A = (R_max − R_second) [/ (std_g R + ε)]; every other row gets 0; groups need ≥ 2 rows',
+  source: 'verl core_algos.compute_grpo_passk_outcome_advantage',
+  options: ['normAdvByStd', 'epsilon'],
+  compute({ rows, tokenLevelRewards, groups }, opts) {
+    const R = Math.fround;
+    const norm = opts.normAdvByStd ?? true;
+    const eps = opts.epsilon ?? 1e-6;
+    const scores = rowScores(rows, tokenLevelRewards, R);
+    const { start, members } = groupMembers(groups);
+    const adv = new Float64Array(rows.nRows);
+    for (let g = 0; g < groups.nGroups; g++) {
+      const a = start[g];
+      const b = start[g + 1];
+      if (b - a < 2)
+        throw new UpstreamError(
+          'ValueError',
+          `Pass@k requires at least 2 samples per group. Got ${b - a} for group ${groups.keys[g]}.`,
+        );
+      // torch.topk(rewards, 2): the max (ties: any of them, the difference is then 0) and the runner-up.
+      let best = members[a];
+      for (let k = a + 1; k < b; k++) if (scores[members[k]] > scores[best]) best = members[k];
+      const first = scores[best];
+      let second = Number.NEGATIVE_INFINITY;
+      for (let k = a; k < b; k++)
+        if (members[k] !== best && scores[members[k]] > second) second = scores[members[k]];
+      let v = R(first - second);
+      if (norm) v = R(v / R(groupStd(scores, members, a, b, R) + eps));
+      adv[best] = v;
+    }
+    return same(broadcastRows(rows, adv));
+  },
+});
+
+registerAdvEstimator('reinforce_plus_plus', {
+  label: 'REINFORCE++',
+  formula:
+    'G_t = r_t + γ·G_{t+1}·m_{t+1} (the running return restarts at every mask-0 position), A = whiten_batch(G)·m; returns = G',
+  source: 'verl core_algos.compute_reinforce_plus_plus_outcome_advantage',
+  options: ['gamma'],
+  compute({ rows, tokenLevelRewards }, opts) {
+    const gamma = opts.gamma ?? 1;
+    const { offsets: off, mask } = rows;
+    const returns = new Float32Array(off[rows.nRows]);
+    for (let i = 0; i < rows.nRows; i++) {
+      let run = 0;
+      for (let t = off[i + 1] - 1; t >= off[i]; t--) {
+        run = Math.fround(tokenLevelRewards[t] + Math.fround(gamma * run));
+        returns[t] = run;
+        if (!mask[t]) run = 0;
+      }
+    }
+    return { advantages: maskedWhitenTimesMask(returns, mask), returns };
+  },
+});
+
+registerAdvEstimator('remax', {
+  label: 'ReMax',
+  formula: 'G_t = Σ_{s≥t} r_s·m_s,  A_t = G_t − b·m_t  (b = reward of the greedy baseline response)',
+  source: 'verl core_algos.compute_remax_outcome_advantage',
+  options: ['rewardBaselines'],
+  compute({ rows, tokenLevelRewards, rewardBaselines }) {
+    if (!rewardBaselines) throw new Error('remax needs rewardBaselines (one per row)');
+    if (rewardBaselines.length !== rows.nRows)
+      throw new Error(
+        `rewardBaselines has ${rewardBaselines.length} values but the batch has ${rows.nRows} rows`,
+      );
+    const { offsets: off, mask } = rows;
+    const returns = new Float32Array(off[rows.nRows]);
+    const advantages = new Float32Array(off[rows.nRows]);
+    for (let i = 0; i < rows.nRows; i++) {
+      let run = 0;
+      const b = rewardBaselines[i];
+      for (let t = off[i + 1] - 1; t >= off[i]; t--) {
+        run = Math.fround(run + (mask[t] ? tokenLevelRewards[t] : 0));
+        returns[t] = run;
+        advantages[t] = Math.fround(run - b * mask[t]);
+      }
+    }
+    return { advantages, returns };
+  },
+});

@@ -1,0 +1,177 @@
+/**
+ * Policy losses, keyed by verl's `policy_loss.loss_mode` names.
+ *
+ * `vanilla` is verl's dual-clip PPO (core_algos.compute_policy_loss_vanilla):
+ *   ρ = exp(clamp(logπ − logπ_old, −20, 20)),
+ *   ℓ = max(−Aρ, −A·clip(ρ, 1−ε_low, 1+ε_high)), and for A < 0 additionally min(·, −A·c),
+ *   ℓ ← ℓ·w_IS, L = agg_loss(ℓ, mask, loss_agg_mode, dp_size, batch_num_tokens, global_batch_size, loss_scale_factor).
+ * `per_rollout_mean` is Agent Lightning's (agentlightning/verl/per_rollout_loss.py): the same per-token ℓ on
+ * advantages already divided by (rollout tokens × trained rows), then L = dp · Σ_t m_t ℓ_t.
+ *
+ * Metrics follow upstream exactly: pg_clipfrac = masked_mean(1[ℓ2 > ℓ1]), ppo_kl = masked_mean(−clamped
+ * log-ratio), pg_clipfrac_lower = masked_mean(1[max(ℓ1,ℓ2) > −A·c]·1[A<0]); all unweighted by w_IS.
+ */
+import type { ResponseRows } from '../batch/types';
+import { type AggOptions, aggLoss } from './aggLoss';
+import { bf16, type FloatDType, UpstreamError } from './numeric';
+
+export interface ClipOptions {
+  clipRatio?: number;
+  /** null/undefined → clipRatio */
+  clipRatioLow?: number | null;
+  clipRatioHigh?: number | null;
+  /** dual-clip bound, must be > 1 (default 3) */
+  clipRatioC?: number;
+}
+
+export interface PolicyLossInput {
+  rows: ResponseRows;
+  oldLogProb: Float32Array;
+  logProb: Float32Array;
+  advantages: Float32Array;
+  rolloutIsWeights?: Float32Array | null;
+  /** dtype the advantages tensor has upstream (bf16 on Agent Lightning's bf16 reward path) */
+  advantagesDType?: FloatDType;
+}
+
+export interface PolicyLossOptions extends ClipOptions, AggOptions {
+  lossAggMode?: string;
+}
+
+export interface PolicyLossResult {
+  pgLoss: number;
+  pgClipfrac: number;
+  ppoKl: number;
+  pgClipfracLower: number;
+  /** per-token ℓ_t (after w_IS) */
+  tokenLosses: Float32Array;
+  /** per-token ∂ℓ_t/∂logπ_t (after w_IS), with torch's subgradient conventions (ties split evenly) */
+  tokenGrads: Float32Array;
+}
+
+export function resolveClip(o: ClipOptions): { low: number; high: number; c: number } {
+  const clip = o.clipRatio ?? 0.2;
+  const low = o.clipRatioLow ?? clip;
+  const high = o.clipRatioHigh ?? clip;
+  const c = o.clipRatioC ?? 3.0;
+  if (!(c > 1))
+    throw new UpstreamError(
+      'AssertionError',
+      `The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get the value: ${c}.`,
+    );
+  return { low, high, c };
+}
+
+/** Per-token clipped PPO losses, their gradients and the three metrics (shared by both loss modes). */
+export function ppoTokenLosses(input: PolicyLossInput, clip: ClipOptions) {
+  const { rows, oldLogProb, logProb, advantages } = input;
+  const n = rows.offsets[rows.nRows];
+  for (const [name, a] of [
+    ['oldLogProb', oldLogProb],
+    ['logProb', logProb],
+    ['advantages', advantages],
+  ] as const)
+    if (a.length !== n) throw new Error(`${name} has ${a.length} values but the rows hold ${n} tokens`);
+  const w = input.rolloutIsWeights ?? null;
+  if (w && w.length !== n)
+    throw new Error(`rolloutIsWeights has ${w.length} values but the rows hold ${n} tokens`);
+  const { low, high, c } = resolveClip(clip);
+  const lo = Math.fround(1 - low);
+  const hi = Math.fround(1 + high);
+  const advBf16 = input.advantagesDType === 'bfloat16';
+  const mask = rows.mask;
+  const tokenLosses = new Float32Array(n);
+  const tokenGrads = new Float32Array(n);
+  let m = 0;
+  let clipped = 0;
+  let kl = 0;
+  let lower = 0;
+  for (let t = 0; t < n; t++) {
+    const A = advantages[t];
+    const raw = Math.fround(logProb[t] - oldLogProb[t]);
+    const nk = raw < -20 ? -20 : Math.min(raw, 20);
+    const gClamp = raw >= -20 && raw <= 20 ? 1 : 0;
+    const ratio = Math.fround(Math.exp(nk));
+    const l1 = Math.fround(-A * ratio);
+    const rc = ratio < lo ? lo : Math.min(ratio, hi);
+    const l2 = Math.fround(-A * rc);
+    const g1 = -A * ratio * gClamp;
+    const g2 = ratio >= lo && ratio <= hi ? g1 : 0;
+    const c1 = Math.max(l1, l2);
+    let gc1 = l1 > l2 ? g1 : l1 < l2 ? g2 : 0.5 * (g1 + g2);
+    const l3 = advBf16 ? bf16(-A * c) : Math.fround(-A * c);
+    let loss = c1;
+    if (A < 0) {
+      loss = Math.min(l3, c1);
+      gc1 = l3 < c1 ? 0 : l3 > c1 ? gc1 : 0.5 * gc1;
+    }
+    const wt = w ? w[t] : 1;
+    tokenLosses[t] = w ? Math.fround(loss * wt) : loss;
+    tokenGrads[t] = gc1 * wt;
+    if (mask[t]) {
+      m++;
+      kl -= nk;
+      if (l2 > l1) clipped++;
+      if (c1 > l3 && A < 0) lower++;
+    }
+  }
+  const den = Math.fround(m + 1e-8);
+  return {
+    tokenLosses,
+    tokenGrads,
+    pgClipfrac: Math.fround(clipped / den),
+    ppoKl: Math.fround(kl / den),
+    pgClipfracLower: Math.fround(lower / den),
+  };
+}
+
+export interface PolicyLossMode {
+  name: string;
+  label: string;
+  formula: string;
+  source: string;
+  compute: (input: PolicyLossInput, opts: PolicyLossOptions) => PolicyLossResult;
+}
+
+const registry = new Map<string, PolicyLossMode>();
+
+export function registerPolicyLoss(mode: PolicyLossMode): void {
+  if (registry.has(mode.name)) throw new Error(`policy loss '${mode.name}' is already registered`);
+  registry.set(mode.name, mode);
+}
+
+export function getPolicyLoss(name: string): PolicyLossMode {
+  const m = registry.get(name);
+  if (!m) throw new Error(`Unsupported loss mode: ${name} (known: ${[...registry.keys()].join(', ')})`);
+  return m;
+}
+
+export function listPolicyLosses(): PolicyLossMode[] {
+  return [...registry.values()];
+}
+
+registerPolicyLoss({
+  name: 'vanilla',
+  label: 'PPO (dual-clip)',
+  formula: 'L = agg_loss(w_IS · max/min-clipped(−A·ρ), mask, loss_agg_mode)',
+  source: 'verl core_algos.compute_policy_loss_vanilla',
+  compute(input, opts) {
+    const r = ppoTokenLosses(input, opts);
+    const pgLoss = aggLoss(input.rows, r.tokenLosses, opts.lossAggMode ?? 'token-mean', opts);
+    return { pgLoss, ...r };
+  },
+});
+
+registerPolicyLoss({
+  name: 'per_rollout_mean',
+  label: 'per-rollout mean (Agent Lightning)',
+  formula: 'L = dp · Σ_t m_t · ℓ_t with A already divided by max(1, T_rollout · N_rows)',
+  source: 'agentlightning/verl/per_rollout_loss.py:compute_policy_loss_per_rollout_mean',
+  compute(input, opts) {
+    const r = ppoTokenLosses(input, opts);
+    let s = 0;
+    const mask = input.rows.mask;
+    for (let t = 0; t < r.tokenLosses.length; t++) if (mask[t]) s += r.tokenLosses[t];
+    return { pgLoss: Math.fround(s * (opts.dpSize || 1)), ...r };
+  },
+});

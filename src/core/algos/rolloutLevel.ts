@@ -1,0 +1,207 @@
+/**
+ * Agent Lightning's rollout-level advantages (agentlightning/verl/rollout_level_advantage.py:
+ * compute_rollout_level_advantage) and per-rollout normalisation (per_rollout_loss.py:
+ * normalize_advantages_by_rollout).
+ *
+ * A rollout may produce several training rows (transition level, or unmerged trajectory segments). The
+ * estimator runs once per rollout, on its FIRST row (the representative), grouped by uid; the representative's
+ * first valid advantage is then broadcast to every row of the rollout, times that row's mask. Every row of a
+ * rollout must share its uid and its reward sum (allclose), and the representative must have a valid token.
+ */
+import type { ResponseRows } from '../batch/types';
+import { type AdvantageOptions, computeAdvantage } from './advantage';
+import { type Grouping, indexGroups } from './groups';
+import { type FloatDType, rounder, UpstreamError } from './numeric';
+
+export interface RolloutLevelInput {
+  rows: ResponseRows;
+  tokenLevelRewards: Float32Array;
+  /** per row: uid (GRPO group) */
+  uids: Grouping;
+  /** per row: rollout grouping (dense ids; keys are the rollout ids used in messages) */
+  rollouts: Grouping;
+}
+
+export interface RolloutLevelMetrics {
+  'training/rollout_level_advantage/n_rows': number;
+  'training/rollout_level_advantage/n_rollouts': number;
+  'training/rollout_level_advantage/n_multi_row_rollouts': number;
+  'training/rollout_level_advantage/max_rows_per_rollout': number;
+}
+
+export interface RolloutLevelResult {
+  advantages: Float32Array;
+  returns: Float32Array;
+  /** per rollout: the advantage and return scalars that were broadcast */
+  rolloutAdvantage: Float64Array;
+  rolloutReturn: Float64Array;
+  metrics: RolloutLevelMetrics;
+}
+
+/** torch.allclose(a, b) with rtol 1e-5, atol 1e-8 */
+export function allclose(a: number, b: number): boolean {
+  return Math.abs(a - b) <= 1e-8 + 1e-5 * Math.abs(b);
+}
+
+const pyRepr = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+export function computeRolloutLevelAdvantage(
+  estimator: string,
+  input: RolloutLevelInput,
+  opts: AdvantageOptions = {},
+): RolloutLevelResult {
+  const { rows, tokenLevelRewards, uids, rollouts } = input;
+  const { offsets: off, mask } = rows;
+  if (rollouts.group.length !== rows.nRows)
+    throw new UpstreamError(
+      'RuntimeError',
+      `rollout_id_list length (${rollouts.group.length}) must match batch length (${rows.nRows})`,
+    );
+  const R = rounder(opts.dtype ?? 'float32');
+  const nR = rollouts.nGroups;
+  const rep = new Int32Array(nR).fill(-1);
+  const rowsPer = new Int32Array(nR);
+  const repSum = new Float64Array(nR);
+  for (let i = 0; i < rows.nRows; i++) {
+    const g = rollouts.group[i];
+    let s = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) s = Math.fround(s + tokenLevelRewards[t]);
+    s = R(s);
+    rowsPer[g]++;
+    if (rep[g] < 0) {
+      rep[g] = i;
+      repSum[g] = s;
+      continue;
+    }
+    if (uids.group[i] !== uids.group[rep[g]])
+      throw new UpstreamError(
+        'RuntimeError',
+        `rollout-level advantage found multiple uid values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+    if (!allclose(s, repSum[g]))
+      throw new UpstreamError(
+        'RuntimeError',
+        'rollout-level advantage requires all triplets for the same rollout_id to share the same scalar ' +
+          `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+  }
+  // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
+  const subOff = new Int32Array(nR + 1);
+  for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
+  const subMask = new Uint8Array(subOff[nR]);
+  const subRew = new Float32Array(subOff[nR]);
+  const subUid: string[] = new Array(nR);
+  for (let g = 0; g < nR; g++) {
+    const i = rep[g];
+    subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
+    subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
+    subUid[g] = uids.keys[uids.group[i]];
+  }
+  const sub = { nRows: nR, offsets: subOff, mask: subMask };
+  const out = computeAdvantage(
+    estimator,
+    { rows: sub, tokenLevelRewards: subRew, groups: indexGroups(subUid) },
+    opts,
+  );
+  const extract = (values: Float32Array, key: string): Float64Array => {
+    const sc = new Float64Array(nR);
+    for (let g = 0; g < nR; g++) {
+      let first = Number.NaN;
+      let found = false;
+      for (let t = subOff[g]; t < subOff[g + 1]; t++) {
+        if (!subMask[t]) continue;
+        if (!found) {
+          first = values[t];
+          found = true;
+        } else if (!allclose(values[t], first))
+          throw new UpstreamError(
+            'RuntimeError',
+            `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+          );
+      }
+      if (!found)
+        throw new UpstreamError(
+          'RuntimeError',
+          `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+        );
+      sc[g] = first;
+    }
+    return sc;
+  };
+  const rolloutAdvantage = extract(out.advantages, 'advantages');
+  const rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
+  const advantages = new Float32Array(off[rows.nRows]);
+  const returns = rolloutReturn === rolloutAdvantage ? advantages : new Float32Array(off[rows.nRows]);
+  for (let i = 0; i < rows.nRows; i++) {
+    const g = rollouts.group[i];
+    const a = rolloutAdvantage[g];
+    const r = rolloutReturn[g];
+    for (let t = off[i]; t < off[i + 1]; t++) {
+      advantages[t] = a * mask[t];
+      if (returns !== advantages) returns[t] = r * mask[t];
+    }
+  }
+  let multi = 0;
+  let maxRows = 0;
+  for (let g = 0; g < nR; g++) {
+    if (rowsPer[g] > 1) multi++;
+    if (rowsPer[g] > maxRows) maxRows = rowsPer[g];
+  }
+  return {
+    advantages,
+    returns: returns === advantages ? advantages.slice() : returns,
+    rolloutAdvantage,
+    rolloutReturn,
+    metrics: {
+      'training/rollout_level_advantage/n_rows': rows.nRows,
+      'training/rollout_level_advantage/n_rollouts': nR,
+      'training/rollout_level_advantage/n_multi_row_rollouts': multi,
+      'training/rollout_level_advantage/max_rows_per_rollout': maxRows,
+    },
+  };
+}
+
+/** Per-row divisor max(1, T_rollout · numTrainedRows), stored in the advantages' dtype as upstream's tensor is. */
+export function rolloutDivisors(
+  rows: ResponseRows,
+  rollouts: Grouping,
+  numTrainedRows: number,
+  dtype: FloatDType = 'float32',
+): Float64Array {
+  if (!(numTrainedRows > 0)) throw new UpstreamError('ValueError', 'num_trained_rows must be positive');
+  if (rollouts.group.length !== rows.nRows)
+    throw new UpstreamError(
+      'ValueError',
+      `rollout_ids length (${rollouts.group.length}) must match advantages rows (${rows.nRows})`,
+    );
+  const R = rounder(dtype);
+  const tokens = new Float64Array(rollouts.nGroups);
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++) {
+    let c = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    tokens[rollouts.group[i]] += R(c);
+  }
+  const out = new Float64Array(rows.nRows);
+  for (let i = 0; i < rows.nRows; i++) out[i] = Math.max(1, R(tokens[rollouts.group[i]] * numTrainedRows));
+  return out;
+}
+
+/** normalize_advantages_by_rollout: A_t / max(1, T_rollout · N), in the advantages' dtype. */
+export function normalizeAdvantagesByRollout(
+  rows: ResponseRows,
+  advantages: Float32Array,
+  rollouts: Grouping,
+  numTrainedRows: number,
+  dtype: FloatDType = 'float32',
+): Float32Array {
+  const R = rounder(dtype);
+  const div = rolloutDivisors(rows, rollouts, numTrainedRows, dtype);
+  const out = new Float32Array(advantages.length);
+  const off = rows.offsets;
+  for (let i = 0; i < rows.nRows; i++) {
+    const d = div[i];
+    for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
+  }
+  return out;
+}

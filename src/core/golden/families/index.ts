@@ -1,0 +1,7 @@
+/** Every golden family runner; adding a family = one file in this folder + one import line here. */
+import './advantage';
+import './aggLoss';
+import './aglRolloutLevelAdvantage';
+import './klPenalty';
+import './policyLoss';
+import './rolloutCorrection';

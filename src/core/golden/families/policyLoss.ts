@@ -1,0 +1,47 @@
+import { getPolicyLoss } from '../../algos/policyLoss';
+import { registerFamily } from '../registry';
+import type { Json } from '../types';
+import { optNum, rowsFromMask, sameShape } from './tensors';
+
+export function globalBatchInfo(v: Json | undefined) {
+  const g = (v ?? {}) as Record<string, Json>;
+  return {
+    dpSize: optNum(g.dp_size) ?? 1,
+    batchNumTokens: optNum(g.batch_num_tokens),
+    globalBatchSize: optNum(g.global_batch_size),
+    lossScaleFactor: optNum(g.loss_scale_factor),
+  };
+}
+
+/** verl get_policy_loss_fn(loss_mode) as dp_actor calls it (golden family `policy_loss`). */
+registerFamily('policy_loss', (c) => {
+  const p = c.params;
+  const rows = rowsFromMask(c.input.response_mask, 'response_mask');
+  const r = getPolicyLoss(String(p.loss_mode)).compute(
+    {
+      rows,
+      oldLogProb: sameShape(rows, c.input.old_log_prob, 'old_log_prob'),
+      logProb: sameShape(rows, c.input.log_prob, 'log_prob'),
+      advantages: sameShape(rows, c.input.advantages, 'advantages'),
+      rolloutIsWeights:
+        c.input.rollout_is_weights == null
+          ? null
+          : sameShape(rows, c.input.rollout_is_weights, 'rollout_is_weights'),
+    },
+    {
+      lossAggMode: String(p.loss_agg_mode),
+      clipRatio: optNum(p.clip_ratio) ?? 0.2,
+      clipRatioLow: optNum(p.clip_ratio_low),
+      clipRatioHigh: optNum(p.clip_ratio_high),
+      clipRatioC: optNum(p.clip_ratio_c) ?? 3,
+      paddedWidth: rows.T,
+      ...globalBatchInfo(p.global_batch_info),
+    },
+  );
+  return {
+    pg_loss: r.pgLoss,
+    pg_clipfrac: r.pgClipfrac,
+    ppo_kl: r.ppoKl,
+    pg_clipfrac_lower: r.pgClipfracLower,
+  };
+});
