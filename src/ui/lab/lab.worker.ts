@@ -8,6 +8,7 @@ import type { TraceBatch } from '../../core/trace/types';
 import { compute, parseTrace } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
+import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -41,7 +42,26 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const text = await readStreamText(stream, total, (d, t) => progress('read', d, t));
   const parsed = parseTrace(text, source.name, (d, t) => progress('parse', d, t));
   trace = parsed.trace;
-  post({ type: 'imported', id, summary: { ...parsed.summary, bytes: text.length }, trace: parsed.trace });
+  const ids: ArrayLike<number>[] = [];
+  for (const r of parsed.trace.rollouts)
+    for (const c of r.calls) {
+      if (c.promptTokenIds) ids.push(c.promptTokenIds);
+      if (c.responseTokenIds) ids.push(c.responseTokenIds);
+    }
+  let tokenizer: string | null = null;
+  let tokenText = new Map<number, string>();
+  if (ids.length > 0) {
+    const tok = await loadQwen3Tokenizer();
+    tokenizer = tok.name;
+    tokenText = tokenTexts(tok, ids);
+  }
+  post({
+    type: 'imported',
+    id,
+    summary: { ...parsed.summary, bytes: text.length, tokenizer },
+    trace: parsed.trace,
+    tokenText,
+  });
 }
 
 function runCompute() {

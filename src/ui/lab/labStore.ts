@@ -15,6 +15,8 @@ export interface LabState {
   importError: string | null;
   summary: ImportSummary | null;
   trace: TraceBatch | null;
+  /** text of every token id in the trace (empty when it has no ids) */
+  tokenText: Map<number, string>;
   result: ComputeResult | null;
   /** options the current result was computed with */
   resultOptions: ComputeOptions | null;
@@ -53,7 +55,14 @@ function onReply(m: FromWorker) {
   if (m.id === importId) {
     if (m.type === 'progress') set({ progress: { phase: m.phase, done: m.done, total: m.total } });
     else if (m.type === 'imported')
-      set({ progress: null, summary: m.summary, trace: m.trace, result: null, resultOptions: null });
+      set({
+        progress: null,
+        summary: m.summary,
+        trace: m.trace,
+        tokenText: m.tokenText,
+        result: null,
+        resultOptions: null,
+      });
     else if (m.type === 'failed') set({ progress: null, importError: m.message });
     return;
   }
@@ -71,6 +80,7 @@ export const useLab = create<LabState>((set) => ({
   importError: null,
   summary: null,
   trace: null,
+  tokenText: new Map(),
   result: null,
   resultOptions: null,
   computeError: null,

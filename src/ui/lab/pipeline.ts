@@ -50,15 +50,13 @@ export interface ComputeResult {
   groupWeight: Float64Array;
   /** every loss mode on the same batch */
   modes: ModeWeights[];
-  /** text of every token id that appears in the batch or the trace */
-  tokenText: Map<number, string>;
 }
 
 export function parseTrace(
   _text: string,
   _name: string,
   _onProgress: (done: number, total: number) => void,
-): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes'> } {
+): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer'> } {
   throw new Error('trace parsing is not wired yet');
 }
 

@@ -20,11 +20,13 @@ export interface ImportSummary {
   bytes: number;
   lines: number;
   format: string;
+  /** tokenizer used to show token texts, or null when the trace has no token ids */
+  tokenizer: string | null;
 }
 
 export type FromWorker =
   | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
-  | { type: 'imported'; id: number; summary: ImportSummary; trace: TraceBatch }
+  | { type: 'imported'; id: number; summary: ImportSummary; trace: TraceBatch; tokenText: Map<number, string> }
   | { type: 'computed'; id: number; result: ComputeResult }
   | { type: 'failed'; id: number; message: string };
 
@@ -58,7 +60,8 @@ export function checkFromWorker(v: unknown): FromWorker {
       if (typeof v.done === 'number' && typeof v.total === 'number') return v as FromWorker;
       break;
     case 'imported':
-      if (isObj(v.summary) && isObj(v.trace) && Array.isArray(v.trace.rollouts)) return v as FromWorker;
+      if (isObj(v.summary) && isObj(v.trace) && Array.isArray(v.trace.rollouts) && v.tokenText instanceof Map)
+        return v as FromWorker;
       break;
     case 'computed':
       if (isObj(v.result)) return v as FromWorker;

@@ -60,7 +60,7 @@ export function CallView(props: {
   const view = useMemo(() => {
     if (res && index) {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
-      if (pos.length > 0) return { v: batchTokenView(res, pos), inBatch: true, start: pos[0] - res.batch.offsets[row] };
+      if (pos.length > 0) return { v: batchTokenView(res, pos, props.tokenText), inBatch: true, start: pos[0] - res.batch.offsets[row] };
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
   }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row]);

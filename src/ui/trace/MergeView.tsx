@@ -20,6 +20,7 @@ export function MergeView(props: {
   res: ComputeResult;
   index: BatchIndex;
   breaks: MergeBreak[];
+  tokenText: Map<number, string>;
   colorBy: ColorBy;
   scale: ColorScale;
   selectedCall: number;
@@ -56,7 +57,7 @@ export function MergeView(props: {
         const e = batch.offsets[r + 1];
         let trainable = 0;
         for (let p = a; p < e; p++) trainable += batch.mask[p];
-        const view = batchTokenView(res, range(a, e));
+        const view = batchTokenView(res, range(a, e), props.tokenText);
         const first = batch.firstCall[r];
         const last = first + batch.nCalls[r] - 1;
         return (

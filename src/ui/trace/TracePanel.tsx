@@ -57,7 +57,7 @@ export function ColorControl(props: { available: Set<ColorBy> }) {
 export function TracePanel() {
   const trace = useLab((s) => s.trace);
   const res = useLab((s) => s.result);
-  const tokenText = res?.tokenText ?? EMPTY_TEXT;
+  const tokenText = useLab((s) => s.tokenText);
   const { call, colorBy, traceView, set } = useView();
   const selected = useSelectedRollout();
   const derived = useRolloutRows();
@@ -170,6 +170,7 @@ export function TracePanel() {
                 res={res}
                 index={derived.index}
                 breaks={derived.breaks[selected]}
+                tokenText={tokenText}
                 colorBy={colorBy}
                 scale={scale}
                 selectedCall={callIndex}
@@ -199,5 +200,3 @@ export function TracePanel() {
     </div>
   );
 }
-
-const EMPTY_TEXT = new Map<number, string>();

@@ -27,7 +27,7 @@ function has(values: ArrayLike<number>): boolean {
   return false;
 }
 
-export function batchTokenView(res: ComputeResult, positions: Int32Array): TokenView {
+export function batchTokenView(res: ComputeResult, positions: Int32Array, tokenText: Map<number, string>): TokenView {
   const { batch } = res;
   const ids = Int32Array.from(positions, (p) => batch.responseIds[p]);
   const q: TokenQuantity[] = [
@@ -38,7 +38,7 @@ export function batchTokenView(res: ComputeResult, positions: Int32Array): Token
   ];
   const available = new Set<ColorBy>(['weight', 'advantage', 'mask']);
   if (batch.responseLogProbs && has(q[2].values)) available.add('logprob');
-  return { ids, texts: textsOf(ids, res.tokenText), quantities: q, available };
+  return { ids, texts: textsOf(ids, tokenText), quantities: q, available };
 }
 
 export function callTokenView(call: ModelCall, tokenText: Map<number, string>): TokenView {
