@@ -76,6 +76,11 @@ export class ChatTokenizer {
     return this.decode([id]);
   }
 
+  /** The end-of-sequence token string from tokenizer_config (Qwen3: `<|im_end|>`), '' when none. */
+  get eosToken(): string {
+    return this.specialString('eos_token');
+  }
+
   get hasChatTemplate(): boolean {
     return this.template !== null;
   }

@@ -121,8 +121,17 @@ export interface TraceBatch {
 }
 
 export interface TraceIssue {
-  /** "line 42", "rollouts[3].triplets[1]", … */
+  /** "line 42", "rollouts[3]", … : the record the issue belongs to */
   where: string;
+  /** index path inside the record, e.g. "calls[3].response_log_probs" */
   field?: string;
   message: string;
+  /** 'error': the record was skipped; 'warning': the record was kept with this part adjusted (default 'error') */
+  severity?: 'error' | 'warning';
+}
+
+/** One-line rendering of an issue: "line 42: calls[3].response_log_probs has 16 values but …". */
+export function formatIssue(issue: TraceIssue): string {
+  const loc = issue.field ? `${issue.where}: ${issue.field}` : issue.where;
+  return `${loc} ${issue.message}`;
 }

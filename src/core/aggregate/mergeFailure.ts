@@ -1,0 +1,101 @@
+/**
+ * Why a trajectory merge failed. Upstream v1.0 labels every failure `others_mismatch`; v0.3 told template
+ * mismatches (special tokens differ) from retokenization mismatches (ids differ but the decoded text is a
+ * prefix). Here every failure gets one class and the place it happened:
+ *
+ * - `retokenization`: the decoded text of the running context is a prefix of the new prompt's text, only the
+ *   ids differ (BPE re-merge, e.g. sampled " Hel"+"lo" re-encoded as " Hello").
+ * - `template`: the chat template re-rendered the previous turn: the first differing token (on either side) is
+ *   an added/special token (Qwen3 drops `<think>…</think>` of earlier turns), or the difference starts inside
+ *   the previous response with different text (tool-call JSON re-rendered, whitespace normalised).
+ * - `truncation_or_summarization`: the harness rewrote history: the new prompt differs inside the previous
+ *   prompt, or is a strict prefix of the running context (context cut).
+ * - `other`: anything else (only reachable without a tokenizer, where text cannot be compared).
+ */
+import type { ChatTokenizer } from '../tokenize/tokenizer';
+
+export type MergeFailureKind = 'template' | 'retokenization' | 'truncation_or_summarization' | 'other';
+
+export interface MergeFailure {
+  /** index into the rollouts array given to the builder */
+  rolloutIndex: number;
+  rolloutId: string;
+  dataId: string;
+  /** index (in rollout.calls) of the call whose prompt did not extend the context */
+  callIndex: number;
+  /** index (in rollout.calls) of the previous call, whose prompt + response is the context */
+  prevCallIndex: number;
+  kind: MergeFailureKind;
+  /** first position where the new prompt and the context (prev prompt + prev response) differ */
+  firstDiff: number;
+  contextLength: number;
+  prevPromptLength: number;
+  promptLength: number;
+  /** decoded text (ids joined by spaces without a tokenizer) around firstDiff, on each side */
+  contextSnippet: string;
+  promptSnippet: string;
+}
+
+/** Tokens of context shown on each side of the first difference. */
+const SNIPPET_BEFORE = 8;
+const SNIPPET_AFTER = 24;
+
+/** First index where `prompt` and `ctxA ++ ctxB` differ (min of the lengths when one is a prefix). */
+export function firstDifference(prompt: Int32Array, ctxA: Int32Array, ctxB: Int32Array): number {
+  const na = ctxA.length;
+  const n = Math.min(prompt.length, na + ctxB.length);
+  let i = 0;
+  const m = Math.min(n, na);
+  while (i < m && prompt[i] === ctxA[i]) i++;
+  if (i < m) return i;
+  while (i < n && prompt[i] === ctxB[i - na]) i++;
+  return i;
+}
+
+function concat(a: Int32Array, b: Int32Array): Int32Array {
+  const out = new Int32Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+function snippet(ids: Int32Array, at: number, tok: ChatTokenizer | undefined): string {
+  const part = ids.subarray(Math.max(0, at - SNIPPET_BEFORE), Math.min(ids.length, at + SNIPPET_AFTER));
+  return tok ? tok.decode(part) : Array.from(part).join(' ');
+}
+
+function isAddedToken(tok: ChatTokenizer, id: number | undefined): boolean {
+  if (id === undefined) return false;
+  if (tok.specialIds.has(id)) return true;
+  const s = tok.tokenString(id);
+  return s !== undefined && tok.addedTokens.get(s) === id;
+}
+
+export function classifyMergeFailure(
+  prompt: Int32Array,
+  prevPrompt: Int32Array,
+  prevResponse: Int32Array,
+  tok: ChatTokenizer | undefined,
+): { kind: MergeFailureKind; firstDiff: number; contextSnippet: string; promptSnippet: string } {
+  const firstDiff = firstDifference(prompt, prevPrompt, prevResponse);
+  const ctx = concat(prevPrompt, prevResponse);
+  const out = {
+    firstDiff,
+    contextSnippet: snippet(ctx, firstDiff, tok),
+    promptSnippet: snippet(prompt, firstDiff, tok),
+  };
+  const isCut = firstDiff === prompt.length && prompt.length < ctx.length;
+  if (tok) {
+    // Compare text from a little before the difference, so a re-merged token that straddles it is included.
+    const from = Math.max(0, firstDiff - 4);
+    const ctxText = tok.decode(ctx.subarray(from));
+    const promptText = tok.decode(prompt.subarray(from));
+    if (!isCut && promptText.startsWith(ctxText)) return { kind: 'retokenization', ...out };
+    if (isAddedToken(tok, ctx[firstDiff]) || isAddedToken(tok, prompt[firstDiff]))
+      return { kind: 'template', ...out };
+    if (isCut || firstDiff < prevPrompt.length) return { kind: 'truncation_or_summarization', ...out };
+    return { kind: 'template', ...out };
+  }
+  if (isCut || firstDiff < prevPrompt.length) return { kind: 'truncation_or_summarization', ...out };
+  return { kind: 'other', ...out };
+}

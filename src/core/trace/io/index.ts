@@ -1,0 +1,131 @@
+/**
+ * The import front door: `detectFormat` looks at a text and names its format; `parseTraceText` parses it into
+ * a TraceBatch. Formats (docs/TRACE_FORMAT.md):
+ * - `jsonl`: our trace format, one rollout per line;
+ * - `agl-events`: Agent Lightning gateway events, a JSON list (GET /api/rollouts/{rid}/events, full or
+ *   format=triplet) or our `{"rollouts": [{rollout, events}]}` bundle;
+ * - `agl-event-lines`: the same events as JSON Lines;
+ * - `completed-rollouts`: `{"rollouts": [{rollout_id, …, triplets}]}` (golden agl_trajectory input shape).
+ */
+import type { TraceBatch } from '../types';
+import { isObject } from '../validate';
+import { readAglEventLines, readAglEvents } from './aglEvents';
+import { readCompletedRollouts } from './completedRollouts';
+import { type ParseOptions, parseJsonlTrace } from './jsonl';
+
+export type TraceFormat = 'jsonl' | 'agl-events' | 'agl-event-lines' | 'completed-rollouts';
+
+/** The text is in no format we read, or is not JSON at all. */
+export class TraceFormatError extends Error {}
+
+function firstLine(text: string): { line: string; rest: boolean } {
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const line = text.slice(start, end).trim();
+    if (line) return { line, rest: text.slice(end + 1).trim().length > 0 };
+    start = end + 1;
+  }
+  return { line: '', rest: false };
+}
+
+function classifyDocument(v: unknown): TraceFormat | null {
+  if (Array.isArray(v))
+    return v.length === 0 || (isObject(v[0]) && 'event_type' in v[0]) ? 'agl-events' : null;
+  if (!isObject(v)) return null;
+  if ('calls' in v && 'rollout_id' in v) return 'jsonl';
+  if ('event_type' in v) return 'agl-event-lines';
+  if (Array.isArray(v.rollouts)) {
+    const first = v.rollouts[0];
+    if (first === undefined) return 'completed-rollouts';
+    if (isObject(first) && 'events' in first && 'rollout' in first) return 'agl-events';
+    if (isObject(first) && ('triplets' in first || 'final_reward' in first)) return 'completed-rollouts';
+  }
+  return null;
+}
+
+/** Names the format of `text`, or throws TraceFormatError saying what it saw. */
+export function detectFormat(text: string): TraceFormat {
+  const { line, rest } = firstLine(text);
+  if (!line) throw new TraceFormatError('the trace is empty');
+  let first: unknown;
+  let firstOk = true;
+  try {
+    first = JSON.parse(line);
+  } catch {
+    firstOk = false;
+  }
+  if (firstOk && isObject(first)) {
+    if ('calls' in first && 'rollout_id' in first) return 'jsonl';
+    if ('event_type' in first) return 'agl-event-lines';
+  }
+  if (firstOk && !rest) {
+    const f = classifyDocument(first);
+    if (f) return f;
+    throw new TraceFormatError(`unknown trace format: ${describeTop(first)}`);
+  }
+  if (firstOk && rest)
+    throw new TraceFormatError(
+      `unknown trace format: line 1 is ${describeTop(first)}, not a rollout ({"rollout_id", "calls", …}) or an event ({"event_type", …})`,
+    );
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new TraceFormatError(
+      `unknown trace format: not JSON and line 1 is not a JSON record (${(e as Error).message})`,
+    );
+  }
+  const f = classifyDocument(doc);
+  if (f) return f;
+  throw new TraceFormatError(`unknown trace format: ${describeTop(doc)}`);
+}
+
+function describeTop(v: unknown): string {
+  if (isObject(v)) {
+    const keys = Object.keys(v).slice(0, 6);
+    return `an object with keys ${keys.length ? keys.map((k) => `"${k}"`).join(', ') : '(none)'}`;
+  }
+  if (Array.isArray(v)) return 'a list whose items are not events';
+  return `a JSON ${v === null ? 'null' : typeof v}`;
+}
+
+/** Detects the format and parses; bad records are reported in `issues`, valid ones kept. */
+export function parseTraceText(
+  text: string,
+  opts: ParseOptions & { format?: TraceFormat } = {},
+): TraceBatch & {
+  format: TraceFormat;
+} {
+  const format = opts.format ?? detectFormat(text);
+  let batch: TraceBatch;
+  switch (format) {
+    case 'jsonl':
+      batch = parseJsonlTrace(text, opts);
+      break;
+    case 'agl-event-lines':
+      batch = readAglEventLines(text);
+      break;
+    case 'agl-events':
+      batch = readAglEvents(parseWhole(text));
+      break;
+    case 'completed-rollouts':
+      batch = readCompletedRollouts(parseWhole(text));
+      break;
+  }
+  if (format !== 'jsonl') opts.onProgress?.(text.length, text.length);
+  return { ...batch, format };
+}
+
+function parseWhole(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new TraceFormatError(`not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+export { readAglEvents, rolloutToAglEvents, toAglEventsBundle } from './aglEvents';
+export { readCompletedRollouts } from './completedRollouts';
+export { parseJsonlTrace, toJsonlTrace } from './jsonl';

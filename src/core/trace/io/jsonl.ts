@@ -1,0 +1,201 @@
+/**
+ * The project's own trace format: JSON Lines, one rollout per line (docs/TRACE_FORMAT.md). Token ids are JSON
+ * integer arrays; log-probs are JSON numbers with `null` where a value is absent (NaN in the typed array).
+ * Float32 log-probs are written as the exact double of the float32, so export → import is lossless.
+ */
+import type { ModelCall, Rollout, TraceBatch, TraceIssue } from '../types';
+import {
+  bump,
+  checkCallTokens,
+  checkRollout,
+  type ImportCounters,
+  issueFrom,
+  join,
+  RecordInvalid,
+  readArray,
+  readBool,
+  readEngine,
+  readInt,
+  readLogProbs,
+  readObject,
+  readOptInt,
+  readOptString,
+  readRequest,
+  readResponse,
+  readReward,
+  readState,
+  readString,
+  readTimings,
+  readTokenIds,
+} from '../validate';
+
+export interface ParseOptions {
+  /** called now and then with the characters parsed so far and the total (for a progress bar) */
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** Parses one JSONL record (already JSON-decoded) into a Rollout; throws RecordInvalid. */
+export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
+  const o = readObject(v, '');
+  const cp = 'calls';
+  const calls = readArray(o.calls, cp).map((c, i) => readCall(c, join(cp, i), counters));
+  const rp = 'rewards';
+  const rewards = readArray(o.rewards ?? [], rp).map((r, i) => readReward(r, join(rp, i)));
+  const fr = o.final_reward;
+  let finalReward: number | null = null;
+  if (fr !== null && fr !== undefined) {
+    if (typeof fr !== 'number' || !Number.isFinite(fr))
+      throw new RecordInvalid('final_reward', `must be a finite number or null, got ${JSON.stringify(fr)}`);
+    finalReward = fr;
+  }
+  const meta = o.metadata ?? {};
+  const rollout: Rollout = {
+    rolloutId: readString(o.rollout_id, 'rollout_id'),
+    dataId: readString(o.data_id, 'data_id'),
+    isTrain: o.is_train === undefined ? true : readBool(o.is_train, 'is_train'),
+    state: readState(o.state ?? 'succeeded', 'state'),
+    calls,
+    rewards,
+    finalReward,
+    metadata: readObject(meta, 'metadata'),
+  };
+  const err = readOptString(o.error, 'error');
+  if (err !== undefined) rollout.error = err;
+  const step = readOptInt(o.step, 'step');
+  if (step !== undefined) rollout.step = step;
+  const si = readOptInt(o.sample_idx_in_step, 'sample_idx_in_step');
+  if (si !== undefined) rollout.sampleIdxInStep = si;
+  checkRollout(rollout);
+  return rollout;
+}
+
+function readCall(v: unknown, path: string, counters: ImportCounters): ModelCall {
+  const o = readObject(v, path);
+  const call: ModelCall = {
+    request: readRequest(o.request, join(path, 'request')),
+    response: readResponse(o.response, join(path, 'response')),
+    httpStatus: o.http_status === undefined ? 200 : readInt(o.http_status, join(path, 'http_status')),
+  };
+  if (o.prompt_token_ids !== undefined && o.prompt_token_ids !== null)
+    call.promptTokenIds = readTokenIds(o.prompt_token_ids, join(path, 'prompt_token_ids'));
+  if (o.response_token_ids !== undefined && o.response_token_ids !== null)
+    call.responseTokenIds = readTokenIds(o.response_token_ids, join(path, 'response_token_ids'));
+  if (o.response_log_probs !== undefined && o.response_log_probs !== null) {
+    const lp = readLogProbs(o.response_log_probs, join(path, 'response_log_probs'));
+    call.responseLogProbs = lp.values;
+    bump(counters, 'nonfinite_logprobs', lp.nonFinite);
+  }
+  checkCallTokens(call, path, 'strict', () => {}, counters);
+  const engine = readEngine(o.engine, join(path, 'engine'));
+  if (engine) call.engine = engine;
+  const timings = readTimings(o.timings, join(path, 'timings'));
+  if (timings) call.timings = timings;
+  const err = readOptString(o.error, join(path, 'error'));
+  if (err !== undefined) call.error = err;
+  return call;
+}
+
+/** Calls `fn(line, lineNumber)` for each non-blank line, without splitting the whole text up front. */
+export function forEachLine(
+  text: string,
+  fn: (line: string, lineNo: number) => void,
+  onProgress?: (done: number, total: number) => void,
+): void {
+  let start = 0;
+  let lineNo = 0;
+  let lastReport = 0;
+  const total = text.length;
+  while (start < total) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = total;
+    lineNo++;
+    const line = text.slice(start, end).trim();
+    if (line) fn(line, lineNo);
+    start = end + 1;
+    if (onProgress && start - lastReport > 1 << 20) {
+      lastReport = start;
+      onProgress(Math.min(start, total), total);
+    }
+  }
+  onProgress?.(total, total);
+}
+
+/** Parses a whole JSONL trace. A bad line is reported (line number, field, reason) and skipped. */
+export function parseJsonlTrace(text: string, opts: ParseOptions = {}): TraceBatch {
+  const rollouts: Rollout[] = [];
+  const issues: TraceIssue[] = [];
+  const counters: ImportCounters = {};
+  forEachLine(
+    text,
+    (line, lineNo) => {
+      const where = `line ${lineNo}`;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch (e) {
+        issues.push({ where, message: `is not valid JSON (${(e as Error).message})`, severity: 'error' });
+        return;
+      }
+      try {
+        rollouts.push(readTraceRecord(v, counters));
+      } catch (e) {
+        issues.push(issueFrom(e, where));
+      }
+    },
+    opts.onProgress,
+  );
+  counters.records_skipped = issues.filter((i) => i.severity !== 'warning').length;
+  return { rollouts, issues, counters };
+}
+
+function idsToJson(a: Int32Array | undefined): number[] | undefined {
+  return a === undefined ? undefined : Array.from(a);
+}
+
+function logProbsToJson(a: Float32Array | undefined): (number | null)[] | undefined {
+  if (a === undefined) return undefined;
+  const out: (number | null)[] = new Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = Number.isNaN(a[i]) ? null : a[i];
+  return out;
+}
+
+/** The JSON object of one rollout in our format (key order fixed; undefined fields left out). */
+export function rolloutToRecord(r: Rollout): Record<string, unknown> {
+  return {
+    rollout_id: r.rolloutId,
+    data_id: r.dataId,
+    is_train: r.isTrain,
+    state: r.state,
+    error: r.error,
+    step: r.step,
+    sample_idx_in_step: r.sampleIdxInStep,
+    final_reward: r.finalReward,
+    rewards: r.rewards.map((w) => ({ value: w.value, call_index: w.callIndex, timestamp_ms: w.timestampMs })),
+    metadata: r.metadata,
+    calls: r.calls.map((c) => ({
+      request: {
+        model: c.request.model,
+        messages: c.request.messages,
+        tools: c.request.tools,
+        sampling: c.request.sampling,
+      },
+      response: c.response ? { message: c.response.message, finish_reason: c.response.finishReason } : null,
+      prompt_token_ids: idsToJson(c.promptTokenIds),
+      response_token_ids: idsToJson(c.responseTokenIds),
+      response_log_probs: logProbsToJson(c.responseLogProbs),
+      engine: c.engine
+        ? { engine: c.engine.engine, model: c.engine.model, policy_version: c.engine.policyVersion }
+        : undefined,
+      timings: c.timings ? { start_ms: c.timings.startMs, end_ms: c.timings.endMs } : undefined,
+      http_status: c.httpStatus,
+      error: c.error,
+    })),
+  };
+}
+
+/** Serialises rollouts as JSONL (one line each, trailing newline). */
+export function toJsonlTrace(rollouts: Rollout[]): string {
+  let out = '';
+  for (const r of rollouts) out += JSON.stringify(rolloutToRecord(r)) + '\n';
+  return out;
+}
