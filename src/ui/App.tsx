@@ -4,7 +4,7 @@ import { describeGpu, useGpu } from './gpuStatus';
 import { ImportBar } from './ImportBar';
 import { useLab } from './lab/labStore';
 import { resolveOptions } from './lab/options';
-import { SAMPLES, sampleNamed } from './lab/samples';
+import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
@@ -53,11 +53,15 @@ const tabs: TabDef<Tab>[] = [
 /** Loads the sample the URL names (the first bundled one by default) at start-up and when it changes. */
 function useSampleLoader() {
   const sample = useView((s) => s.sample);
+  const samples = useSamples((s) => s.samples);
   const importSource = useLab((s) => s.importSource);
   useEffect(() => {
-    const s = sampleNamed(sample);
+    void loadSamples();
+  }, []);
+  useEffect(() => {
+    const s = samples && sampleNamed(samples, sample);
     if (s) importSource({ kind: 'url', url: s.url, name: s.name });
-  }, [sample, importSource]);
+  }, [samples, sample, importSource]);
 }
 
 /** Recomputes the batch and weights in the worker whenever the trace or an algorithm option changes. */
@@ -77,6 +81,9 @@ export function App() {
   const tab = useView((s) => s.tab);
   const set = useView((s) => s.set);
   const sample = useView((s) => s.sample);
+  const samples = useSamples((s) => s.samples) ?? [];
+  const samplesError = useSamples((s) => s.error);
+  const importSource = useLab((s) => s.importSource);
   useSampleLoader();
   useComputeSync();
   const gpu = useGpu((s) => s.status);
@@ -98,9 +105,16 @@ export function App() {
       </header>
       <main>
         <ImportBar
-          samples={SAMPLES}
-          sample={sampleNamed(sample)?.name ?? ''}
-          onSample={(name) => set({ sample: name === SAMPLES[0]?.name ? '' : name, rollout: '', call: 0 })}
+          samples={samples}
+          samplesError={samplesError}
+          sample={sampleNamed(samples, sample)?.name ?? ''}
+          onSample={(name) => {
+            const next = name === samples[0]?.name ? '' : name;
+            const s = sampleNamed(samples, name);
+            // re-selecting the sample the URL already names (after a file import) reloads it explicitly
+            if (next === sample && s) importSource({ kind: 'url', url: s.url, name: s.name });
+            set({ sample: next, rollout: '', call: 0 });
+          }}
         />
         <Tabs tabs={tabs} selected={tab} onSelect={(id) => set({ tab: id })} />
       </main>

@@ -1,6 +1,7 @@
 import { type DragEvent, useState } from 'react';
 import type { TraceIssue } from '../core/trace/types';
 import { useLab } from './lab/labStore';
+import type { Sample } from './lab/samples';
 
 const PHASE: Record<string, string> = { read: 'reading', parse: 'parsing', build: 'building rows' };
 
@@ -40,7 +41,8 @@ function IssueReport(props: { issues: TraceIssue[] }) {
  * progress, and the report of what was skipped and why.
  */
 export function ImportBar(props: {
-  samples: readonly { name: string; url: string }[];
+  samples: readonly Sample[];
+  samplesError: string | null;
   sample: string;
   onSample: (name: string) => void;
 }) {
@@ -55,6 +57,7 @@ export function ImportBar(props: {
     openFile(e.dataTransfer.files[0]);
   };
   const nCalls = trace?.rollouts.reduce((s, r) => s + r.calls.length, 0) ?? 0;
+  const fromSample = props.samples.some((s) => s.name === source);
   return (
     <section
       className={dragging ? 'importbar dragging' : 'importbar'}
@@ -68,14 +71,16 @@ export function ImportBar(props: {
     >
       <label className="field">
         <span>Sample</span>
-        <select value={props.sample} onChange={(e) => props.onSample(e.target.value)}>
+        <select value={fromSample || !source ? props.sample : ''} onChange={(e) => props.onSample(e.target.value)}>
+          {!fromSample && source && <option value="">— a file —</option>}
           {props.samples.map((s) => (
-            <option key={s.name} value={s.name}>
+            <option key={s.name} value={s.name} title={s.description}>
               {s.name}
             </option>
           ))}
         </select>
       </label>
+      {props.samplesError && <span className="bad">{props.samplesError}</span>}
       <label className="field file">
         <span>Trace file</span>
         <input

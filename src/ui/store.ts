@@ -23,6 +23,8 @@ export interface ViewState {
   colorBy: ColorBy;
   tokenSource: string;
   level: string;
+  maxPromptLength: number;
+  maxResponseLength: number;
   estimator: string;
   normAdvByStd: boolean;
   rolloutLevel: boolean;
@@ -38,12 +40,14 @@ export const viewSchema: Schema<ViewState> = {
   call: { key: 'c', codec: codecs.int, default: 0 },
   traceView: { key: 'tv', codec: codecs.oneOf(TRACE_VIEWS), default: 'call' },
   colorBy: { key: 'color', codec: codecs.oneOf(COLOR_BY), default: 'weight' },
-  tokenSource: { key: 'tokens', codec: codecs.string, default: '' },
-  level: { key: 'level', codec: codecs.string, default: '' },
-  estimator: { key: 'adv', codec: codecs.string, default: '' },
+  tokenSource: { key: 'tokens', codec: codecs.string, default: 'engine' },
+  level: { key: 'level', codec: codecs.string, default: 'trajectory' },
+  maxPromptLength: { key: 'maxp', codec: codecs.int, default: 8192 },
+  maxResponseLength: { key: 'maxr', codec: codecs.int, default: 8192 },
+  estimator: { key: 'adv', codec: codecs.string, default: 'grpo' },
   normAdvByStd: { key: 'std', codec: codecs.bool, default: true },
   rolloutLevel: { key: 'rla', codec: codecs.bool, default: true },
-  lossMode: { key: 'loss', codec: codecs.string, default: '' },
+  lossMode: { key: 'loss', codec: codecs.string, default: 'token-mean' },
   clipLow: { key: 'clo', codec: codecs.number, default: 0.2 },
   clipHigh: { key: 'chi', codec: codecs.number, default: 0.2 },
 };

@@ -19,7 +19,7 @@ export function ModesTable(props: {
       <div className="mrow mhead" style={{ gridTemplateColumns: cols }}>
         <span>rollout</span>
         {modes.map((m) => (
-          <span key={m.name} className={m.name === selectedMode ? 'c-num sel' : 'c-num'} title={m.label}>
+          <span key={m.name} className={m.name === selectedMode ? 'c-num sel' : 'c-num'}>
             {m.name}
           </span>
         ))}

@@ -4,17 +4,22 @@
  * thread only renders. Compute requests are coalesced: when several arrive while one runs, only the newest is
  * computed (a user flicking through toggles sees the last one, never a queue).
  */
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
 import { compute, parseTrace } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
+import { retokView } from './retokView';
 import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
 let trace: TraceBatch | null = null;
+let tok: ChatTokenizer | null = null;
+/** ids whose texts the page already has */
+let known = new Set<number>();
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
-let scheduled = false;
+let running = false;
 
 function post(m: FromWorker) {
   self.postMessage(m);
@@ -22,6 +27,15 @@ function post(m: FromWorker) {
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** Texts of the ids in `arrays` that the page does not have yet. */
+function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
+  if (!tok) return new Map();
+  const out = tokenTexts(tok, arrays);
+  for (const id of known) out.delete(id);
+  for (const id of out.keys()) known.add(id);
+  return out;
 }
 
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
@@ -32,7 +46,7 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   let total: number;
   if (source.kind === 'url') {
     const res = await fetch(source.url);
-    if (!res.ok || !res.body) throw new Error(`${source.name}: HTTP ${res.status} ${res.statusText}`.trim());
+    if (!res.ok || !res.body) throw new Error(`HTTP ${res.status} ${res.statusText}`.trim());
     total = Number(res.headers.get('content-length') ?? 0);
     stream = res.body;
   } else {
@@ -40,44 +54,44 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
     stream = source.file.stream();
   }
   const text = await readStreamText(stream, total, (d, t) => progress('read', d, t));
+  progress('parse', 0, text.length);
   const parsed = parseTrace(text, source.name, (d, t) => progress('parse', d, t));
-  trace = parsed.trace;
   const ids: ArrayLike<number>[] = [];
   for (const r of parsed.trace.rollouts)
     for (const c of r.calls) {
       if (c.promptTokenIds) ids.push(c.promptTokenIds);
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
-  let tokenizer: string | null = null;
-  let tokenText = new Map<number, string>();
-  if (ids.length > 0) {
-    const tok = await loadQwen3Tokenizer();
-    tokenizer = tok.name;
-    tokenText = tokenTexts(tok, ids);
-  }
+  if (ids.length > 0 && !tok) tok = await loadQwen3Tokenizer();
+  trace = parsed.trace;
+  known = new Set();
   post({
     type: 'imported',
     id,
-    summary: { ...parsed.summary, bytes: text.length, tokenizer },
+    summary: { ...parsed.summary, bytes: text.length, tokenizer: ids.length && tok ? tok.name : null },
     trace: parsed.trace,
-    tokenText,
+    tokenText: newTexts(ids),
   });
 }
 
-function runCompute() {
-  scheduled = false;
-  const msg = pending;
-  pending = null;
-  if (!msg) return;
-  if (!trace) {
-    post({ type: 'failed', id: msg.id, message: 'no trace loaded yet' });
-    return;
+async function runCompute() {
+  running = true;
+  while (pending) {
+    const msg = pending;
+    pending = null;
+    try {
+      if (!trace) throw new Error('no trace loaded yet');
+      if (msg.options.tokenSource === 'retokenize' && !tok) tok = await loadQwen3Tokenizer();
+      const result = compute(trace, msg.options, tok ?? undefined);
+      const tokenText = newTexts([result.batch.responseIds, result.batch.promptIds]);
+      post({ type: 'computed', id: msg.id, result, tokenText });
+    } catch (e) {
+      post({ type: 'failed', id: msg.id, message: message(e) });
+    }
+    // let newer requests arrive before the next round
+    await new Promise((r) => setTimeout(r, 0));
   }
-  try {
-    post({ type: 'computed', id: msg.id, result: compute(trace, msg.options) });
-  } catch (e) {
-    post({ type: 'failed', id: msg.id, message: message(e) });
-  }
+  running = false;
 }
 
 self.onmessage = (e: MessageEvent) => {
@@ -91,11 +105,15 @@ self.onmessage = (e: MessageEvent) => {
   }
   if (msg.type === 'import') {
     runImport(msg).catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
+  } else if (msg.type === 'retok') {
+    (async () => {
+      if (!trace) throw new Error('no trace loaded yet');
+      tok ??= await loadQwen3Tokenizer();
+      const view = retokView(tok, trace, msg.rollout, msg.call);
+      post({ type: 'retok', id: msg.id, view, tokenText: newTexts([view.engine, view.retokenized]) });
+    })().catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
   } else {
     pending = msg;
-    if (!scheduled) {
-      scheduled = true;
-      setTimeout(runCompute, 0);
-    }
+    if (!running) void runCompute();
   }
 };

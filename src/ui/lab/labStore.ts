@@ -6,6 +6,7 @@
 import { create } from 'zustand';
 import type { TraceBatch } from '../../core/trace/types';
 import type { ComputeOptions, ComputeResult } from './pipeline';
+import type { RetokCallView } from './retokView';
 import { checkFromWorker, type FromWorker, type ImportSource, type ImportSummary, type Phase } from './protocol';
 
 export interface LabState {
@@ -21,14 +22,19 @@ export interface LabState {
   /** options the current result was computed with */
   resultOptions: ComputeOptions | null;
   computeError: string | null;
+  /** the retokenization view last asked for, and any error computing it */
+  retok: RetokCallView | null;
+  retokError: string | null;
   importSource: (source: ImportSource) => void;
   compute: (options: ComputeOptions) => void;
+  requestRetok: (rollout: number, call: number) => void;
 }
 
 let worker: Worker | null = null;
 let nextId = 1;
 let importId = 0;
 let computeId = 0;
+let retokId = 0;
 const computeOptions = new Map<number, ComputeOptions>();
 
 function getWorker(): Worker {
@@ -50,8 +56,22 @@ function getWorker(): Worker {
   return worker;
 }
 
+/** Token texts are global per tokenizer: every reply's new texts are kept, even a superseded one's. */
+function addTexts(texts: Map<number, string>) {
+  if (texts.size === 0) return;
+  const merged = new Map(useLab.getState().tokenText);
+  for (const [id, t] of texts) merged.set(id, t);
+  useLab.setState({ tokenText: merged });
+}
+
 function onReply(m: FromWorker) {
   const set = useLab.setState;
+  if (m.type === 'computed' || m.type === 'retok') addTexts(m.tokenText);
+  if (m.id === retokId) {
+    if (m.type === 'retok') set({ retok: m.view, retokError: null });
+    else if (m.type === 'failed') set({ retokError: m.message });
+    return;
+  }
   if (m.id === importId) {
     if (m.type === 'progress') set({ progress: { phase: m.phase, done: m.done, total: m.total } });
     else if (m.type === 'imported')
@@ -62,6 +82,7 @@ function onReply(m: FromWorker) {
         tokenText: m.tokenText,
         result: null,
         resultOptions: null,
+        retok: null,
       });
     else if (m.type === 'failed') set({ progress: null, importError: m.message });
     return;
@@ -84,6 +105,8 @@ export const useLab = create<LabState>((set) => ({
   result: null,
   resultOptions: null,
   computeError: null,
+  retok: null,
+  retokError: null,
   importSource: (source) => {
     importId = nextId++;
     set({ source: source.name, importError: null, progress: { phase: 'read', done: 0, total: 0 } });
@@ -94,5 +117,10 @@ export const useLab = create<LabState>((set) => ({
     computeOptions.clear();
     computeOptions.set(computeId, options);
     getWorker().postMessage({ type: 'compute', id: computeId, options });
+  },
+  requestRetok: (rollout, call) => {
+    retokId = nextId++;
+    set({ retokError: null });
+    getWorker().postMessage({ type: 'retok', id: retokId, rollout, call });
   },
 }));

@@ -5,8 +5,10 @@
  */
 import { listAdvEstimators } from '../../core/algos/advantage';
 import { getAggMode } from '../../core/algos/aggLoss';
-import { ALL_LOSS_MODES } from '../../core/algos/effectiveWeights';
+import { ALL_LOSS_MODES, type LossMode } from '../../core/algos/effectiveWeights';
 import { getPolicyLoss } from '../../core/algos/policyLoss';
+import type { TraceAggregatorLevel } from '../../core/aggregate/buildTrainingBatch';
+import type { TokenSource } from '../../core/tokenize/retokenize';
 import type { ControlSpec } from '../advantages/Controls';
 import type { ViewState } from '../store';
 import type { ComputeOptions } from './pipeline';
@@ -26,12 +28,26 @@ export function lossModeLabel(name: string): { label: string; formula: string } 
   }
 }
 
-function pick(value: string, known: readonly string[], fallback: string): string {
-  return known.includes(value) ? value : fallback;
+function pick<T extends string>(value: string, known: readonly T[], fallback: T): T {
+  return (known as readonly string[]).includes(value) ? (value as T) : fallback;
 }
 
+/*
+ * Core declares token sources and merge levels as union types, not registries. Records keyed by those unions
+ * make the compiler demand an entry (with its upstream meaning) for every member core adds.
+ */
+const TOKEN_SOURCES: Record<TokenSource, string> = {
+  engine: 'engine ids (what the policy sampled)',
+  retokenize: 'retokenized text (chat template + encode)',
+};
+const LEVELS: Record<TraceAggregatorLevel, string> = {
+  trajectory: 'trajectory (merge calls that extend the context)',
+  transition: 'transition (one row per call)',
+};
+const keysOf = <T extends string>(r: Record<T, string>) => Object.keys(r) as T[];
+
 const DEFAULT_ESTIMATOR = 'grpo';
-const DEFAULT_LOSS = 'token-mean';
+const DEFAULT_LOSS: LossMode = 'token-mean';
 
 /** The options the worker computes with: URL values checked against core's registries. */
 export function resolveOptions(v: ViewState): ComputeOptions {
@@ -39,8 +55,10 @@ export function resolveOptions(v: ViewState): ComputeOptions {
     .filter((e) => traceCanFeed(e.options))
     .map((e) => e.name);
   return {
-    tokenSource: v.tokenSource,
-    level: v.level,
+    tokenSource: pick(v.tokenSource, keysOf(TOKEN_SOURCES), 'engine'),
+    level: pick(v.level, keysOf(LEVELS), 'trajectory'),
+    maxPromptLength: Math.max(1, v.maxPromptLength),
+    maxResponseLength: Math.max(1, v.maxResponseLength),
     estimator: pick(v.estimator, estimators, DEFAULT_ESTIMATOR),
     normAdvByStd: v.normAdvByStd,
     rolloutLevel: v.rolloutLevel,
@@ -55,6 +73,35 @@ export function controlSpecs(o: ComputeOptions): ControlSpec[] {
   const est = estimators.find((e) => e.name === o.estimator);
   const loss = lossModeLabel(o.lossMode);
   return [
+    {
+      kind: 'select',
+      field: 'tokenSource',
+      label: 'Token source',
+      options: keysOf(TOKEN_SOURCES).map((k) => ({ value: k, label: TOKEN_SOURCES[k] })),
+    },
+    {
+      kind: 'select',
+      field: 'level',
+      label: 'Aggregation level',
+      options: keysOf(LEVELS).map((k) => ({ value: k, label: LEVELS[k] })),
+      help: 'agentlightning.trace_aggregator.level',
+    },
+    {
+      kind: 'number',
+      field: 'maxPromptLength',
+      label: 'Max prompt length',
+      min: 1,
+      max: 1 << 20,
+      step: 1,
+    },
+    {
+      kind: 'number',
+      field: 'maxResponseLength',
+      label: 'Max response length',
+      min: 1,
+      max: 1 << 20,
+      step: 1,
+    },
     {
       kind: 'select',
       field: 'estimator',

@@ -1,65 +1,110 @@
 /**
- * What the lab worker runs, on core's own functions: parse a trace file, build training rows, compute every
- * token's advantage and effective gradient weight under the chosen options and under every loss mode.
- * The result is a flat, clonable view model (typed arrays, no class instances) for the page.
+ * What the lab worker runs, on core's own functions: parse a trace file (`parseTraceText`), build training
+ * rows (`buildTrainingBatch`), and compute every token's advantage and effective gradient weight under the
+ * chosen options (`effectiveWeights`) and under every loss mode at once (`allLossModes`). The result is a flat,
+ * clonable view model (typed arrays and plain objects) for the page.
  */
+import { ALL_LOSS_MODES, allLossModes, effectiveWeights, type LossMode } from '../../core/algos/effectiveWeights';
+import {
+  type BuildCounters,
+  buildTrainingBatch,
+  type TraceAggregatorLevel,
+} from '../../core/aggregate/buildTrainingBatch';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { TrainingBatch } from '../../core/batch/types';
+import type { TokenSource } from '../../core/tokenize/retokenize';
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import { parseTraceText } from '../../core/trace/io';
 import type { TraceBatch } from '../../core/trace/types';
 import type { ImportSummary } from './protocol';
 
 export interface ComputeOptions {
-  tokenSource: string;
-  level: string;
+  tokenSource: TokenSource;
+  level: TraceAggregatorLevel;
+  maxPromptLength: number;
+  maxResponseLength: number;
   estimator: string;
   normAdvByStd: boolean;
   rolloutLevel: boolean;
-  lossMode: string;
+  lossMode: LossMode;
   clipLow: number;
   clipHigh: number;
 }
 
-/** Where and why sample merging closed a row early. */
-export interface MergeBreak {
-  rollout: number;
-  /** the call that could not be appended */
-  call: number;
-  reason: string;
-  detail: string;
-  /** first differing prompt position, when known */
-  position: number;
-}
-
 export interface ModeWeights {
   name: string;
-  label: string;
-  /** per source rollout: Σ of its tokens' effective gradient weights */
+  /** per source rollout: Σ of its tokens' effective gradient weights under this mode */
   rolloutWeight: Float64Array;
 }
 
 export interface ComputeResult {
   batch: TrainingBatch;
-  breaks: MergeBreak[];
+  mergeFailures: MergeFailure[];
+  counters: BuildCounters;
   /** per batch token */
   tokenAdvantage: Float32Array;
   tokenWeight: Float32Array;
-  /** per source rollout / per training row, under the selected loss mode */
-  rolloutWeight: Float64Array;
+  /** per training row / per source rollout, under the selected loss mode */
   rowWeight: Float64Array;
+  rolloutWeight: Float64Array;
   /** per group (data id), in first-appearance order */
   groupKeys: string[];
   groupWeight: Float64Array;
-  /** every loss mode on the same batch */
+  /** every loss mode on the same batch, in core's order */
   modes: ModeWeights[];
 }
 
 export function parseTrace(
-  _text: string,
-  _name: string,
-  _onProgress: (done: number, total: number) => void,
+  text: string,
+  name: string,
+  onProgress: (done: number, total: number) => void,
 ): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer'> } {
-  throw new Error('trace parsing is not wired yet');
+  const parsed = parseTraceText(text, { onProgress });
+  const trace: TraceBatch = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
+  let lines = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines++;
+  if (text.length > 0 && !text.endsWith('\n')) lines++;
+  return { trace, summary: { name, lines, format: parsed.format } };
 }
 
-export function compute(_trace: TraceBatch, _options: ComputeOptions): ComputeResult {
-  throw new Error('weights are not wired yet');
+/** Per-rollout sums indexed by source rollout (rollouts that produced no row get 0). */
+function perSourceRollout(sums: Float64Array, nRollouts: number): Float64Array {
+  const out = new Float64Array(nRollouts);
+  out.set(sums.subarray(0, Math.min(sums.length, nRollouts)));
+  return out;
+}
+
+export function compute(trace: TraceBatch, o: ComputeOptions, tokenizer?: ChatTokenizer): ComputeResult {
+  const built = buildTrainingBatch(trace.rollouts, {
+    level: o.level,
+    maxPromptLength: o.maxPromptLength,
+    maxResponseLength: o.maxResponseLength,
+    padTokenId: 0,
+    rewardFillnaValue: 0,
+    tokenSource: o.tokenSource,
+    tokenizer,
+  });
+  const { batch } = built;
+  const n = trace.rollouts.length;
+  const common = {
+    advEstimator: o.estimator,
+    normAdvByStd: o.normAdvByStd,
+    rolloutLevel: o.rolloutLevel,
+    clipRatioLow: o.clipLow,
+    clipRatioHigh: o.clipHigh,
+  };
+  const ew = effectiveWeights(batch, { ...common, lossAggMode: o.lossMode });
+  const all = allLossModes(batch, common);
+  return {
+    batch,
+    mergeFailures: built.mergeFailures,
+    counters: built.counters,
+    tokenAdvantage: ew.advantages,
+    tokenWeight: ew.weights,
+    rowWeight: ew.rowSums,
+    rolloutWeight: perSourceRollout(ew.rolloutSums, n),
+    groupKeys: ew.groups.keys,
+    groupWeight: ew.groupSums,
+    modes: ALL_LOSS_MODES.map((m) => ({ name: m, rolloutWeight: perSourceRollout(all.modes[m].rolloutTotals, n) })),
+  };
 }

@@ -4,6 +4,7 @@
  */
 import type { TraceBatch } from '../../core/trace/types';
 import type { ComputeOptions, ComputeResult } from './pipeline';
+import type { RetokCallView } from './retokView';
 
 export type ImportSource =
   | { kind: 'url'; url: string; name: string }
@@ -11,7 +12,8 @@ export type ImportSource =
 
 export type ToWorker =
   | { type: 'import'; id: number; source: ImportSource }
-  | { type: 'compute'; id: number; options: ComputeOptions };
+  | { type: 'compute'; id: number; options: ComputeOptions }
+  | { type: 'retok'; id: number; rollout: number; call: number };
 
 export type Phase = 'read' | 'parse' | 'build';
 
@@ -27,7 +29,8 @@ export interface ImportSummary {
 export type FromWorker =
   | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
   | { type: 'imported'; id: number; summary: ImportSummary; trace: TraceBatch; tokenText: Map<number, string> }
-  | { type: 'computed'; id: number; result: ComputeResult }
+  | { type: 'computed'; id: number; result: ComputeResult; tokenText: Map<number, string> }
+  | { type: 'retok'; id: number; view: RetokCallView; tokenText: Map<number, string> }
   | { type: 'failed'; id: number; message: string };
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -49,6 +52,11 @@ export function checkToWorker(v: unknown): ToWorker {
     if (!isObj(v.options)) throw new Error('lab worker: compute.options is not an object');
     return v as ToWorker;
   }
+  if (v.type === 'retok') {
+    if (!Number.isInteger(v.rollout) || !Number.isInteger(v.call))
+      throw new Error('lab worker: retok needs integer rollout and call indices');
+    return v as ToWorker;
+  }
   throw new Error(`lab worker: unknown message type ${JSON.stringify(v.type)}`);
 }
 
@@ -64,7 +72,10 @@ export function checkFromWorker(v: unknown): FromWorker {
         return v as FromWorker;
       break;
     case 'computed':
-      if (isObj(v.result)) return v as FromWorker;
+      if (isObj(v.result) && v.tokenText instanceof Map) return v as FromWorker;
+      break;
+    case 'retok':
+      if (isObj(v.view) && v.tokenText instanceof Map) return v as FromWorker;
       break;
     case 'failed':
       if (typeof v.message === 'string') return v as FromWorker;

@@ -1,6 +1,7 @@
 import type { Rollout } from '../../core/trace/types';
 import type { BatchIndex } from '../lab/derive';
-import type { ComputeResult, MergeBreak } from '../lab/pipeline';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import type { ComputeResult } from '../lab/pipeline';
 import type { ColorScale } from '../tokens/colorScale';
 import { TokenChips } from '../tokens/TokenChips';
 import type { ColorBy } from '../tokens/quantities';
@@ -19,7 +20,7 @@ export function MergeView(props: {
   rolloutIndex: number;
   res: ComputeResult;
   index: BatchIndex;
-  breaks: MergeBreak[];
+  breaks: MergeFailure[];
   tokenText: Map<number, string>;
   colorBy: ColorBy;
   scale: ColorScale;
@@ -41,13 +42,22 @@ export function MergeView(props: {
       {breaks.length > 0 && (
         <ul className="breaks" data-testid="merge-breaks">
           {breaks.map((b) => (
-            <li key={`${b.call}-${b.reason}`}>
-              <button type="button" className="linkish" onClick={() => props.onSelectCall(b.call)}>
-                call {b.call + 1}
+            <li key={b.callIndex}>
+              <button type="button" className="linkish" onClick={() => props.onSelectCall(b.callIndex)}>
+                call {b.callIndex + 1}
               </button>{' '}
-              <span className="bad">{b.reason}</span>
-              {b.position >= 0 && <span className="muted"> at prompt token {b.position}</span>}
-              {b.detail && <span> — {b.detail}</span>}
+              did not extend call {b.prevCallIndex + 1}'s context: <span className="bad">{b.kind}</span>
+              <span className="muted">
+                {' '}
+                at prompt token {b.firstDiff} (context {b.contextLength} = prompt {b.prevPromptLength} + response{' '}
+                {b.contextLength - b.prevPromptLength}; new prompt {b.promptLength})
+              </span>
+              <div className="snippets">
+                <span className="muted">context</span>
+                <code>{b.contextSnippet}</code>
+                <span className="muted">prompt</span>
+                <code>{b.promptSnippet}</code>
+              </div>
             </li>
           ))}
         </ul>

@@ -1,6 +1,6 @@
 import type { Rollout } from '../../core/trace/types';
 import { VirtualList } from '../components/VirtualList';
-import type { MergeBreak } from '../lab/pipeline';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { fmt } from '../tokens/colorScale';
 
 export interface RolloutListProps {
@@ -9,7 +9,7 @@ export interface RolloutListProps {
   onSelect: (index: number) => void;
   /** per rollout: training rows it produced and merge breaks (absent until computed) */
   rows?: number[];
-  breaks?: MergeBreak[][];
+  breaks?: MergeFailure[][];
   /** per rollout total effective gradient weight under the selected loss mode */
   weight?: Float64Array;
   testPrefix: string;

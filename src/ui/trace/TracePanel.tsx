@@ -2,12 +2,13 @@ import { useEffect, useMemo } from 'react';
 import { isTypingTarget } from '../keyboard';
 import { indexBatch } from '../lab/derive';
 import { useLab } from '../lab/labStore';
-import type { MergeBreak } from '../lab/pipeline';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
 import { COLOR_BY, COLOR_BY_LABEL, type ColorBy, scaleFor } from '../tokens/quantities';
 import { CallView } from './CallView';
 import { MergeView } from './MergeView';
+import { RetokView } from './RetokView';
 import { RolloutList } from './RolloutList';
 
 const VIEW_LABEL: Record<TraceView, string> = { call: 'Call', retok: 'Retokenization', merge: 'Merge' };
@@ -30,8 +31,8 @@ export function useRolloutRows() {
   return useMemo(() => {
     if (!trace || !res) return null;
     const index = indexBatch(res.batch, trace.rollouts.length);
-    const breaks: MergeBreak[][] = trace.rollouts.map(() => []);
-    for (const b of res.breaks) breaks[b.rollout]?.push(b);
+    const breaks: MergeFailure[][] = trace.rollouts.map(() => []);
+    for (const f of res.mergeFailures) breaks[f.rolloutIndex]?.push(f);
     return { index, breaks, rows: index.rowsOfRollout.map((r) => r.length) };
   }, [trace, res]);
 }
@@ -180,7 +181,7 @@ export function TracePanel() {
               <p className="muted">Building training rows…</p>
             )
           ) : traceView === 'retok' ? (
-            <p className="muted">Retokenization report is not available in this build.</p>
+            <RetokView rollout={selected} call={callIndex} />
           ) : (
             <CallView
               rollout={rollout}
