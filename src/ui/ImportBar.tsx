@@ -69,9 +69,9 @@ export function ImportBar(props: {
       onDragLeave={() => setDragging(false)}
       onDrop={onDrop}
     >
-      <label className="field">
-        <span>Sample</span>
-        <select value={fromSample || !source ? props.sample : ''} onChange={(e) => props.onSample(e.target.value)}>
+      <span className="field">
+        <label htmlFor="sample">Sample</label>
+        <select id="sample" value={fromSample || !source ? props.sample : ''} onChange={(e) => props.onSample(e.target.value)}>
           {!fromSample && source && <option value="">— a file —</option>}
           {props.samples.map((s) => (
             <option key={s.name} value={s.name} title={s.description}>
@@ -79,17 +79,18 @@ export function ImportBar(props: {
             </option>
           ))}
         </select>
-      </label>
+      </span>
       {props.samplesError && <span className="bad">{props.samplesError}</span>}
-      <label className="field file">
-        <span>Trace file</span>
+      <span className="field file">
+        <label htmlFor="trace-file">Trace file</label>
         <input
+          id="trace-file"
           type="file"
           accept=".jsonl,.json,.ndjson,application/json,text/plain"
           data-testid="trace-file"
           onChange={(e) => openFile(e.target.files?.[0])}
         />
-      </label>
+      </span>
       <span className="muted drop-hint">or drop a JSONL / Agent Lightning events file here</span>
       <div className="import-status" aria-live="polite">
         {progress ? (

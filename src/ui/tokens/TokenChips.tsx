@@ -82,7 +82,7 @@ export function TokenChips(props: TokenChipsProps) {
       <span
         key={i}
         className={cls ? `tok ${cls}` : 'tok'}
-        style={{ background: scale.color(v) }}
+        style={{ background: scale.color(v), color: scale.ink(v) }}
         data-i={i}
         // biome-ignore lint/a11y/noNoninteractiveTabindex: focusing a token shows its tooltip (keyboard access)
         tabIndex={0}

@@ -14,6 +14,8 @@ export interface ColorScale {
   hi: number;
   /** CSS colour for a value; NaN (value absent) maps to a neutral hatch-free grey */
   color: (v: number) => string;
+  /** text colour that stays legible on `color(v)` */
+  ink: (v: number) => string;
   /** colours sampled along the domain for a legend gradient */
   stops: string[];
 }
@@ -37,15 +39,32 @@ const SEQUENTIAL: RGB[] = [
 export const ABSENT_COLOR = '#e4e5e9';
 export const MASK_COLORS = { trainable: '#c7e9c0', observation: '#eeeeee' } as const;
 
-function lerp(anchors: RGB[], t: number): string {
+function mix(anchors: RGB[], t: number): RGB {
   const x = Math.min(1, Math.max(0, t)) * (anchors.length - 1);
   const i = Math.min(anchors.length - 2, Math.floor(x));
   const f = x - i;
   const a = anchors[i];
   const b = anchors[i + 1];
   const c = (k: number) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return `rgb(${c(0)},${c(1)},${c(2)})`;
+  return [c(0), c(1), c(2)];
 }
+
+function lerp(anchors: RGB[], t: number): string {
+  const [r, g, b] = mix(anchors, t);
+  return `rgb(${r},${g},${b})`;
+}
+
+/** Dark or light text by the background's relative luminance (WCAG 2 formula, threshold near mid-grey). */
+function inkOn(anchors: RGB[], t: number): string {
+  const lin = (c: number) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  const [r, g, b] = mix(anchors, t);
+  const l = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  return l < 0.2 ? '#ffffff' : '#1d2230';
+}
+const DARK_INK = '#1d2230';
 
 /** Finite min and max of `values` at positions where `include` (when given) is non-zero. */
 export function finiteExtent(values: ArrayLike<number>, include?: ArrayLike<number>): [number, number] {
@@ -72,23 +91,32 @@ function makeStops(color: (v: number) => string, lo: number, hi: number): string
 /** Diverging scale on [−m, m] with m = max |v|; a domain of all zeros still gives a valid scale. */
 export function divergingScale(extent: [number, number]): ColorScale {
   const m = Math.max(Math.abs(extent[0]), Math.abs(extent[1])) || 1;
-  const color = (v: number) => (Number.isFinite(v) ? lerp(DIVERGING, (v + m) / (2 * m)) : ABSENT_COLOR);
-  return { kind: 'diverging', lo: -m, hi: m, color, stops: makeStops(color, -m, m) };
+  const t = (v: number) => (v + m) / (2 * m);
+  const color = (v: number) => (Number.isFinite(v) ? lerp(DIVERGING, t(v)) : ABSENT_COLOR);
+  const ink = (v: number) => (Number.isFinite(v) ? inkOn(DIVERGING, t(v)) : DARK_INK);
+  return { kind: 'diverging', lo: -m, hi: m, color, ink, stops: makeStops(color, -m, m) };
 }
 
 /** Sequential scale on [lo, hi]; `reverse` puts the strongest colour at the low end (e.g. log-prob). */
 export function sequentialScale(extent: [number, number], reverse = false): ColorScale {
   const [lo, hi] = extent[0] < extent[1] ? extent : [extent[0] - 1, extent[0]];
-  const t = (v: number) => (v - lo) / (hi - lo);
-  const color = (v: number) =>
-    Number.isFinite(v) ? lerp(SEQUENTIAL, reverse ? 1 - t(v) : t(v)) : ABSENT_COLOR;
-  return { kind: 'sequential', lo, hi, color, stops: makeStops(color, lo, hi) };
+  const t = (v: number) => (reverse ? 1 - (v - lo) / (hi - lo) : (v - lo) / (hi - lo));
+  const color = (v: number) => (Number.isFinite(v) ? lerp(SEQUENTIAL, t(v)) : ABSENT_COLOR);
+  const ink = (v: number) => (Number.isFinite(v) ? inkOn(SEQUENTIAL, t(v)) : DARK_INK);
+  return { kind: 'sequential', lo, hi, color, ink, stops: makeStops(color, lo, hi) };
 }
 
 export function maskScale(): ColorScale {
   const color = (v: number) =>
     Number.isFinite(v) ? (v > 0 ? MASK_COLORS.trainable : MASK_COLORS.observation) : ABSENT_COLOR;
-  return { kind: 'categorical', lo: 0, hi: 1, color, stops: [MASK_COLORS.observation, MASK_COLORS.trainable] };
+  return {
+    kind: 'categorical',
+    lo: 0,
+    hi: 1,
+    color,
+    ink: () => DARK_INK,
+    stops: [MASK_COLORS.observation, MASK_COLORS.trainable],
+  };
 }
 
 /** Short, aligned number formatting for tooltips, legends and tables. */

@@ -7,6 +7,11 @@ import { TokenChips } from '../tokens/TokenChips';
 import type { ColorBy } from '../tokens/quantities';
 import { batchTokenView } from './tokenView';
 
+/** Newlines shown as ↵ so a snippet stays a line or two. */
+function visible(s: string): string {
+  return s.replace(/\n/g, '↵');
+}
+
 function range(a: number, b: number): Int32Array {
   return Int32Array.from({ length: b - a }, (_, i) => a + i);
 }
@@ -54,9 +59,9 @@ export function MergeView(props: {
               </span>
               <div className="snippets">
                 <span className="muted">context</span>
-                <code>{b.contextSnippet}</code>
+                <code>{visible(b.contextSnippet)}</code>
                 <span className="muted">prompt</span>
-                <code>{b.promptSnippet}</code>
+                <code>{visible(b.promptSnippet)}</code>
               </div>
             </li>
           ))}

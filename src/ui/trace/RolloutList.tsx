@@ -39,7 +39,11 @@ export function RolloutList(props: RolloutListProps) {
         title={failure || undefined}
       >
         <span className="c-id">{r.rolloutId}</span>
-        <span className="c-num" data-testid={weight ? `rollout-weight-${r.rolloutId}` : undefined}>
+        <span
+          className="c-num"
+          data-testid={weight ? `rollout-weight-${r.rolloutId}` : undefined}
+          data-value={weight ? String(weight[i]) : undefined}
+        >
           {weight ? fmt(weight[i], 6) : ''}
         </span>
         <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>

@@ -41,9 +41,9 @@ export function ColorControl(props: { available: Set<ColorBy> }) {
   const colorBy = useView((s) => s.colorBy);
   const set = useView((s) => s.set);
   return (
-    <label className="field">
-      <span>Color tokens by</span>
-      <select value={colorBy} onChange={(e) => set({ colorBy: e.target.value as ColorBy })}>
+    <span className="field">
+      <label htmlFor="color-by">Color tokens by</label>
+      <select id="color-by" value={colorBy} onChange={(e) => set({ colorBy: e.target.value as ColorBy })}>
         {COLOR_BY.map((k) => (
           <option key={k} value={k} disabled={!props.available.has(k)}>
             {COLOR_BY_LABEL[k]}
@@ -51,7 +51,7 @@ export function ColorControl(props: { available: Set<ColorBy> }) {
           </option>
         ))}
       </select>
-    </label>
+    </span>
   );
 }
 

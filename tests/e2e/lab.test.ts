@@ -1,0 +1,223 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
+import { parseTraceText } from '../../src/core/trace/io';
+import type { Rollout } from '../../src/core/trace/types';
+import { launch, screenshot } from './browser';
+
+/** The first bundled sample: what the page opens with. */
+function firstSample(): { name: string; text: string } {
+  const index = JSON.parse(readFileSync(join('public', 'samples', 'index.json'), 'utf8'));
+  const s = index.samples[0];
+  return { name: s.name, text: readFileSync(join('public', 'samples', s.file), 'utf8') };
+}
+
+const sample = firstSample();
+const parsed = parseTraceText(sample.text);
+const rollouts: Rollout[] = parsed.rollouts;
+
+/**
+ * Core's per-rollout total weights on the sample, with the page's default options spelled out here: engine ids,
+ * trajectory level, 8192/8192 length limits, GRPO with std, rollout-level advantages.
+ */
+function expectedWeights(lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<string, number> {
+  const { batch } = buildTrainingBatch(rollouts, {
+    level: 'trajectory',
+    maxPromptLength: 8192,
+    maxResponseLength: 8192,
+    padTokenId: 0,
+    rewardFillnaValue: 0,
+    tokenSource: 'engine',
+  });
+  const ew = effectiveWeights(batch, { advEstimator: 'grpo', normAdvByStd: true, rolloutLevel: true, lossAggMode });
+  const out = new Map<string, number>();
+  rollouts.forEach((r, i) => out.set(r.rolloutId, ew.rolloutSums[i] ?? 0));
+  return out;
+}
+
+/** Reads every rollout's displayed weight: text (6 significant digits) and the exact value. */
+async function displayedWeights(page: Page): Promise<Map<string, { text: number; value: number }>> {
+  const cells = await page.locator('[data-testid^="rollout-weight-"]').evaluateAll((els) =>
+    els.map((e) => [e.getAttribute('data-testid'), e.textContent, e.getAttribute('data-value')]),
+  );
+  const out = new Map<string, { text: number; value: number }>();
+  for (const [id, text, value] of cells)
+    out.set(String(id).slice('rollout-weight-'.length), {
+      text: Number(String(text).replace('−', '-')),
+      value: Number(value),
+    });
+  return out;
+}
+
+function close(a: number, b: number, rel: number): boolean {
+  return Math.abs(a - b) <= rel * Math.max(Math.abs(a), Math.abs(b)) + 1e-12;
+}
+
+async function openPage(browser: Browser, url: string, errors: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.getByTestId('import-summary').waitFor({ timeout: 30_000 });
+  return page;
+}
+
+describe('trace stepper and advantage explorer in Chromium', () => {
+  let browser: Browser;
+  const baseUrl = inject('baseUrl');
+  const errors: string[] = [];
+  beforeAll(async () => {
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    expect(errors).toEqual([]);
+  });
+
+  it('opens the bundled sample at start-up and lists its rollouts', async () => {
+    const page = await openPage(browser, baseUrl, errors);
+    expect(await page.getByTestId('import-summary').textContent()).toContain(`${rollouts.length} rollouts`);
+    await expect.poll(() => page.locator('[data-testid^="rollout-row-"]').count()).toBeGreaterThan(0);
+    await page.getByTestId('call-tokens').locator('.tok').first().waitFor();
+    await screenshot(page, 'trace-call');
+    await page.close();
+  });
+
+  it('shows core’s per-rollout weights under every loss aggregation mode', async () => {
+    const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
+    const select = page.getByLabel('Loss aggregation', { exact: true });
+    const offered = await select.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    expect(offered).toEqual([...ALL_LOSS_MODES]);
+    for (const mode of ALL_LOSS_MODES) {
+      await select.selectOption(mode);
+      const want = expectedWeights(mode);
+      await expect
+        .poll(async () => {
+          const got = await displayedWeights(page);
+          const bad: string[] = [];
+          for (const [id, w] of want) {
+            const g = got.get(id);
+            if (!g || !close(g.value, w, 1e-9) || !close(g.text, w, 1e-5)) bad.push(`${id}: ${g?.value} vs ${w}`);
+          }
+          return bad;
+        }, { timeout: 10_000 })
+        .toEqual([]);
+      expect(page.url()).toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
+    }
+    // at least one rollout carries a non-zero weight, so the comparison above is not all zeros
+    const any = [...expectedWeights('token-mean').values()].some((w) => w !== 0);
+    expect(any).toBe(true);
+    await screenshot(page, 'advantages');
+    await page.close();
+  });
+
+  it('steps through rollouts and calls with the keyboard and shows every quantity of a token', async () => {
+    const page = await openPage(browser, baseUrl, errors);
+    // start on the first rollout with more than one call
+    const multi = rollouts.findIndex((r) => r.calls.length > 1);
+    expect(multi).toBeGreaterThanOrEqual(0);
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    for (let i = 0; i < multi; i++) await page.keyboard.press('j');
+    const r = rollouts[multi];
+    await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
+    expect(await page.getByTestId('call-position').textContent()).toBe(`call 1 / ${r.calls.length}`);
+    await page.keyboard.press('ArrowRight');
+    await expect.poll(() => page.getByTestId('call-position').textContent()).toBe(`call 2 / ${r.calls.length}`);
+    expect(page.url()).toContain(`r=${encodeURIComponent(r.rolloutId)}`);
+    expect(page.url()).toContain('c=1');
+    await page.keyboard.press('ArrowLeft');
+    await expect.poll(() => page.getByTestId('call-position').textContent()).toBe(`call 1 / ${r.calls.length}`);
+    await page.keyboard.press('k');
+    if (multi > 0)
+      await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(rollouts[multi - 1].rolloutId);
+    await page.keyboard.press('j');
+    await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
+
+    // hovering a chip shows its id, text and every quantity; focusing one does too
+    const chip = page.getByTestId('call-tokens').locator('.tok').first();
+    await chip.hover();
+    const tip = page.getByTestId('token-tooltip');
+    await tip.waitFor();
+    const ids = r.calls[0].responseTokenIds;
+    expect(ids).toBeDefined();
+    const tipText = await tip.textContent();
+    for (const q of ['effective weight', 'advantage', 'log-prob (engine)', 'loss mask']) expect(tipText).toContain(q);
+    expect(tipText).toMatch(/id \d+/);
+    await screenshot(page, 'trace-tooltip');
+    await page.mouse.move(2, 2);
+    await expect.poll(() => tip.count()).toBe(0);
+    await chip.focus();
+    await expect.poll(() => tip.count()).toBe(1);
+
+    // the merge and retokenization views of the same rollout
+    await page.getByText('Merge', { exact: true }).click();
+    await page.getByTestId('merge-view').waitFor();
+    expect(await page.getByTestId('merge-row').count()).toBeGreaterThan(0);
+    await screenshot(page, 'trace-merge');
+    await page.getByText('Retokenization', { exact: true }).click();
+    await page.getByTestId('retok-view').waitFor({ timeout: 20_000 });
+    await screenshot(page, 'trace-retok');
+    await page.close();
+  });
+
+  it('reproduces the whole view from a copied URL', async () => {
+    const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
+    await page.getByLabel('Advantage estimator', { exact: true }).selectOption('rloo');
+    await page.getByLabel('Rollout-level advantage', { exact: true }).uncheck();
+    await page.getByLabel('Loss aggregation', { exact: true }).selectOption('seq-mean-token-mean');
+    await page.getByLabel('Aggregation level', { exact: true }).selectOption('transition');
+    await page.getByLabel('Clip ratio high', { exact: true }).fill('0.28');
+    const target = rollouts[rollouts.length - 1];
+    await page.getByTestId(`adv-rollout-${target.rolloutId}`).click();
+    await page.getByRole('tab', { name: 'Trace' }).click();
+    await page.getByLabel('Color tokens by', { exact: true }).selectOption('advantage');
+    if (target.calls.length > 1) await page.getByRole('button', { name: 'Next call' }).click();
+    const wantCall = target.calls.length > 1 ? 2 : 1;
+    await expect.poll(() => page.url()).toContain('color=advantage');
+    const copied = page.url();
+    const weightsBefore = await displayedWeights(page);
+
+    const second = await openPage(browser, copied, errors);
+    await expect.poll(() => second.getByTestId('rollout-title').textContent()).toContain(target.rolloutId);
+    expect(await second.getByTestId('call-position').textContent()).toBe(`call ${wantCall} / ${target.calls.length}`);
+    expect(await second.getByLabel('Color tokens by', { exact: true }).inputValue()).toBe('advantage');
+    await expect.poll(async () => [...(await displayedWeights(second)).values()].map((w) => w.value)).toEqual(
+      [...weightsBefore.values()].map((w) => w.value),
+    );
+    await second.getByRole('tab', { name: 'Advantages' }).click();
+    expect(await second.getByLabel('Advantage estimator', { exact: true }).inputValue()).toBe('rloo');
+    expect(await second.getByLabel('Rollout-level advantage', { exact: true }).isChecked()).toBe(false);
+    expect(await second.getByLabel('Normalize by std', { exact: true }).isChecked()).toBe(true);
+    expect(await second.getByLabel('Loss aggregation', { exact: true }).inputValue()).toBe('seq-mean-token-mean');
+    expect(await second.getByLabel('Aggregation level', { exact: true }).inputValue()).toBe('transition');
+    expect(await second.getByLabel('Token source', { exact: true }).inputValue()).toBe('engine');
+    expect(await second.getByLabel('Clip ratio high', { exact: true }).inputValue()).toBe('0.28');
+    await page.close();
+    await second.close();
+  });
+
+  it('imports a malformed file: keeps the valid lines and reports each bad one', async () => {
+    const page = await openPage(browser, baseUrl, errors);
+    const lines = sample.text.split('\n').filter((l) => l.trim());
+    const good = JSON.parse(lines[0]);
+    const lp = { ...good, rollout_id: 'bad-logprobs' };
+    lp.calls = [{ ...good.calls[0], response_log_probs: good.calls[0].response_token_ids.slice(1).map(() => -0.5) }];
+    const text = [lines[0], '{"rollout_id": "broken", ', JSON.stringify(lp), lines[1] ?? lines[0], 'not json at all'].join('\n');
+    await page.getByTestId('trace-file').setInputFiles({
+      name: 'malformed.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(text),
+    });
+    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('malformed.jsonl');
+    expect(await page.getByTestId('import-summary').textContent()).toContain(`${lines[1] ? 2 : 2} rollouts`);
+    const issues = await page.getByTestId('import-issue').allTextContents();
+    expect(issues).toHaveLength(3);
+    expect(issues[0]).toMatch(/^line 2\b.*JSON/);
+    expect(issues[1]).toMatch(/^line 3\b.*response_log_probs/);
+    expect(issues[2]).toMatch(/^line 5\b.*JSON/);
+    await screenshot(page, 'import-errors');
+    await page.close();
+  });
+});
