@@ -123,7 +123,7 @@ export function maskScale(): ColorScale {
 export function fmt(v: number, digits = 4): string {
   if (Number.isNaN(v)) return '—';
   if (!Number.isFinite(v)) return v > 0 ? '+∞' : '−∞';
-  if (v === 0) return '0';
+  if (Number.isInteger(v) && Math.abs(v) < 1e6) return String(v).replace('-', '−');
   const a = Math.abs(v);
   if (a >= 1e4 || a < 1e-3) return v.toExponential(digits - 1).replace('-', '−');
   return v.toPrecision(digits).replace(/^-/, '−');
