@@ -14,6 +14,7 @@ export interface Command {
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
 const commands: Record<string, () => Promise<Command>> = {
   golden: async () => (await import('./commands/golden')).command,
+  convert: async () => (await import('./commands/convert')).command,
 };
 
 function help(): string {

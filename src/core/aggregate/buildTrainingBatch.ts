@@ -201,22 +201,41 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const maxP = opts.maxPromptLength;
   const maxR = opts.maxResponseLength;
 
-  const respIds = new Growable(Int32Array);
-  const mask = new Growable(Uint8Array);
-  const logProbs = new Growable(Float32Array);
-  const tokenCall = new Growable(Int32Array);
-  const promptIds = new Growable(Int32Array);
-  const offsets = new Growable(Int32Array, 256);
-  const promptOffsets = new Growable(Int32Array, 256);
+  // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates.
+  const order = sortedOrder(rollouts);
+  const selected = order.map((ri) => selectCalls(rollouts[ri], opts));
+  let respBound = 0;
+  let promptBound = 0;
+  let rowBound = 0;
+  for (const calls of selected) {
+    for (let k = 0; k < calls.length; k++) {
+      const c = calls[k];
+      respBound += c.r.length;
+      if (level === 'transition' || k === 0) {
+        promptBound += Math.min(c.p.length, maxP);
+        rowBound++;
+      } else {
+        const prev = calls[k - 1];
+        respBound += Math.max(0, c.p.length - prev.p.length - prev.r.length);
+      }
+    }
+  }
+  const respIds = new Growable(Int32Array, Math.max(respBound, 16));
+  const mask = new Growable(Uint8Array, Math.max(respBound, 16));
+  const logProbs = new Growable(Float32Array, Math.max(respBound, 16));
+  const tokenCall = new Growable(Int32Array, Math.max(respBound, 16));
+  const promptIds = new Growable(Int32Array, Math.max(promptBound, 16));
+  const offsets = new Growable(Int32Array, rowBound + 1);
+  const promptOffsets = new Growable(Int32Array, rowBound + 1);
   offsets.push(0);
   promptOffsets.push(0);
-  const rowRollout = new Growable(Int32Array, 256);
-  const turnIndex = new Growable(Int32Array, 256);
-  const firstCall = new Growable(Int32Array, 256);
-  const nCalls = new Growable(Int32Array, 256);
-  const isDrop = new Growable(Uint8Array, 256);
-  const rowReward = new Growable(Float32Array, 256);
-  const rowHasLp = new Growable(Uint8Array, 256);
+  const rowRollout = new Growable(Int32Array, Math.max(rowBound, 1));
+  const turnIndex = new Growable(Int32Array, Math.max(rowBound, 1));
+  const firstCall = new Growable(Int32Array, Math.max(rowBound, 1));
+  const nCalls = new Growable(Int32Array, Math.max(rowBound, 1));
+  const isDrop = new Growable(Uint8Array, Math.max(rowBound, 1));
+  const rowReward = new Growable(Float32Array, Math.max(rowBound, 1));
+  const rowHasLp = new Growable(Uint8Array, Math.max(rowBound, 1));
   const rolloutIds: string[] = [];
   const dataIds: string[] = [];
   const mergeFailures: MergeFailure[] = [];
@@ -288,15 +307,15 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     tokenCall.fill(c.idx, c.r.length);
   };
 
-  const order = sortedOrder(rollouts);
-  for (const ri of order) {
+  for (let oi = 0; oi < order.length; oi++) {
+    const ri = order[oi];
     const rollout = rollouts[ri];
     const fr = rollout.finalReward;
     const reward = fr ?? opts.rewardFillnaValue;
     rewardSum += reward;
     if (fr !== null && fr !== undefined) nWithReward++;
     const bfReward = toBf16(reward);
-    const calls = selectCalls(rollout, opts);
+    const calls = selected[oi];
     if (calls.length === 0) continue;
     nWithTrace++;
 

@@ -41,8 +41,13 @@ export class Growable<T extends TypedArray> {
     this.length += n;
   }
 
-  /** A right-sized copy of the contents. */
+  /**
+   * The contents as a right-sized array: the buffer itself when it is full, a view when it is nearly full
+   * (pre-sized buffers: no copy), else a copy (so a large spare capacity is not kept alive).
+   */
   toArray(): T {
+    if (this.length === this.data.length) return this.data;
+    if (this.length >= this.data.length * 0.9) return this.data.subarray(0, this.length) as T;
     return this.data.slice(0, this.length) as T;
   }
 }

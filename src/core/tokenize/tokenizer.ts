@@ -57,6 +57,8 @@ export class ChatTokenizer {
   }
 
   decode(ids: ArrayLike<number>, opts: { skipSpecialTokens?: boolean } = {}): string {
+    // The underlying decoder rejects an empty list; the empty sequence is the empty string.
+    if (ids.length === 0) return '';
     return this.tok.decode(Array.from(ids), { skip_special_tokens: opts.skipSpecialTokens ?? false });
   }
 

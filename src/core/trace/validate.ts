@@ -34,6 +34,7 @@ export type Json = null | boolean | number | string | Json[] | { [k: string]: Js
 export type JsonObject = { [k: string]: Json };
 
 export function describe(v: unknown): string {
+  if (v === undefined) return 'nothing (missing)';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'string') return `a string ("${v.length > 24 ? v.slice(0, 24) + '…' : v}")`;

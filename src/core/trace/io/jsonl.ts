@@ -120,32 +120,59 @@ export function forEachLine(
   onProgress?.(total, total);
 }
 
+/**
+ * Incremental JSONL reader: `push` text chunks as they arrive (a file read in slices, a fetch stream), then
+ * `finish`. Lines may span chunks. A bad line is reported (line number, field, reason) and skipped.
+ */
+export class JsonlTraceReader {
+  private readonly rollouts: Rollout[] = [];
+  private readonly issues: TraceIssue[] = [];
+  private readonly counters: ImportCounters = {};
+  private pending = '';
+  private lineNo = 0;
+
+  /** Reads one line (1-based `lineNo` for messages). Blank lines are ignored. */
+  line(text: string, lineNo: number): void {
+    const line = text.trim();
+    if (!line) return;
+    const where = `line ${lineNo}`;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch (e) {
+      this.issues.push({ where, message: `is not valid JSON (${(e as Error).message})`, severity: 'error' });
+      return;
+    }
+    try {
+      this.rollouts.push(readTraceRecord(v, this.counters));
+    } catch (e) {
+      this.issues.push(issueFrom(e, where));
+    }
+  }
+
+  push(chunk: string): void {
+    const text = this.pending + chunk;
+    let start = 0;
+    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
+      this.line(text.slice(start, end), ++this.lineNo);
+      start = end + 1;
+    }
+    this.pending = text.slice(start);
+  }
+
+  finish(): TraceBatch {
+    if (this.pending) this.line(this.pending, ++this.lineNo);
+    this.pending = '';
+    this.counters.records_skipped = this.issues.filter((i) => i.severity !== 'warning').length;
+    return { rollouts: this.rollouts, issues: this.issues, counters: this.counters };
+  }
+}
+
 /** Parses a whole JSONL trace. A bad line is reported (line number, field, reason) and skipped. */
 export function parseJsonlTrace(text: string, opts: ParseOptions = {}): TraceBatch {
-  const rollouts: Rollout[] = [];
-  const issues: TraceIssue[] = [];
-  const counters: ImportCounters = {};
-  forEachLine(
-    text,
-    (line, lineNo) => {
-      const where = `line ${lineNo}`;
-      let v: unknown;
-      try {
-        v = JSON.parse(line);
-      } catch (e) {
-        issues.push({ where, message: `is not valid JSON (${(e as Error).message})`, severity: 'error' });
-        return;
-      }
-      try {
-        rollouts.push(readTraceRecord(v, counters));
-      } catch (e) {
-        issues.push(issueFrom(e, where));
-      }
-    },
-    opts.onProgress,
-  );
-  counters.records_skipped = issues.filter((i) => i.severity !== 'warning').length;
-  return { rollouts, issues, counters };
+  const reader = new JsonlTraceReader();
+  forEachLine(text, (line, lineNo) => reader.line(line, lineNo), opts.onProgress);
+  return reader.finish();
 }
 
 function idsToJson(a: Int32Array | undefined): number[] | undefined {

