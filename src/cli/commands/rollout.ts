@@ -1,0 +1,145 @@
+/**
+ * `lab rollout`: runs harness rollouts in worker_threads against the in-process LLM proxy and writes the
+ * recorded traces as JSONL (one rollout per line).
+ */
+import { writeFileSync } from 'node:fs';
+import { type ChatEngine, RandomEngine, RemoteEngine, ScriptedEngine } from '../../harness/engines';
+import { BEHAVIOURS, type Behaviour, isBehaviour, type Split } from '../../harness/harness';
+import { serveChannel } from '../../harness/http';
+import { WorkerPool } from '../../harness/pool';
+import { LlmProxy } from '../../harness/proxy';
+import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
+import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
+import { rolloutsToJsonl } from '../../harness/traceJsonl';
+import { parseArgs, UsageError } from '../args';
+import type { Command } from '../lab';
+import { loadTokenizer, spawnNodeHarnessWorker } from '../nodeWorkers';
+
+const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|URL --out FILE
+    [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME]... [--seed S=0] [--workers W=4]
+    [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
+    [--timeout-ms MS=60000]
+  --n is the number of tasks; each runs --group-size times (n × K rollouts).
+  --engine URL forwards to an OpenAI-compatible server (API key from OPENAI_API_KEY).
+  behaviours: ${BEHAVIOURS.join(', ')}`;
+
+function posInt(v: unknown, flag: string, dflt: number, min = 1): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
+    throw new UsageError(`--${flag} must be an integer ≥ ${min}, got ${v}`);
+  return v;
+}
+
+export const command: Command = {
+  summary: 'run harness rollouts in worker threads against the in-process proxy; write traces as JSONL',
+  usage,
+  async run(argv) {
+    const { positionals, flags } = parseArgs(argv, {
+      harness: { type: 'string' },
+      engine: { type: 'string' },
+      out: { type: 'string' },
+      n: { type: 'number' },
+      'group-size': { type: 'number' },
+      split: { type: 'string' },
+      behaviour: { type: 'string', multiple: true },
+      seed: { type: 'number' },
+      workers: { type: 'number' },
+      tokenizer: { type: 'string' },
+      model: { type: 'string' },
+      'max-turns': { type: 'number' },
+      'max-tokens': { type: 'number' },
+      'max-context': { type: 'number' },
+      'timeout-ms': { type: 'number' },
+    });
+    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+    const harness = flags.harness as string | undefined;
+    if (!harness) throw new UsageError('--harness is required');
+    if (!isHarnessName(harness))
+      throw new UsageError(`--harness must be one of ${Object.keys(HARNESSES).join(', ')}, got '${harness}'`);
+    const engineSpec = flags.engine as string | undefined;
+    if (!engineSpec) throw new UsageError('--engine is required');
+    if (engineSpec !== 'scripted' && engineSpec !== 'random' && !/^https?:\/\//.test(engineSpec))
+      throw new UsageError(`--engine must be scripted, random or an http(s) URL, got '${engineSpec}'`);
+    const out = flags.out as string | undefined;
+    if (!out) throw new UsageError('--out is required');
+    const split = (flags.split as string | undefined) ?? 'train';
+    if (split !== 'train' && split !== 'val')
+      throw new UsageError(`--split must be train or val, got '${split}'`);
+    const behaviours = ((flags.behaviour as string[] | undefined) ?? []).map((b) => {
+      if (!isBehaviour(b))
+        throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
+      return b as Behaviour;
+    });
+    const seed = flags.seed === undefined ? 0 : (flags.seed as number);
+    if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got ${seed}`);
+    const spec: RunSpec = {
+      harness,
+      split: split as Split,
+      n: posInt(flags.n, 'n', 8),
+      groupSize: posInt(flags['group-size'], 'group-size', 1),
+      seed,
+      behaviours: [...new Set(behaviours)],
+      maxTurns: flags['max-turns'] === undefined ? undefined : posInt(flags['max-turns'], 'max-turns', 1),
+    };
+    const workers = posInt(flags.workers, 'workers', 4);
+    const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000);
+    let tokenizer: ReturnType<typeof loadTokenizer>;
+    try {
+      tokenizer = loadTokenizer((flags.tokenizer as string | undefined) ?? 'qwen3');
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    const plan = planRollouts(spec);
+    const taskOf = new Map(plan.map((p) => [p.job.rolloutId, p.task]));
+    const h = getHarness(harness);
+    let engine: ChatEngine;
+    if (engineSpec === 'scripted')
+      engine = new ScriptedEngine(
+        tokenizer,
+        (call) => {
+          const task = taskOf.get(call.rolloutId);
+          if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
+          return h.expert(task, call.messages, call.tools);
+        },
+        seed,
+      );
+    else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+    else
+      engine = new RemoteEngine(
+        engineSpec,
+        (flags.model as string | undefined) ?? 'default',
+        process.env.OPENAI_API_KEY ?? '',
+      );
+    const proxy = new LlmProxy({
+      engine,
+      tokenizer: engineSpec.startsWith('http') ? null : tokenizer,
+      maxResponseTokens: posInt(flags['max-tokens'], 'max-tokens', 1024),
+      maxContextTokens: posInt(flags['max-context'], 'max-context', 32768),
+    });
+    const pool = new WorkerPool({
+      size: workers,
+      spawn: () => spawnNodeHarnessWorker(),
+      connect: (port) => serveChannel(port, proxy.handle),
+      timeoutMs,
+    });
+    const t0 = performance.now();
+    let rollouts: Awaited<ReturnType<typeof runRollouts>>;
+    try {
+      rollouts = await runRollouts(spec, plan, proxy, pool);
+    } finally {
+      pool.close();
+    }
+    const secs = (performance.now() - t0) / 1000;
+    writeFileSync(out, rolloutsToJsonl(rollouts));
+    const failed = rollouts.filter((r) => r.state === 'failed');
+    const rewards = rollouts.map((r) => r.finalReward ?? 0);
+    const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+    const calls = rollouts.reduce((a, r) => a + r.calls.length, 0);
+    console.log(
+      `rollout: ${rollouts.length} rollouts (${failed.length} failed), ${calls} calls, mean reward ${mean.toFixed(3)}, ` +
+        `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s → ${out}`,
+    );
+    for (const f of failed.slice(0, 5)) console.log(`  failed ${f.rolloutId}: ${f.error}`);
+    return 0;
+  },
+};

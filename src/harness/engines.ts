@@ -1,0 +1,210 @@
+/**
+ * Engines behind the proxy. One small interface so a scripted expert, a seeded random-token sampler, a remote
+ * OpenAI-compatible server and (later) the WebGPU policy are interchangeable: rendered prompt ids + messages +
+ * sampling limits in; response text, token ids, per-token log-probs and a finish reason out.
+ */
+import { mulberry32 } from '../core/random';
+import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { ChatMessage, ToolCall, ToolDefinition } from '../core/trace/types';
+import { fetchTransport, type Transport } from './http';
+import type { ChatCompletionResponse } from './openai';
+
+export interface EngineCall {
+  rolloutId: string;
+  callIndex: number;
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  /** the chat template rendered with the generation prompt and encoded; null when the proxy has no tokenizer */
+  promptIds: Int32Array | null;
+  maxTokens: number;
+  temperature?: number;
+  seed?: number;
+}
+
+export interface EngineOutput {
+  /** the generated text without the end-of-turn token */
+  text: string;
+  tokenIds: Int32Array;
+  logProbs: Float32Array;
+  finishReason: 'stop' | 'length';
+  /** the engine's own prompt ids, when it rendered the prompt itself (remote servers) */
+  promptIds?: Int32Array;
+  /** tool calls the engine already parsed (a remote server with a tool parser) */
+  toolCalls?: ToolCall[];
+  content?: string | null;
+}
+
+export interface ChatEngine {
+  readonly kind: string;
+  readonly model: string;
+  generate(call: EngineCall): Promise<EngineOutput>;
+}
+
+/** The id that ends an assistant turn: `<|im_end|>` for ChatML templates (Qwen), else the common alternatives. */
+export function endOfTurnId(tok: ChatTokenizer): number {
+  for (const t of ['<|im_end|>', '<|eot_id|>', '<|end|>', '</s>', '<|endoftext|>']) {
+    const id = tok.addedTokens.get(t);
+    if (id !== undefined) return id;
+  }
+  throw new Error(`tokenizer '${tok.name}' has no known end-of-turn token`);
+}
+
+/** Hash of a string to 32 bits (FNV-1a), to derive per-call seeds that do not depend on scheduling order. */
+export function hash32(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * Plays a script (the harness's expert) through the run's tokenizer: the ids are exactly what the tokenizer
+ * makes of the expert's text, ending with the end-of-turn id. A script has no distribution, so the log-probs are
+ * drawn from a seeded generator in [-1.5, 0) (a confident policy) — finite, one per id, reproducible.
+ */
+export class ScriptedEngine implements ChatEngine {
+  readonly kind = 'scripted';
+  readonly model: string;
+  private readonly eot: number;
+  constructor(
+    private readonly tok: ChatTokenizer,
+    private readonly script: (call: EngineCall) => string,
+    private readonly seed = 0,
+  ) {
+    this.model = `scripted/${tok.name}`;
+    this.eot = endOfTurnId(tok);
+  }
+
+  async generate(call: EngineCall): Promise<EngineOutput> {
+    const text = this.script(call);
+    let ids = this.tok.encode(text);
+    let finishReason: 'stop' | 'length' = 'stop';
+    let outText = text;
+    if (ids.length >= call.maxTokens) {
+      ids = ids.slice(0, call.maxTokens);
+      outText = this.tok.decode(ids);
+      finishReason = 'length';
+    } else {
+      const withEot = new Int32Array(ids.length + 1);
+      withEot.set(ids);
+      withEot[ids.length] = this.eot;
+      ids = withEot;
+    }
+    const rand = mulberry32(hash32(`${this.seed}:${call.rolloutId}:${call.callIndex}`));
+    const logProbs = new Float32Array(ids.length);
+    for (let i = 0; i < ids.length; i++) logProbs[i] = Math.log(0.22 + 0.78 * (1 - rand()));
+    return { text: outText, tokenIds: ids, logProbs, finishReason };
+  }
+}
+
+/**
+ * Samples ids uniformly from the tokenizer's base vocabulary (no added tokens), ending the turn with the
+ * end-of-turn id with probability `stopProb` per step. Log-probs are the exact log-probabilities of that
+ * distribution. Seeded per (run seed, rollout, call), so results do not depend on worker scheduling.
+ */
+export class RandomEngine implements ChatEngine {
+  readonly kind = 'random';
+  readonly model: string;
+  private readonly eot: number;
+  private readonly baseVocab: number;
+  constructor(
+    private readonly tok: ChatTokenizer,
+    private readonly seed = 0,
+    private readonly stopProb = 1 / 40,
+  ) {
+    this.model = `random/${tok.name}`;
+    this.eot = endOfTurnId(tok);
+    let minAdded = tok.vocabSize;
+    for (const id of tok.addedTokens.values()) if (id < minAdded) minAdded = id;
+    this.baseVocab = minAdded;
+  }
+
+  async generate(call: EngineCall): Promise<EngineOutput> {
+    const rand = mulberry32(hash32(`${this.seed}:${call.rolloutId}:${call.callIndex}`));
+    const ids: number[] = [];
+    const lps: number[] = [];
+    const lpToken = Math.log((1 - this.stopProb) / this.baseVocab);
+    const lpStop = Math.log(this.stopProb);
+    let finishReason: 'stop' | 'length' = 'length';
+    while (ids.length < call.maxTokens) {
+      if (rand() < this.stopProb) {
+        ids.push(this.eot);
+        lps.push(lpStop);
+        finishReason = 'stop';
+        break;
+      }
+      ids.push(Math.floor(rand() * this.baseVocab));
+      lps.push(lpToken);
+    }
+    const textIds = finishReason === 'stop' ? ids.slice(0, -1) : ids;
+    return {
+      text: this.tok.decode(textIds),
+      tokenIds: Int32Array.from(ids),
+      logProbs: Float32Array.from(lps),
+      finishReason,
+    };
+  }
+}
+
+/**
+ * Forwards each call to an OpenAI-compatible server (vLLM, SGLang, another proxy) asking for token ids and
+ * log-probs (`return_token_ids`, `logprobs`), and takes ids, log-probs and the prompt ids from its answer.
+ */
+export class RemoteEngine implements ChatEngine {
+  readonly kind = 'remote';
+  private readonly transport: Transport;
+  private readonly path: string;
+  constructor(
+    baseUrl: string,
+    readonly model: string,
+    private readonly apiKey = '',
+    transport?: Transport,
+  ) {
+    const url = new URL(baseUrl.replace(/\/+$/, ''));
+    this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+    this.transport = transport ?? fetchTransport(url.origin);
+  }
+
+  async generate(call: EngineCall): Promise<EngineOutput> {
+    const headers: Record<string, string> = {};
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    const res = await this.transport({
+      method: 'POST',
+      path: this.path,
+      headers,
+      body: {
+        model: this.model,
+        messages: call.messages,
+        tools: call.tools,
+        max_tokens: call.maxTokens,
+        temperature: call.temperature,
+        seed: call.seed,
+        logprobs: true,
+        return_token_ids: true,
+      },
+    });
+    if (res.status !== 200) {
+      const msg = (res.body as { error?: { message?: string } })?.error?.message ?? JSON.stringify(res.body);
+      throw new Error(`remote engine answered ${res.status}: ${msg}`);
+    }
+    const body = res.body as ChatCompletionResponse;
+    const choice = body?.choices?.[0];
+    if (!choice) throw new Error('remote engine answer has no choices[0]');
+    const ids = choice.token_ids ?? [];
+    const lps =
+      choice.logprobs?.content?.map((c) => (typeof c.logprob === 'number' ? c.logprob : Number.NaN)) ?? [];
+    const content = choice.message?.content ?? null;
+    return {
+      text: content ?? '',
+      content,
+      toolCalls: choice.message?.tool_calls,
+      tokenIds: Int32Array.from(ids),
+      logProbs:
+        lps.length === ids.length ? Float32Array.from(lps) : new Float32Array(ids.length).fill(Number.NaN),
+      finishReason: choice.finish_reason === 'length' ? 'length' : 'stop',
+      promptIds: body.prompt_token_ids ? Int32Array.from(body.prompt_token_ids) : undefined,
+    };
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * Instruction following: one turn, verifiable constraints in the style of IFEval (word counts, casing,
+ * required and banned words, format). Reward: 0 unless the response mentions the topic (so random text cannot
+ * collect the constraints it satisfies by accident, like "avoid the word X"); otherwise the fraction of
+ * constraints met (partial credit).
+ */
+import { mulberry32 } from '../core/random';
+import type { ChatMessage } from '../core/trace/types';
+import type { ChatClient } from './client';
+import { hash32 } from './engines';
+import {
+  answerText,
+  Conversation,
+  type Harness,
+  type HarnessOptions,
+  type HarnessOutcome,
+  type Split,
+  type TaskBase,
+} from './harness';
+
+export type Constraint =
+  | { kind: 'min-words'; n: number }
+  | { kind: 'max-words'; n: number }
+  | { kind: 'lowercase' }
+  | { kind: 'uppercase' }
+  | { kind: 'include'; word: string }
+  | { kind: 'ban'; word: string }
+  | { kind: 'bullets'; n: number }
+  | { kind: 'ends-with'; phrase: string }
+  | { kind: 'title' };
+
+export interface InstructionTask extends TaskBase {
+  topic: string;
+  constraints: Constraint[];
+  prompt: string;
+}
+
+const TOPICS = [
+  'ocean',
+  'autumn',
+  'bicycles',
+  'coffee',
+  'libraries',
+  'volcanoes',
+  'trains',
+  'gardens',
+  'bridges',
+  'honey',
+  'lighthouses',
+  'chess',
+  'glaciers',
+  'markets',
+  'kites',
+  'owls',
+];
+const FILLER = [
+  'the',
+  'quiet',
+  'bright',
+  'morning',
+  'people',
+  'often',
+  'find',
+  'simple',
+  'joy',
+  'in',
+  'small',
+  'things',
+  'every',
+  'day',
+  'brings',
+  'new',
+  'stories',
+  'worth',
+  'sharing',
+  'with',
+  'friends',
+  'and',
+  'neighbors',
+  'who',
+  'care',
+  'about',
+  'places',
+  'near',
+  'home',
+  'light',
+  'water',
+  'stone',
+  'wind',
+  'history',
+  'careful',
+  'patient',
+  'warm',
+  'open',
+  'long',
+  'road',
+];
+const EXTRA = [
+  'harmony',
+  'journey',
+  'rhythm',
+  'silver',
+  'ancient',
+  'gentle',
+  'curious',
+  'festival',
+  'horizon',
+  'lantern',
+];
+const ENDINGS = ['Thank you for reading.', 'That is all for now.', 'Any other questions?', 'The end.'];
+
+export function countWords(text: string): number {
+  return text.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
+}
+
+function hasWord(text: string, word: string): boolean {
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${word}([^\\p{L}\\p{N}]|$)`, 'iu').test(text);
+}
+
+export function checkConstraint(c: Constraint, text: string): boolean {
+  const t = text.trim();
+  switch (c.kind) {
+    case 'min-words':
+      return countWords(t) >= c.n;
+    case 'max-words':
+      return countWords(t) <= c.n;
+    case 'lowercase':
+      return t === t.toLowerCase() && /\p{L}/u.test(t);
+    case 'uppercase':
+      return t === t.toUpperCase() && /\p{L}/u.test(t);
+    case 'include':
+      return hasWord(t, c.word);
+    case 'ban':
+      return !hasWord(t, c.word);
+    case 'bullets':
+      return t.split('\n').filter((l) => /^\s*[-*] \S/.test(l)).length === c.n;
+    case 'ends-with':
+      return t.endsWith(c.phrase);
+    case 'title':
+      return /^<<[^<>\n]+>>/.test(t);
+  }
+}
+
+export function describe(c: Constraint): string {
+  switch (c.kind) {
+    case 'min-words':
+      return `Use at least ${c.n} words.`;
+    case 'max-words':
+      return `Use at most ${c.n} words.`;
+    case 'lowercase':
+      return 'Write everything in lowercase letters.';
+    case 'uppercase':
+      return 'Write everything in capital letters.';
+    case 'include':
+      return `Include the word "${c.word}".`;
+    case 'ban':
+      return `Do not use the word "${c.word}".`;
+    case 'bullets':
+      return `Format the answer as exactly ${c.n} bullet points starting with "- ".`;
+    case 'ends-with':
+      return `End your response with the exact phrase "${c.phrase}"`;
+    case 'title':
+      return 'Start with a title wrapped in double angle brackets, like <<my title>>.';
+  }
+}
+
+export function scoreInstruction(task: InstructionTask, text: string): number {
+  if (!hasWord(text, task.topic)) return 0;
+  return task.constraints.filter((c) => checkConstraint(c, text)).length / task.constraints.length;
+}
+
+function pick<T>(rand: () => number, xs: readonly T[]): T {
+  return xs[Math.floor(rand() * xs.length)];
+}
+
+function makeTask(split: Split, seed: number, i: number): InstructionTask {
+  const rand = mulberry32(hash32(`instruction:${split}:${seed}:${i}`));
+  // Splits use disjoint topics, so validation measures transfer rather than memorised prompts.
+  const topics = TOPICS.filter((_, j) => (j % 4 === 0) === (split === 'val'));
+  const topic = pick(rand, topics);
+  const cs: Constraint[] = [];
+  const lo = 15 + Math.floor(rand() * 20);
+  if (rand() < 0.7) cs.push({ kind: 'min-words', n: lo });
+  if (rand() < 0.6) cs.push({ kind: 'max-words', n: lo + 15 + Math.floor(rand() * 25) });
+  const casing = rand();
+  if (casing < 0.3) cs.push({ kind: 'lowercase' });
+  else if (casing < 0.45) cs.push({ kind: 'uppercase' });
+  const inc = pick(rand, EXTRA);
+  if (rand() < 0.7) cs.push({ kind: 'include', word: inc });
+  if (rand() < 0.6)
+    cs.push({
+      kind: 'ban',
+      word: pick(
+        rand,
+        FILLER.filter((w) => w.length > 3),
+      ),
+    });
+  const fmt = rand();
+  if (fmt < 0.35) cs.push({ kind: 'bullets', n: 2 + Math.floor(rand() * 3) });
+  else if (fmt < 0.6) cs.push({ kind: 'title' });
+  if (rand() < 0.4) {
+    const up = cs.some((c) => c.kind === 'uppercase');
+    const low = cs.some((c) => c.kind === 'lowercase');
+    const p = pick(rand, ENDINGS);
+    cs.push({ kind: 'ends-with', phrase: up ? p.toUpperCase() : low ? p.toLowerCase() : p });
+  }
+  if (cs.length === 0) cs.push({ kind: 'min-words', n: lo });
+  const prompt = `Write a short piece about ${topic}.\n${cs.map((c) => `- ${describe(c)}`).join('\n')}`;
+  return { id: `instruction-${split}-${seed}-${i}`, split, topic, constraints: cs, prompt };
+}
+
+const SYSTEM = 'You are a careful writer. Follow every instruction exactly.';
+
+/** Builds a response that meets every constraint: the scripted expert. */
+export function expertResponse(task: InstructionTask): string {
+  const get = <K extends Constraint['kind']>(k: K) =>
+    task.constraints.find((c) => c.kind === k) as Extract<Constraint, { kind: K }> | undefined;
+  const min = get('min-words')?.n ?? 0;
+  const max = get('max-words')?.n ?? Number.POSITIVE_INFINITY;
+  const target = Number.isFinite(max) ? Math.max(min, Math.floor((min + max) / 2)) : Math.max(min + 4, 24);
+  const banned = new Set(task.constraints.flatMap((c) => (c.kind === 'ban' ? [c.word] : [])));
+  const required = [task.topic, ...task.constraints.flatMap((c) => (c.kind === 'include' ? [c.word] : []))];
+  const ending = get('ends-with')?.phrase;
+  const title = get('title') ? `<<notes on ${task.topic}>>` : '';
+  const fixed = countWords(title) + (ending ? countWords(ending) : 0);
+  const words = [...required];
+  const pool = FILLER.filter((w) => !banned.has(w));
+  for (let k = 0; words.length < target - fixed; k++) words.push(pool[k % pool.length]);
+  const bullets = get('bullets')?.n;
+  let body: string;
+  if (bullets) {
+    const per = Math.ceil(words.length / bullets);
+    const lines: string[] = [];
+    for (let b = 0; b < bullets; b++)
+      lines.push(`- ${words.slice(b * per, (b + 1) * per).join(' ') || task.topic}`);
+    body = lines.join('\n');
+  } else body = `${words.join(' ')}.`;
+  let text = [title, body, ending ?? ''].filter((s) => s !== '').join('\n');
+  if (get('lowercase')) text = text.toLowerCase();
+  if (get('uppercase')) text = text.toUpperCase();
+  const plan = `The piece must mention ${task.topic} and meet ${task.constraints.length} constraint(s); I will aim for about ${target} words.`;
+  return `<think>\n${plan}\n</think>\n\n${text}`;
+}
+
+export const instructionHarness: Harness<InstructionTask> = {
+  name: 'instruction',
+  makeTasks(split, seed, n) {
+    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i));
+  },
+  async run(client: ChatClient, task: InstructionTask, opts: HarnessOptions): Promise<HarnessOutcome> {
+    const conv = new Conversation(() => SYSTEM, { role: 'user', content: task.prompt }, opts.behaviours);
+    const res = await client.complete({ messages: conv.view(), max_tokens: opts.maxTokens ?? 400 });
+    const choice = res.choices?.[0];
+    const text = answerText(choice?.message?.content);
+    const reward = scoreInstruction(task, text);
+    return { reward, turns: 1, ended: choice?.finish_reason === 'length' ? 'truncated' : 'answered' };
+  },
+  expert(task: InstructionTask, _messages: ChatMessage[]) {
+    return expertResponse(task);
+  },
+};

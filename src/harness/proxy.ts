@@ -1,0 +1,337 @@
+/**
+ * The in-page LLM proxy, modelled on Agent Lightning's gateway: harnesses call an OpenAI-compatible endpoint
+ * under a per-rollout path; the proxy forwards to the engine, answers with vLLM-compatible token-id fields and
+ * records every call as a core `ModelCall`. It also takes reward events and can be paused (HTTP 429 +
+ * Retry-After) while weights are updated.
+ *
+ * Routes (an optional `/proxy` prefix is accepted on the rollout paths, as in AGL's gateway):
+ *   GET  /healthz
+ *   POST /rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1/chat/completions
+ *   POST /api/rollouts/{rid}/attempt/{aid}/events   body {"event_type":"reward","data":{"value":r}}
+ *   POST /proxy/pause, POST /proxy/resume, GET /proxy/state
+ */
+import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { ModelCall, RewardEvent, ToolCall } from '../core/trace/types';
+import type { ChatEngine } from './engines';
+import { errorResponse, type HttpRequest, type HttpResponse } from './http';
+import { type ChatCompletionResponse, RequestError, validateChatRequest } from './openai';
+import { parseAssistantText } from './toolParser';
+
+export interface ProxyOptions {
+  engine: ChatEngine;
+  /** renders prompts to ids for local engines; remote engines return their own prompt ids */
+  tokenizer: ChatTokenizer | null;
+  /** when set, every route but /healthz needs `Authorization: Bearer <key>` or `x-api-key` */
+  apiKey?: string;
+  maxContextTokens?: number;
+  /** cap on max_tokens (also the default when the request gives none) */
+  maxResponseTokens?: number;
+  /** forced onto every request when set (AGL forces the training temperature) */
+  temperature?: number;
+  retryAfterSeconds?: number;
+  now?: () => number;
+  policyVersion?: number;
+}
+
+export interface RolloutRecord {
+  rolloutId: string;
+  attemptId: string;
+  mode: 'train' | 'val';
+  calls: ModelCall[];
+  rewards: RewardEvent[];
+}
+
+const CHAT =
+  /^(?:\/proxy)?\/rollout\/([^/]+)\/attempt\/([^/]+)\/mode\/([^/]+)\/openai\/v1\/chat\/completions$/;
+const EVENTS = /^\/api\/rollouts\/([^/]+)\/attempt\/([^/]+)\/events$/;
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body };
+}
+
+export class LlmProxy {
+  private readonly records = new Map<string, RolloutRecord>();
+  private paused = false;
+  private pauseReason = '';
+  private inflight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private nextCallIndex = new Map<string, number>();
+  readonly handle = (req: HttpRequest): Promise<HttpResponse> => this.route(req);
+
+  constructor(private readonly opts: ProxyOptions) {}
+
+  get engine(): ChatEngine {
+    return this.opts.engine;
+  }
+
+  /** Stop admitting calls (429) and resolve once in-flight calls have drained. */
+  pause(reason = 'weight update'): Promise<void> {
+    this.paused = true;
+    this.pauseReason = reason;
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.pauseReason = '';
+  }
+
+  state(): { paused: boolean; retry_after_seconds: number; reason: string | null; inflight: number } {
+    return {
+      paused: this.paused,
+      retry_after_seconds: this.opts.retryAfterSeconds ?? 1,
+      reason: this.paused ? this.pauseReason : null,
+      inflight: this.inflight,
+    };
+  }
+
+  record(rolloutId: string): RolloutRecord | undefined {
+    return this.records.get(rolloutId);
+  }
+
+  /** Removes and returns what was recorded for a rollout (the trainer consumes rollouts once). */
+  take(rolloutId: string): RolloutRecord | undefined {
+    const r = this.records.get(rolloutId);
+    this.records.delete(rolloutId);
+    this.nextCallIndex.delete(rolloutId);
+    return r;
+  }
+
+  private recordFor(rid: string, aid: string, mode: 'train' | 'val'): RolloutRecord {
+    let r = this.records.get(rid);
+    if (!r) {
+      r = { rolloutId: rid, attemptId: aid, mode, calls: [], rewards: [] };
+      this.records.set(rid, r);
+    }
+    return r;
+  }
+
+  private authorized(req: HttpRequest): boolean {
+    const key = this.opts.apiKey;
+    if (!key) return true;
+    const h: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) h[k.toLowerCase()] = v;
+    return h.authorization === `Bearer ${key}` || h['x-api-key'] === key;
+  }
+
+  private async route(req: HttpRequest): Promise<HttpResponse> {
+    const path = req.path.split('?')[0];
+    if (path === '/healthz' && req.method === 'GET') return json(200, { status: 'ok' });
+    if (!this.authorized(req)) return errorResponse(401, 'missing or wrong API key', 'authentication_error');
+    if (path === '/proxy/state' && req.method === 'GET') return json(200, this.state());
+    if (path === '/proxy/pause' && req.method === 'POST') {
+      const reason = (req.body as { reason?: unknown })?.reason;
+      void this.pause(typeof reason === 'string' ? reason : 'paused');
+      return json(200, this.state());
+    }
+    if (path === '/proxy/resume' && req.method === 'POST') {
+      this.resume();
+      return json(200, this.state());
+    }
+    let m = CHAT.exec(path);
+    if (m) {
+      if (req.method !== 'POST') return errorResponse(405, `${req.method} not allowed; use POST`);
+      const mode = m[3];
+      if (mode !== 'train' && mode !== 'val')
+        return errorResponse(404, `mode must be 'train' or 'val', got '${mode}'`, 'not_found_error');
+      return this.chat(decodeURIComponent(m[1]), decodeURIComponent(m[2]), mode, req.body);
+    }
+    m = EVENTS.exec(path);
+    if (m) {
+      if (req.method !== 'POST') return errorResponse(405, `${req.method} not allowed; use POST`);
+      return this.event(decodeURIComponent(m[1]), decodeURIComponent(m[2]), req.body);
+    }
+    return errorResponse(404, `no route for ${req.method} ${path}`, 'not_found_error');
+  }
+
+  private event(rid: string, aid: string, body: unknown): HttpResponse {
+    const b = body as { event_type?: unknown; data?: { value?: unknown } } | null;
+    if (typeof b !== 'object' || b === null)
+      return errorResponse(400, 'event body must be a JSON object', undefined, {}, 'body');
+    if (b.event_type !== 'reward')
+      return errorResponse(
+        400,
+        `'event_type' must be 'reward', got ${JSON.stringify(b.event_type)}`,
+        undefined,
+        {},
+        'event_type',
+      );
+    const value = b.data?.value;
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      return errorResponse(400, "'data.value' must be a finite number", undefined, {}, 'data.value');
+    const existing = this.records.get(rid);
+    const rec = existing ?? this.recordFor(rid, aid, 'train');
+    const ev: RewardEvent = { value, timestampMs: (this.opts.now ?? Date.now)() };
+    if (rec.calls.length > 0) ev.callIndex = rec.calls.length - 1;
+    rec.rewards.push(ev);
+    return json(200, { ok: true });
+  }
+
+  private async chat(rid: string, aid: string, mode: 'train' | 'val', body: unknown): Promise<HttpResponse> {
+    let req: ReturnType<typeof validateChatRequest>;
+    try {
+      req = validateChatRequest(body);
+    } catch (e) {
+      if (e instanceof RequestError)
+        return errorResponse(400, e.message, 'invalid_request_error', {}, e.param);
+      throw e;
+    }
+    if (req.stream)
+      return errorResponse(
+        400,
+        "'stream': true is not supported: the proxy records token ids per call, which a stream does not carry; send stream: false",
+        'invalid_request_error',
+        {},
+        'stream',
+      );
+    if (this.paused)
+      return errorResponse(429, `proxy paused (${this.pauseReason}); retry later`, 'rate_limit_error', {
+        'retry-after': String(this.opts.retryAfterSeconds ?? 1),
+      });
+
+    const now = this.opts.now ?? Date.now;
+    const rec = this.recordFor(rid, aid, mode);
+    const callIndex = this.nextCallIndex.get(rid) ?? 0;
+    this.nextCallIndex.set(rid, callIndex + 1);
+    const maxResponse = this.opts.maxResponseTokens ?? 1024;
+    const maxContext = this.opts.maxContextTokens ?? 32768;
+    const temperature = this.opts.temperature ?? req.temperature;
+    const call: ModelCall = {
+      request: {
+        model: this.opts.engine.model,
+        messages: req.messages,
+        tools: req.tools,
+        sampling: {
+          temperature,
+          top_p: req.top_p,
+          max_tokens: req.max_tokens ?? req.max_completion_tokens,
+          stop: req.stop,
+          seed: req.seed,
+        },
+      },
+      response: null,
+      engine: {
+        engine: this.opts.engine.kind,
+        model: this.opts.engine.model,
+        policyVersion: this.opts.policyVersion,
+      },
+      timings: { startMs: now(), endMs: now() },
+      httpStatus: 0,
+    };
+    // Keep calls in the order they were admitted even if they finish out of order.
+    rec.calls.push(call);
+    const fail = (status: number, message: string, type: string, param?: string): HttpResponse => {
+      call.httpStatus = status;
+      call.error = message;
+      if (call.timings) call.timings.endMs = now();
+      return errorResponse(status, message, type, {}, param);
+    };
+
+    let promptIds: Int32Array | null = null;
+    if (this.opts.tokenizer) {
+      try {
+        promptIds = this.opts.tokenizer.encodeChat(req.messages, {
+          addGenerationPrompt: true,
+          tools: req.tools,
+        });
+      } catch (e) {
+        return fail(
+          400,
+          `chat template failed on these messages: ${(e as Error).message}`,
+          'invalid_request_error',
+          'messages',
+        );
+      }
+      if (promptIds.length >= maxContext)
+        return fail(
+          400,
+          `This model's maximum context length is ${maxContext} tokens. However, your messages resulted in ${promptIds.length} tokens.`,
+          'invalid_request_error',
+          'messages',
+        );
+      call.promptTokenIds = promptIds;
+    }
+    const requested = req.max_tokens ?? req.max_completion_tokens ?? maxResponse;
+    const maxTokens = Math.max(1, Math.min(requested, maxResponse, maxContext - (promptIds?.length ?? 0)));
+
+    this.inflight++;
+    let out: Awaited<ReturnType<ChatEngine['generate']>>;
+    try {
+      out = await this.opts.engine.generate({
+        rolloutId: rid,
+        callIndex,
+        messages: req.messages,
+        tools: req.tools,
+        promptIds,
+        maxTokens,
+        temperature,
+        seed: req.seed,
+      });
+    } catch (e) {
+      return fail(502, `engine failed: ${e instanceof Error ? e.message : String(e)}`, 'server_error');
+    } finally {
+      this.inflight--;
+      if (this.inflight === 0 && this.drainWaiters.length) {
+        for (const w of this.drainWaiters.splice(0)) w();
+      }
+    }
+
+    let content: string | null;
+    let toolCalls: ToolCall[];
+    if (out.toolCalls !== undefined || out.content !== undefined) {
+      content = out.content ?? null;
+      toolCalls = out.toolCalls ?? [];
+    } else {
+      const parsed = parseAssistantText(out.text, `call_${callIndex}_`);
+      content = parsed.content;
+      toolCalls = parsed.toolCalls;
+    }
+    if (out.promptIds) call.promptTokenIds = out.promptIds;
+    if (out.tokenIds.length > 0 || out.text === '') {
+      call.responseTokenIds = out.tokenIds;
+      call.responseLogProbs = out.logProbs;
+    }
+    const finishReason = out.finishReason === 'length' ? 'length' : toolCalls.length ? 'tool_calls' : 'stop';
+    const message = {
+      role: 'assistant' as const,
+      content,
+      ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+    };
+    call.response = { message, finishReason };
+    call.httpStatus = 200;
+    if (call.timings) call.timings.endMs = now();
+
+    const tok = this.opts.tokenizer;
+    const ids = Array.from(out.tokenIds);
+    const answer: ChatCompletionResponse = {
+      id: `chatcmpl-${rid}-${callIndex}`,
+      object: 'chat.completion',
+      created: Math.floor(now() / 1000),
+      model: this.opts.engine.model,
+      prompt_token_ids: call.promptTokenIds ? Array.from(call.promptTokenIds) : null,
+      choices: [
+        {
+          index: 0,
+          message,
+          finish_reason: finishReason,
+          token_ids: call.responseTokenIds ? ids : null,
+          logprobs: call.responseLogProbs
+            ? {
+                content: ids.map((id, i) => ({
+                  token: tok ? tok.tokenText(id) : String(id),
+                  logprob: out.logProbs[i],
+                })),
+              }
+            : null,
+        },
+      ],
+      usage: {
+        prompt_tokens: call.promptTokenIds?.length ?? 0,
+        completion_tokens: ids.length,
+        total_tokens: (call.promptTokenIds?.length ?? 0) + ids.length,
+      },
+    };
+    return json(200, answer);
+  }
+}

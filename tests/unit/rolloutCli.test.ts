@@ -1,0 +1,125 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../src/cli/args';
+import { command } from '../../src/cli/commands/rollout';
+import { checkConstraint, countWords } from '../../src/harness/instruction';
+import { parseRolloutsJsonl, rolloutsToJsonl } from '../../src/harness/traceJsonl';
+
+describe('lab rollout', () => {
+  it('turns bad flags into usage errors', async () => {
+    const bad: [string[], RegExp][] = [
+      [['--engine', 'scripted', '--out', 'x'], /--harness is required/],
+      [['--harness', 'chess', '--engine', 'scripted', '--out', 'x'], /--harness must be one of/],
+      [
+        ['--harness', 'search', '--engine', 'gpt', '--out', 'x'],
+        /--engine must be scripted, random or an http/,
+      ],
+      [['--harness', 'search', '--engine', 'random'], /--out is required/],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--behaviour', 'forget'],
+        /unknown 'forget'/,
+      ],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--workers', '0'],
+        /--workers must be an integer ≥ 1/,
+      ],
+      [['--harness', 'search', '--engine', 'random', '--out', 'x', '--n', '2.5'], /--n must be an integer/],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--split', 'test'],
+        /--split must be train or val/,
+      ],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--tokenizer', '/nonexistent'],
+        /neither 'qwen3' nor a folder/,
+      ],
+      [['--harness', 'search', '--frobnicate'], /unknown flag --frobnicate/],
+    ];
+    for (const [argv, re] of bad) {
+      const p = command.run(argv);
+      await expect(p).rejects.toBeInstanceOf(UsageError);
+      await expect(command.run(argv)).rejects.toThrow(re);
+    }
+  });
+
+  it('writes JSONL traces that read back with ids, log-probs and rewards intact', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lab-rollout-')), 't.jsonl');
+    const code = await command.run([
+      '--harness',
+      'search',
+      '--engine',
+      'random',
+      '--n',
+      '2',
+      '--group-size',
+      '2',
+      '--workers',
+      '2',
+      '--seed',
+      '3',
+      '--out',
+      out,
+    ]);
+    expect(code).toBe(0);
+    const text = readFileSync(out, 'utf8');
+    const rs = parseRolloutsJsonl(text);
+    expect(rs).toHaveLength(4);
+    expect(rs[0].dataId).toBe(rs[1].dataId);
+    for (const r of rs) {
+      expect(r.state).toBe('succeeded');
+      expect(r.finalReward).toBe(0);
+      for (const c of r.calls) {
+        expect(c.promptTokenIds).toBeInstanceOf(Int32Array);
+        expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
+      }
+    }
+    expect(rolloutsToJsonl(rs)).toBe(text);
+  });
+});
+
+describe('trace JSONL', () => {
+  it('writes NaN log-probs as null and rejects mismatched lengths with the line number', () => {
+    const r = {
+      rolloutId: 'a',
+      dataId: 'd',
+      isTrain: true,
+      state: 'succeeded' as const,
+      rewards: [],
+      finalReward: null,
+      metadata: {},
+      calls: [
+        {
+          request: { messages: [], sampling: {} },
+          response: null,
+          httpStatus: 200,
+          responseTokenIds: Int32Array.of(1, 2),
+          responseLogProbs: Float32Array.of(-0.5, Number.NaN),
+        },
+      ],
+    };
+    const line = rolloutsToJsonl([r]);
+    expect(line).toContain('"responseLogProbs":[-0.5,null]');
+    expect(Number.isNaN(parseRolloutsJsonl(line)[0].calls[0].responseLogProbs?.[1])).toBe(true);
+    const bad = `${line}${line.replace('[-0.5,null]', '[-0.5]')}`;
+    expect(() => parseRolloutsJsonl(bad)).toThrow(
+      'trace line 2: calls[0].responseTokenIds has 2 ids but responseLogProbs has 1',
+    );
+  });
+});
+
+describe('instruction constraints', () => {
+  it('checks each constraint kind', () => {
+    expect(countWords('- one two\n- three')).toBe(3);
+    expect(checkConstraint({ kind: 'bullets', n: 2 }, '- a\n- b')).toBe(true);
+    expect(checkConstraint({ kind: 'bullets', n: 2 }, '- a\n- b\n- c')).toBe(false);
+    expect(checkConstraint({ kind: 'lowercase' }, 'all quiet')).toBe(true);
+    expect(checkConstraint({ kind: 'uppercase' }, 'ALL Quiet')).toBe(false);
+    expect(checkConstraint({ kind: 'include', word: 'owl' }, 'An Owl.')).toBe(true);
+    expect(checkConstraint({ kind: 'include', word: 'owl' }, 'bowling')).toBe(false);
+    expect(checkConstraint({ kind: 'ban', word: 'light' }, 'lighthouse')).toBe(true);
+    expect(checkConstraint({ kind: 'title' }, '<<t>>\nbody')).toBe(true);
+    expect(checkConstraint({ kind: 'ends-with', phrase: 'The end.' }, 'x The end.')).toBe(true);
+    expect(checkConstraint({ kind: 'max-words', n: 2 }, 'a b c')).toBe(false);
+  });
+});
