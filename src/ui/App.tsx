@@ -64,17 +64,18 @@ function useSampleLoader() {
   }, [samples, sample, importSource]);
 }
 
-/** Recomputes the batch and weights in the worker whenever the trace or an algorithm option changes. */
-function useComputeSync() {
-  const view = useView();
+/**
+ * Recomputes the batch and weights in the worker whenever the trace or an algorithm option changes. A component
+ * of its own (rendering nothing), so a view change re-renders it alone, not the whole page.
+ */
+function ComputeSync() {
+  const key = useView((v) => JSON.stringify(resolveOptions(v)));
   const trace = useLab((s) => s.trace);
   const compute = useLab((s) => s.compute);
-  const opts = resolveOptions(view);
-  const key = JSON.stringify(opts);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for `opts` by value
   useEffect(() => {
-    if (trace) compute(opts);
+    if (trace) compute(JSON.parse(key));
   }, [trace, key, compute]);
+  return null;
 }
 
 export function App() {
@@ -85,7 +86,6 @@ export function App() {
   const samplesError = useSamples((s) => s.error);
   const importSource = useLab((s) => s.importSource);
   useSampleLoader();
-  useComputeSync();
   const gpu = useGpu((s) => s.status);
   const probe = useGpu((s) => s.probe);
   useEffect(() => {
@@ -104,6 +104,7 @@ export function App() {
         </output>
       </header>
       <main>
+        <ComputeSync />
         <ImportBar
           samples={samples}
           samplesError={samplesError}

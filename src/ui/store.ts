@@ -70,13 +70,22 @@ function viewOf(s: Store): ViewState {
   return out as unknown as ViewState;
 }
 
-/** Keeps the store and `location.hash` in step both ways. Returns an unsubscribe function. */
+/**
+ * Keeps the store and `location.hash` in step both ways. Returns an unsubscribe function. Writes to the URL are
+ * deferred to a macrotask, so a burst of changes (keys held down, a toggle) costs one history update, made after
+ * the view has rendered rather than before.
+ */
 export function bindViewToUrl(): () => void {
-  const unsub = useView.subscribe((s) => {
-    const hash = encodeHash(viewSchema, viewOf(s));
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const write = () => {
+    timer = null;
+    const hash = encodeHash(viewSchema, viewOf(useView.getState()));
     if (hash !== location.hash && !(hash === '' && location.hash === '')) {
       history.replaceState(null, '', hash === '' ? location.pathname + location.search : hash);
     }
+  };
+  const unsub = useView.subscribe(() => {
+    timer ??= setTimeout(write, 0);
   });
   const onHash = () => useView.getState().set(decodeHash(viewSchema, location.hash));
   window.addEventListener('hashchange', onHash);

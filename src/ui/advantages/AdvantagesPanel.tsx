@@ -1,3 +1,4 @@
+import { useCallback } from 'react';
 import { useLab } from '../lab/labStore';
 import { controlSpecs, resolveOptions } from '../lab/options';
 import { useView } from '../store';
@@ -26,7 +27,12 @@ export function AdvantagesPanel() {
   const rollouts = trace?.rollouts ?? [];
   const rollout = selected >= 0 ? rollouts[selected] : undefined;
   const stale = res && resOpts && JSON.stringify(resOpts) !== JSON.stringify(opts);
-  const select = (i: number) => view.set({ rollout: rollouts[i].rolloutId, call: 0 });
+  const setView = view.set;
+  const select = useCallback(
+    (i: number) => setView({ rollout: rollouts[i].rolloutId, call: 0 }),
+    [rollouts, setView],
+  );
+  const selectCall = useCallback((k: number) => setView({ call: k, tab: 'trace' }), [setView]);
   let total = 0;
   if (res) for (const w of res.rolloutWeight) total += w;
   return (
@@ -40,7 +46,12 @@ export function AdvantagesPanel() {
           </p>
         )}
       </form>
-      <div className="adv-main" aria-busy={stale ? 'true' : 'false'} data-testid="adv-main">
+      <div
+        className="adv-main"
+        aria-busy={stale ? 'true' : 'false'}
+        data-testid="adv-main"
+        data-tokens={res ? res.batch.offsets[res.batch.nRows] : undefined}
+      >
         {!trace ? (
           <p className="muted">Loading a trace…</p>
         ) : !res ? (
@@ -75,7 +86,7 @@ export function AdvantagesPanel() {
                   rolloutIndex={selected}
                   res={res}
                   index={derived.index}
-                  onSelectCall={(k) => view.set({ call: k, tab: 'trace' })}
+                  onSelectCall={selectCall}
                 />
               )}
             </section>

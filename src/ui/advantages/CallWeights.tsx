@@ -1,4 +1,4 @@
-import { useMemo } from 'react';
+import { memo, useMemo } from 'react';
 import type { Rollout } from '../../core/trace/types';
 import type { BatchIndex } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
@@ -20,7 +20,7 @@ export function callWeights(res: ComputeResult, index: BatchIndex, rollout: numb
   return { weight, tokens };
 }
 
-export function CallWeights(props: {
+export const CallWeights = memo(function CallWeights(props: {
   rollout: Rollout;
   rolloutIndex: number;
   res: ComputeResult;
@@ -68,4 +68,4 @@ export function CallWeights(props: {
       </tbody>
     </table>
   );
-}
+});

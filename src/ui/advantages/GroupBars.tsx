@@ -1,8 +1,9 @@
+import { memo } from 'react';
 import { Bar, BarChart, CartesianGrid, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { fmt } from '../tokens/colorScale';
 
 /** Total effective gradient weight per group (data id): where the update pushes, group by group. */
-export function GroupBars(props: { keys: string[]; weight: Float64Array }) {
+export const GroupBars = memo(function GroupBars(props: { keys: string[]; weight: Float64Array }) {
   const data = props.keys.map((k, i) => ({ group: k, weight: props.weight[i] }));
   const height = Math.min(360, Math.max(140, data.length * 18 + 40));
   return (
@@ -22,4 +23,4 @@ export function GroupBars(props: { keys: string[]; weight: Float64Array }) {
       </ResponsiveContainer>
     </div>
   );
-}
+});

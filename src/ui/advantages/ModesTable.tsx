@@ -1,10 +1,11 @@
+import { memo } from 'react';
 import type { Rollout } from '../../core/trace/types';
 import { VirtualList } from '../components/VirtualList';
 import type { ModeWeights } from '../lab/pipeline';
 import { fmt } from '../tokens/colorScale';
 
 /** Every loss mode side by side on the same batch: per-rollout total weight, one column per mode. */
-export function ModesTable(props: {
+export const ModesTable = memo(function ModesTable(props: {
   rollouts: Rollout[];
   modes: ModeWeights[];
   selectedMode: string;
@@ -55,4 +56,4 @@ export function ModesTable(props: {
       </div>
     </div>
   );
-}
+});

@@ -6,7 +6,7 @@
  */
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
-import { compute, parseTrace } from './pipeline';
+import { compute, newBuildCache, parseTrace } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
 import { retokView } from './retokView';
@@ -18,6 +18,7 @@ let trace: TraceBatch | null = null;
 let tok: ChatTokenizer | null = null;
 /** ids whose texts the page already has */
 let known = new Set<number>();
+const cache = newBuildCache();
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
 let running = false;
 
@@ -82,7 +83,7 @@ async function runCompute() {
     try {
       if (!trace) throw new Error('no trace loaded yet');
       if (msg.options.tokenSource === 'retokenize' && !tok) tok = await loadQwen3Tokenizer();
-      const result = compute(trace, msg.options, tok ?? undefined);
+      const result = compute(trace, msg.options, tok ?? undefined, cache);
       const tokenText = newTexts([result.batch.responseIds, result.batch.promptIds]);
       post({ type: 'computed', id: msg.id, result, tokenText });
     } catch (e) {

@@ -74,7 +74,23 @@ function perSourceRollout(sums: Float64Array, nRollouts: number): Float64Array {
   return out;
 }
 
-export function compute(trace: TraceBatch, o: ComputeOptions, tokenizer?: ChatTokenizer): ComputeResult {
+/**
+ * The last built batch per trace, keyed by the sample-building options: an advantage or loss toggle reuses the
+ * rows and only recomputes weights (sample building dominates on large traces).
+ */
+export interface BuildCache {
+  trace: TraceBatch | null;
+  key: string;
+  built: ReturnType<typeof buildTrainingBatch> | null;
+}
+
+export function newBuildCache(): BuildCache {
+  return { trace: null, key: '', built: null };
+}
+
+function build(trace: TraceBatch, o: ComputeOptions, tokenizer: ChatTokenizer | undefined, cache?: BuildCache) {
+  const key = JSON.stringify([o.level, o.tokenSource, o.maxPromptLength, o.maxResponseLength]);
+  if (cache && cache.trace === trace && cache.key === key && cache.built) return cache.built;
   const built = buildTrainingBatch(trace.rollouts, {
     level: o.level,
     maxPromptLength: o.maxPromptLength,
@@ -84,6 +100,17 @@ export function compute(trace: TraceBatch, o: ComputeOptions, tokenizer?: ChatTo
     tokenSource: o.tokenSource,
     tokenizer,
   });
+  if (cache) Object.assign(cache, { trace, key, built });
+  return built;
+}
+
+export function compute(
+  trace: TraceBatch,
+  o: ComputeOptions,
+  tokenizer?: ChatTokenizer,
+  cache?: BuildCache,
+): ComputeResult {
+  const built = build(trace, o, tokenizer, cache);
   const { batch } = built;
   const n = trace.rollouts.length;
   const common = {

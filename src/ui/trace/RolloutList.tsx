@@ -1,3 +1,4 @@
+import { memo } from 'react';
 import type { Rollout } from '../../core/trace/types';
 import { VirtualList } from '../components/VirtualList';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
@@ -18,7 +19,7 @@ export interface RolloutListProps {
 const ROW_HEIGHT = 26;
 
 /** Windowed table of rollouts; the selected one stays in view. */
-export function RolloutList(props: RolloutListProps) {
+export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
   const { rollouts, selected, onSelect, rows, breaks, weight, testPrefix } = props;
   const renderRow = (i: number) => {
     const r = rollouts[i];
@@ -76,4 +77,4 @@ export function RolloutList(props: RolloutListProps) {
       />
     </div>
   );
-}
+});

@@ -1,4 +1,4 @@
-import { useEffect, useMemo } from 'react';
+import { useCallback, useEffect, useMemo } from 'react';
 import { isTypingTarget } from '../keyboard';
 import { indexBatch } from '../lab/derive';
 import { useLab } from '../lab/labStore';
@@ -66,6 +66,7 @@ export function TracePanel() {
   const rollout = selected >= 0 ? rollouts[selected] : undefined;
   const nCalls = rollout?.calls.length ?? 0;
   const callIndex = Math.min(Math.max(0, call), Math.max(0, nCalls - 1));
+  const select = useCallback((i: number) => set({ rollout: rollouts[i].rolloutId, call: 0 }), [rollouts, set]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -112,7 +113,7 @@ export function TracePanel() {
         <RolloutList
           rollouts={rollouts}
           selected={selected}
-          onSelect={(i) => set({ rollout: rollouts[i].rolloutId, call: 0 })}
+          onSelect={select}
           rows={derived?.rows}
           breaks={derived?.breaks}
           weight={res?.rolloutWeight}
