@@ -71,7 +71,11 @@ export function ImportBar(props: {
     >
       <span className="field">
         <label htmlFor="sample">Sample</label>
-        <select id="sample" value={fromSample || !source ? props.sample : ''} onChange={(e) => props.onSample(e.target.value)}>
+        <select
+          id="sample"
+          value={fromSample || !source ? props.sample : ''}
+          onChange={(e) => props.onSample(e.target.value)}
+        >
           {!fromSample && source && <option value="">— a file —</option>}
           {props.samples.map((s) => (
             <option key={s.name} value={s.name} title={s.description}>

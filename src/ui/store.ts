@@ -85,12 +85,13 @@ export function bindViewToUrl(): () => void {
     }
   };
   const unsub = useView.subscribe(() => {
-    timer ??= setTimeout(write, 0);
+    if (timer === null) timer = setTimeout(write, 0);
   });
   const onHash = () => useView.getState().set(decodeHash(viewSchema, location.hash));
   window.addEventListener('hashchange', onHash);
   return () => {
     unsub();
+    if (timer !== null) clearTimeout(timer);
     window.removeEventListener('hashchange', onHash);
   };
 }

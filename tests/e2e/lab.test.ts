@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
+import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import { parseTraceText } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
 import { launch, screenshot } from './browser';
@@ -32,17 +32,24 @@ function expectedWeights(lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<stri
     rewardFillnaValue: 0,
     tokenSource: 'engine',
   });
-  const ew = effectiveWeights(batch, { advEstimator: 'grpo', normAdvByStd: true, rolloutLevel: true, lossAggMode });
+  const ew = effectiveWeights(batch, {
+    advEstimator: 'grpo',
+    normAdvByStd: true,
+    rolloutLevel: true,
+    lossAggMode,
+  });
   const out = new Map<string, number>();
-  rollouts.forEach((r, i) => out.set(r.rolloutId, ew.rolloutSums[i] ?? 0));
+  for (const [i, r] of rollouts.entries()) out.set(r.rolloutId, ew.rolloutSums[i] ?? 0);
   return out;
 }
 
 /** Reads every rollout's displayed weight: text (6 significant digits) and the exact value. */
 async function displayedWeights(page: Page): Promise<Map<string, { text: number; value: number }>> {
-  const cells = await page.locator('[data-testid^="rollout-weight-"]').evaluateAll((els) =>
-    els.map((e) => [e.getAttribute('data-testid'), e.textContent, e.getAttribute('data-value')]),
-  );
+  const cells = await page
+    .locator('[data-testid^="rollout-weight-"]')
+    .evaluateAll((els) =>
+      els.map((e) => [e.getAttribute('data-testid'), e.textContent, e.getAttribute('data-value')]),
+    );
   const out = new Map<string, { text: number; value: number }>();
   for (const [id, text, value] of cells)
     out.set(String(id).slice('rollout-weight-'.length), {
@@ -88,21 +95,27 @@ describe('trace stepper and advantage explorer in Chromium', () => {
   it('shows core’s per-rollout weights under every loss aggregation mode', async () => {
     const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
     const select = page.getByLabel('Loss aggregation', { exact: true });
-    const offered = await select.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    const offered = await select
+      .locator('option')
+      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(offered).toEqual([...ALL_LOSS_MODES]);
     for (const mode of ALL_LOSS_MODES) {
       await select.selectOption(mode);
       const want = expectedWeights(mode);
       await expect
-        .poll(async () => {
-          const got = await displayedWeights(page);
-          const bad: string[] = [];
-          for (const [id, w] of want) {
-            const g = got.get(id);
-            if (!g || !close(g.value, w, 1e-9) || !close(g.text, w, 1e-5)) bad.push(`${id}: ${g?.value} vs ${w}`);
-          }
-          return bad;
-        }, { timeout: 10_000 })
+        .poll(
+          async () => {
+            const got = await displayedWeights(page);
+            const bad: string[] = [];
+            for (const [id, w] of want) {
+              const g = got.get(id);
+              if (!g || !close(g.value, w, 1e-9) || !close(g.text, w, 1e-5))
+                bad.push(`${id}: ${g?.value} vs ${w}`);
+            }
+            return bad;
+          },
+          { timeout: 10_000 },
+        )
         .toEqual([]);
       expect(page.url()).toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
     }
@@ -124,14 +137,20 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
     expect(await page.getByTestId('call-position').textContent()).toBe(`call 1 / ${r.calls.length}`);
     await page.keyboard.press('ArrowRight');
-    await expect.poll(() => page.getByTestId('call-position').textContent()).toBe(`call 2 / ${r.calls.length}`);
+    await expect
+      .poll(() => page.getByTestId('call-position').textContent())
+      .toBe(`call 2 / ${r.calls.length}`);
     expect(page.url()).toContain(`r=${encodeURIComponent(r.rolloutId)}`);
     expect(page.url()).toContain('c=1');
     await page.keyboard.press('ArrowLeft');
-    await expect.poll(() => page.getByTestId('call-position').textContent()).toBe(`call 1 / ${r.calls.length}`);
+    await expect
+      .poll(() => page.getByTestId('call-position').textContent())
+      .toBe(`call 1 / ${r.calls.length}`);
     await page.keyboard.press('k');
     if (multi > 0)
-      await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(rollouts[multi - 1].rolloutId);
+      await expect
+        .poll(() => page.getByTestId('rollout-title').textContent())
+        .toContain(rollouts[multi - 1].rolloutId);
     await page.keyboard.press('j');
     await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
 
@@ -143,7 +162,8 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     const ids = r.calls[0].responseTokenIds;
     expect(ids).toBeDefined();
     const tipText = await tip.textContent();
-    for (const q of ['effective weight', 'advantage', 'log-prob (engine)', 'loss mask']) expect(tipText).toContain(q);
+    for (const q of ['effective weight', 'advantage', 'log-prob (engine)', 'loss mask'])
+      expect(tipText).toContain(q);
     expect(tipText).toMatch(/id \d+/);
     await screenshot(page, 'trace-tooltip');
     await page.mouse.move(2, 2);
@@ -181,16 +201,20 @@ describe('trace stepper and advantage explorer in Chromium', () => {
 
     const second = await openPage(browser, copied, errors);
     await expect.poll(() => second.getByTestId('rollout-title').textContent()).toContain(target.rolloutId);
-    expect(await second.getByTestId('call-position').textContent()).toBe(`call ${wantCall} / ${target.calls.length}`);
-    expect(await second.getByLabel('Color tokens by', { exact: true }).inputValue()).toBe('advantage');
-    await expect.poll(async () => [...(await displayedWeights(second)).values()].map((w) => w.value)).toEqual(
-      [...weightsBefore.values()].map((w) => w.value),
+    expect(await second.getByTestId('call-position').textContent()).toBe(
+      `call ${wantCall} / ${target.calls.length}`,
     );
+    expect(await second.getByLabel('Color tokens by', { exact: true }).inputValue()).toBe('advantage');
+    await expect
+      .poll(async () => [...(await displayedWeights(second)).values()].map((w) => w.value))
+      .toEqual([...weightsBefore.values()].map((w) => w.value));
     await second.getByRole('tab', { name: 'Advantages' }).click();
     expect(await second.getByLabel('Advantage estimator', { exact: true }).inputValue()).toBe('rloo');
     expect(await second.getByLabel('Rollout-level advantage', { exact: true }).isChecked()).toBe(false);
     expect(await second.getByLabel('Normalize by std', { exact: true }).isChecked()).toBe(true);
-    expect(await second.getByLabel('Loss aggregation', { exact: true }).inputValue()).toBe('seq-mean-token-mean');
+    expect(await second.getByLabel('Loss aggregation', { exact: true }).inputValue()).toBe(
+      'seq-mean-token-mean',
+    );
     expect(await second.getByLabel('Aggregation level', { exact: true }).inputValue()).toBe('transition');
     expect(await second.getByLabel('Token source', { exact: true }).inputValue()).toBe('engine');
     expect(await second.getByLabel('Clip ratio high', { exact: true }).inputValue()).toBe('0.28');
@@ -203,8 +227,16 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     const lines = sample.text.split('\n').filter((l) => l.trim());
     const good = JSON.parse(lines[0]);
     const lp = { ...good, rollout_id: 'bad-logprobs' };
-    lp.calls = [{ ...good.calls[0], response_log_probs: good.calls[0].response_token_ids.slice(1).map(() => -0.5) }];
-    const text = [lines[0], '{"rollout_id": "broken", ', JSON.stringify(lp), lines[1] ?? lines[0], 'not json at all'].join('\n');
+    lp.calls = [
+      { ...good.calls[0], response_log_probs: good.calls[0].response_token_ids.slice(1).map(() => -0.5) },
+    ];
+    const text = [
+      lines[0],
+      '{"rollout_id": "broken", ',
+      JSON.stringify(lp),
+      lines[1] ?? lines[0],
+      'not json at all',
+    ].join('\n');
     await page.getByTestId('trace-file').setInputFiles({
       name: 'malformed.jsonl',
       mimeType: 'application/json',

@@ -13,7 +13,11 @@ const file = process.argv[2];
 await build({ logLevel: 'warn' });
 const server = await preview({ preview: { host: '127.0.0.1', port: 0 }, logLevel: 'warn' });
 const url = `http://127.0.0.1:${server.httpServer.address().port}/#tab=advantages`;
-const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs(), headless: true });
+const browser = await chromium.launch({
+  executablePath: chromiumPath(),
+  args: chromiumArgs(),
+  headless: true,
+});
 try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   await page.goto(url);
@@ -42,7 +46,9 @@ try {
     const el = document.getElementById(select.htmlFor);
     const modes = [...el.options].map((o) => o.value);
     const snapshot = () =>
-      [...document.querySelectorAll('[data-testid^="rollout-weight-"]')].map((e) => e.getAttribute('data-value')).join();
+      [...document.querySelectorAll('[data-testid^="rollout-weight-"]')]
+        .map((e) => e.getAttribute('data-value'))
+        .join();
     const times = [];
     for (let k = 0; k < modes.length * 2; k++) {
       const mode = modes[(k + 1) % modes.length];
@@ -64,7 +70,9 @@ try {
   });
   for (const t of result.times) console.log(`toggle → ${t.mode}: ${t.ms.toFixed(1)} ms (${t.frames} frames)`);
   const ms = result.times.map((t) => t.ms).sort((a, b) => a - b);
-  console.log(`median ${ms[Math.floor(ms.length / 2)].toFixed(1)} ms · longest main-thread task ${result.longest.toFixed(0)} ms`);
+  console.log(
+    `median ${ms[Math.floor(ms.length / 2)].toFixed(1)} ms · longest main-thread task ${result.longest.toFixed(0)} ms`,
+  );
 } finally {
   await browser.close();
   await server.close();

@@ -48,8 +48,12 @@ describe('batch index for the views', () => {
 
 describe('lab worker messages', () => {
   it('accepts well-formed messages and names what is wrong otherwise', () => {
-    expect(checkToWorker({ type: 'import', id: 1, source: { kind: 'url', url: '/x', name: 'x' } }).type).toBe('import');
-    expect(() => checkToWorker({ type: 'import', id: 1, source: { kind: 'file', name: 'x' } })).toThrow(/Blob/);
+    expect(checkToWorker({ type: 'import', id: 1, source: { kind: 'url', url: '/x', name: 'x' } }).type).toBe(
+      'import',
+    );
+    expect(() => checkToWorker({ type: 'import', id: 1, source: { kind: 'file', name: 'x' } })).toThrow(
+      /Blob/,
+    );
     expect(() => checkToWorker({ type: 'nope', id: 1 })).toThrow(/unknown message type "nope"/);
     expect(() => checkToWorker({ type: 'compute', id: 1.5, options: {} })).toThrow(/id is not an integer/);
     expect(() => checkFromWorker({ type: 'imported', id: 2, summary: {}, trace: {} })).toThrow(/malformed/);

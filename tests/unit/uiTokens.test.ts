@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { divergingScale, finiteExtent, fmt, maskScale, sequentialScale } from '../../src/ui/tokens/colorScale';
+import {
+  divergingScale,
+  finiteExtent,
+  fmt,
+  maskScale,
+  sequentialScale,
+} from '../../src/ui/tokens/colorScale';
 import { chipCells, chipLabel, layoutLines, MAX_CHIP_CHARS } from '../../src/ui/tokens/layout';
 
 describe('token chip layout', () => {

@@ -62,7 +62,8 @@ export function AdvantagesPanel() {
               <div className="card-head">
                 <h2>Per-rollout total gradient weight</h2>
                 <span className="muted">
-                  loss mode <b>{opts.lossMode}</b> · {res.batch.nRows} rows · Σ <b data-testid="total-weight">{fmt(total, 6)}</b>
+                  loss mode <b>{opts.lossMode}</b> · {res.batch.nRows} rows · Σ{' '}
+                  <b data-testid="total-weight">{fmt(total, 6)}</b>
                 </span>
               </div>
               <RolloutList
@@ -102,7 +103,13 @@ export function AdvantagesPanel() {
                 <h2>All loss modes on this batch</h2>
                 <span className="muted">per-rollout total weight</span>
               </div>
-              <ModesTable rollouts={rollouts} modes={res.modes} selectedMode={opts.lossMode} selected={selected} onSelect={select} />
+              <ModesTable
+                rollouts={rollouts}
+                modes={res.modes}
+                selectedMode={opts.lossMode}
+                selected={selected}
+                onSelect={select}
+              />
             </section>
           </>
         )}

@@ -12,7 +12,15 @@ export type ControlSpec =
       help?: string;
     }
   | { kind: 'checkbox'; field: Field<boolean>; label: string; disabled?: boolean; help?: string }
-  | { kind: 'number'; field: Field<number>; label: string; min: number; max: number; step: number; help?: string };
+  | {
+      kind: 'number';
+      field: Field<number>;
+      label: string;
+      min: number;
+      max: number;
+      step: number;
+      help?: string;
+    };
 
 /** Native form controls, each with a visible label, bound to the URL-backed view store. */
 export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewState> }) {
@@ -27,7 +35,11 @@ export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewStat
           return (
             <div className="control" key={c.field}>
               <label htmlFor={id}>{c.label}</label>
-              <select id={id} value={String(props.values[c.field])} onChange={(e) => set({ [c.field]: e.target.value })}>
+              <select
+                id={id}
+                value={String(props.values[c.field])}
+                onChange={(e) => set({ [c.field]: e.target.value })}
+              >
                 {c.options.map((o) => (
                   <option key={o.value} value={o.value} title={o.title}>
                     {o.label}

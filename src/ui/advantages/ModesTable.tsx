@@ -31,15 +31,19 @@ export const ModesTable = memo(function ModesTable(props: {
         scrollToIndex={props.selected}
         className="mlist"
         renderRow={(i) => (
-          // biome-ignore lint/a11y/useKeyWithClickEvents: rows are also reachable with j/k
           <div
             className={i === props.selected ? 'mrow selected' : 'mrow'}
             style={{ gridTemplateColumns: cols }}
-            onClick={() => props.onSelect(i)}
           >
-            <span className="c-id">{rollouts[i].rolloutId}</span>
+            <button type="button" className="linkish c-id" onClick={() => props.onSelect(i)}>
+              {rollouts[i].rolloutId}
+            </button>
             {modes.map((m) => (
-              <span key={m.name} className={m.name === selectedMode ? 'c-num sel' : 'c-num'} data-testid={`mode-${m.name}-${rollouts[i].rolloutId}`}>
+              <span
+                key={m.name}
+                className={m.name === selectedMode ? 'c-num sel' : 'c-num'}
+                data-testid={`mode-${m.name}-${rollouts[i].rolloutId}`}
+              >
                 {fmt(m.rolloutWeight[i], 5)}
               </span>
             ))}

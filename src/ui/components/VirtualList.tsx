@@ -36,7 +36,8 @@ export function VirtualList(props: {
     if (!el || scrollToIndex === undefined || scrollToIndex < 0) return;
     const top = scrollToIndex * rowHeight;
     if (top < el.scrollTop) el.scrollTop = top;
-    else if (top + rowHeight > el.scrollTop + el.clientHeight) el.scrollTop = top + rowHeight - el.clientHeight;
+    else if (top + rowHeight > el.scrollTop + el.clientHeight)
+      el.scrollTop = top + rowHeight - el.clientHeight;
   }, [scrollToIndex, rowHeight]);
 
   const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
@@ -44,7 +45,11 @@ export function VirtualList(props: {
   const rows: ReactNode[] = [];
   for (let i = first; i < last; i++) {
     rows.push(
-      <div key={i} className="vrow" style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}>
+      <div
+        key={i}
+        className="vrow"
+        style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}
+      >
         {renderRow(i)}
       </div>,
     );
@@ -55,8 +60,7 @@ export function VirtualList(props: {
       className={props.className}
       style={{ overflowY: 'auto', position: 'relative' }}
       onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)}
-      role={props.role}
-      aria-label={props.ariaLabel}
+      {...(props.role ? { role: props.role, 'aria-label': props.ariaLabel } : {})}
       data-testid={props.testId}
     >
       <div style={{ height: count * rowHeight, position: 'relative' }}>{rows}</div>

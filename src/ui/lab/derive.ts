@@ -27,7 +27,12 @@ export function rowOfCall(batch: TrainingBatch, index: BatchIndex, rollout: numb
 }
 
 /** Batch positions of the response tokens that belong to `call` (its observation tokens, then its response). */
-export function callPositions(batch: TrainingBatch, index: BatchIndex, rollout: number, call: number): Int32Array {
+export function callPositions(
+  batch: TrainingBatch,
+  index: BatchIndex,
+  rollout: number,
+  call: number,
+): Int32Array {
   const r = rowOfCall(batch, index, rollout, call);
   if (r < 0) return new Int32Array(0);
   const out: number[] = [];

@@ -6,7 +6,7 @@
  */
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
-import { compute, newBuildCache, parseTrace } from './pipeline';
+import { compute, newBuildCache, parseTrace, splitResult } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
 import { retokView } from './retokView';
@@ -19,6 +19,8 @@ let tok: ChatTokenizer | null = null;
 /** ids whose texts the page already has */
 let known = new Set<number>();
 const cache = newBuildCache();
+/** build serial of the rows the page has */
+let sentSerial = -1;
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
 let running = false;
 
@@ -84,8 +86,11 @@ async function runCompute() {
       if (!trace) throw new Error('no trace loaded yet');
       if (msg.options.tokenSource === 'retokenize' && !tok) tok = await loadQwen3Tokenizer();
       const result = compute(trace, msg.options, tok ?? undefined, cache);
-      const tokenText = newTexts([result.batch.responseIds, result.batch.promptIds]);
-      post({ type: 'computed', id: msg.id, result, tokenText });
+      const { rows, weights } = splitResult(result);
+      const fresh = rows.buildSerial !== sentSerial;
+      const tokenText = fresh ? newTexts([result.batch.responseIds, result.batch.promptIds]) : new Map();
+      sentSerial = rows.buildSerial;
+      post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights, tokenText });
     } catch (e) {
       post({ type: 'failed', id: msg.id, message: message(e) });
     }

@@ -5,9 +5,15 @@
  */
 import { create } from 'zustand';
 import type { TraceBatch } from '../../core/trace/types';
-import type { ComputeOptions, ComputeResult } from './pipeline';
+import type { BuiltRows, ComputeOptions, ComputeResult } from './pipeline';
+import {
+  checkFromWorker,
+  type FromWorker,
+  type ImportSource,
+  type ImportSummary,
+  type Phase,
+} from './protocol';
 import type { RetokCallView } from './retokView';
-import { checkFromWorker, type FromWorker, type ImportSource, type ImportSummary, type Phase } from './protocol';
 
 export interface LabState {
   /** name of the loaded (or loading) source */
@@ -35,6 +41,8 @@ let nextId = 1;
 let importId = 0;
 let computeId = 0;
 let retokId = 0;
+/** the rows the worker sent last (replies that only carry weights refer to them) */
+let lastRows: BuiltRows | null = null;
 const computeOptions = new Map<number, ComputeOptions>();
 
 function getWorker(): Worker {
@@ -67,6 +75,7 @@ function addTexts(texts: Map<number, string>) {
 function onReply(m: FromWorker) {
   const set = useLab.setState;
   if (m.type === 'computed' || m.type === 'retok') addTexts(m.tokenText);
+  if (m.type === 'computed' && m.rows) lastRows = m.rows;
   if (m.id === retokId) {
     if (m.type === 'retok') set({ retok: m.view, retokError: null });
     else if (m.type === 'failed') set({ retokError: m.message });
@@ -88,9 +97,16 @@ function onReply(m: FromWorker) {
     return;
   }
   if (m.id === computeId) {
-    if (m.type === 'computed')
-      set({ result: m.result, resultOptions: computeOptions.get(m.id) ?? null, computeError: null });
-    else if (m.type === 'failed') set({ computeError: m.message });
+    if (m.type === 'computed') {
+      if (!lastRows || lastRows.buildSerial !== m.weights.buildSerial) {
+        set({
+          computeError: `lab worker: weights for rows build ${m.weights.buildSerial} arrived without those rows`,
+        });
+        return;
+      }
+      const result: ComputeResult = { ...lastRows, ...m.weights };
+      set({ result, resultOptions: computeOptions.get(m.id) ?? null, computeError: null });
+    } else if (m.type === 'failed') set({ computeError: m.message });
   }
   computeOptions.delete(m.id);
 }

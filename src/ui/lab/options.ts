@@ -3,11 +3,12 @@
  * modes, the merge levels and token sources are whatever core registers, with core's labels and formulas, so a
  * new estimator shows up here without UI code. Names in the URL that core does not know fall back to defaults.
  */
+
+import type { TraceAggregatorLevel } from '../../core/aggregate/buildTrainingBatch';
 import { listAdvEstimators } from '../../core/algos/advantage';
 import { getAggMode } from '../../core/algos/aggLoss';
 import { ALL_LOSS_MODES, type LossMode } from '../../core/algos/effectiveWeights';
 import { getPolicyLoss } from '../../core/algos/policyLoss';
-import type { TraceAggregatorLevel } from '../../core/aggregate/buildTrainingBatch';
 import type { TokenSource } from '../../core/tokenize/retokenize';
 import type { ControlSpec } from '../advantages/Controls';
 import type { ViewState } from '../store';

@@ -4,13 +4,19 @@
  * chosen options (`effectiveWeights`) and under every loss mode at once (`allLossModes`). The result is a flat,
  * clonable view model (typed arrays and plain objects) for the page.
  */
-import { ALL_LOSS_MODES, allLossModes, effectiveWeights, type LossMode } from '../../core/algos/effectiveWeights';
+
 import {
   type BuildCounters,
   buildTrainingBatch,
   type TraceAggregatorLevel,
 } from '../../core/aggregate/buildTrainingBatch';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import {
+  ALL_LOSS_MODES,
+  allLossModes,
+  effectiveWeights,
+  type LossMode,
+} from '../../core/algos/effectiveWeights';
 import type { TrainingBatch } from '../../core/batch/types';
 import type { TokenSource } from '../../core/tokenize/retokenize';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
@@ -38,6 +44,8 @@ export interface ModeWeights {
 }
 
 export interface ComputeResult {
+  /** which build of the rows this is (same serial → same batch object on the worker side) */
+  buildSerial: number;
   batch: TrainingBatch;
   mergeFailures: MergeFailure[];
   counters: BuildCounters;
@@ -82,13 +90,20 @@ export interface BuildCache {
   trace: TraceBatch | null;
   key: string;
   built: ReturnType<typeof buildTrainingBatch> | null;
+  /** bumped each time rows are rebuilt */
+  serial: number;
 }
 
 export function newBuildCache(): BuildCache {
-  return { trace: null, key: '', built: null };
+  return { trace: null, key: '', built: null, serial: 0 };
 }
 
-function build(trace: TraceBatch, o: ComputeOptions, tokenizer: ChatTokenizer | undefined, cache?: BuildCache) {
+function build(
+  trace: TraceBatch,
+  o: ComputeOptions,
+  tokenizer: ChatTokenizer | undefined,
+  cache?: BuildCache,
+) {
   const key = JSON.stringify([o.level, o.tokenSource, o.maxPromptLength, o.maxResponseLength]);
   if (cache && cache.trace === trace && cache.key === key && cache.built) return cache.built;
   const built = buildTrainingBatch(trace.rollouts, {
@@ -100,7 +115,7 @@ function build(trace: TraceBatch, o: ComputeOptions, tokenizer: ChatTokenizer | 
     tokenSource: o.tokenSource,
     tokenizer,
   });
-  if (cache) Object.assign(cache, { trace, key, built });
+  if (cache) Object.assign(cache, { trace, key, built, serial: cache.serial + 1 });
   return built;
 }
 
@@ -123,6 +138,7 @@ export function compute(
   const ew = effectiveWeights(batch, { ...common, lossAggMode: o.lossMode });
   const all = allLossModes(batch, common);
   return {
+    buildSerial: cache?.serial ?? 0,
     batch,
     mergeFailures: built.mergeFailures,
     counters: built.counters,
@@ -132,6 +148,18 @@ export function compute(
     rolloutWeight: perSourceRollout(ew.rolloutSums, n),
     groupKeys: ew.groups.keys,
     groupWeight: ew.groupSums,
-    modes: ALL_LOSS_MODES.map((m) => ({ name: m, rolloutWeight: perSourceRollout(all.modes[m].rolloutTotals, n) })),
+    modes: ALL_LOSS_MODES.map((m) => ({
+      name: m,
+      rolloutWeight: perSourceRollout(all.modes[m].rolloutTotals, n),
+    })),
   };
+}
+
+/** The rows part of a result: sent to the page only when it was rebuilt. */
+export type BuiltRows = Pick<ComputeResult, 'buildSerial' | 'batch' | 'mergeFailures' | 'counters'>;
+export type WeightsPart = Omit<ComputeResult, 'batch' | 'mergeFailures' | 'counters'>;
+
+export function splitResult(r: ComputeResult): { rows: BuiltRows; weights: WeightsPart } {
+  const { batch, mergeFailures, counters, ...weights } = r;
+  return { rows: { buildSerial: r.buildSerial, batch, mergeFailures, counters }, weights };
 }

@@ -3,7 +3,7 @@
  * checked at both ends: a malformed message is answered with a specific error, never acted on.
  */
 import type { TraceBatch } from '../../core/trace/types';
-import type { ComputeOptions, ComputeResult } from './pipeline';
+import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
 import type { RetokCallView } from './retokView';
 
 export type ImportSource =
@@ -28,8 +28,21 @@ export interface ImportSummary {
 
 export type FromWorker =
   | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
-  | { type: 'imported'; id: number; summary: ImportSummary; trace: TraceBatch; tokenText: Map<number, string> }
-  | { type: 'computed'; id: number; result: ComputeResult; tokenText: Map<number, string> }
+  | {
+      type: 'imported';
+      id: number;
+      summary: ImportSummary;
+      trace: TraceBatch;
+      tokenText: Map<number, string>;
+    }
+  | {
+      type: 'computed';
+      id: number;
+      /** null when the rows are the ones sent last (only the weights changed) */
+      rows: BuiltRows | null;
+      weights: WeightsPart;
+      tokenText: Map<number, string>;
+    }
   | { type: 'retok'; id: number; view: RetokCallView; tokenText: Map<number, string> }
   | { type: 'failed'; id: number; message: string };
 
@@ -40,7 +53,8 @@ function isObj(v: unknown): v is Record<string, unknown> {
 /** Checks a message the worker received; throws with what is wrong. */
 export function checkToWorker(v: unknown): ToWorker {
   if (!isObj(v)) throw new Error('lab worker: message is not an object');
-  if (typeof v.id !== 'number' || !Number.isInteger(v.id)) throw new Error('lab worker: message id is not an integer');
+  if (typeof v.id !== 'number' || !Number.isInteger(v.id))
+    throw new Error('lab worker: message id is not an integer');
   if (v.type === 'import') {
     const s = v.source;
     if (!isObj(s) || typeof s.name !== 'string') throw new Error('lab worker: import.source needs a name');
@@ -72,7 +86,8 @@ export function checkFromWorker(v: unknown): FromWorker {
         return v as FromWorker;
       break;
     case 'computed':
-      if (isObj(v.result) && v.tokenText instanceof Map) return v as FromWorker;
+      if ((v.rows === null || isObj(v.rows)) && isObj(v.weights) && v.tokenText instanceof Map)
+        return v as FromWorker;
       break;
     case 'retok':
       if (isObj(v.view) && v.tokenText instanceof Map) return v as FromWorker;

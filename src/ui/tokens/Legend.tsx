@@ -16,7 +16,10 @@ export function Legend(props: { label: string; scale: ColorScale }) {
     <div className="legend" data-testid="legend">
       <span className="legend-label">{props.label}</span>
       <span className="legend-end">{fmt(scale.lo, 3)}</span>
-      <span className="legend-bar" style={{ background: `linear-gradient(to right, ${scale.stops.join(',')})` }}>
+      <span
+        className="legend-bar"
+        style={{ background: `linear-gradient(to right, ${scale.stops.join(',')})` }}
+      >
         {scale.kind === 'diverging' && <span className="legend-zero">0</span>}
       </span>
       <span className="legend-end">{fmt(scale.hi, 3)}</span>

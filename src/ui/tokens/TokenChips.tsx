@@ -52,7 +52,7 @@ function measureCell(host: HTMLElement): number {
  */
 export function TokenChips(props: TokenChipsProps) {
   const { ids, texts, quantities, colorKey, scale, positionBase = 0 } = props;
-  const host = useRef<HTMLDivElement>(null);
+  const host = useRef<HTMLElement>(null);
   const [cells, setCells] = useState(80);
   const [active, setActive] = useState<{ i: number; x: number; y: number } | null>(null);
 
@@ -109,9 +109,10 @@ export function TokenChips(props: TokenChipsProps) {
 
   const height = Math.min(props.maxHeight ?? 360, Math.max(1, lines.length) * LINE_HEIGHT + 4);
   return (
-    <div
+    <section
       ref={host}
       className="tokchips"
+      aria-label={props.ariaLabel}
       data-testid={props.testId}
       onMouseOver={(e) => show(e.target)}
       onFocus={(e) => show(e.target)}
@@ -124,8 +125,6 @@ export function TokenChips(props: TokenChipsProps) {
           rowHeight={LINE_HEIGHT}
           renderRow={renderLine}
           className="toklines"
-          ariaLabel={props.ariaLabel}
-          role="group"
         />
       </div>
       {active && active.i < ids.length && (
@@ -159,6 +158,6 @@ export function TokenChips(props: TokenChipsProps) {
           </table>
         </div>
       )}
-    </div>
+    </section>
   );
 }

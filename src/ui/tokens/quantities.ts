@@ -17,9 +17,15 @@ export const COLOR_BY_LABEL: Record<ColorBy, string> = {
 };
 
 /** Scale for a quantity over the values it takes on the tokens in view (trainable tokens only for weights). */
-export function scaleFor(key: ColorBy, values: ArrayLike<number> | undefined, mask?: ArrayLike<number>): ColorScale {
+export function scaleFor(
+  key: ColorBy,
+  values: ArrayLike<number> | undefined,
+  mask?: ArrayLike<number>,
+): ColorScale {
   if (key === 'mask') return maskScale();
-  const extent = values ? finiteExtent(values, key === 'weight' || key === 'advantage' ? mask : undefined) : [0, 0];
+  const extent = values
+    ? finiteExtent(values, key === 'weight' || key === 'advantage' ? mask : undefined)
+    : [0, 0];
   const ext = extent as [number, number];
   if (key === 'logprob') return sequentialScale([Math.min(ext[0], -1e-6), 0], true);
   if (key === 'entropy') return sequentialScale([0, Math.max(ext[1], 1e-6)]);

@@ -2,10 +2,10 @@ import { useMemo, useState } from 'react';
 import type { ModelCall, Rollout } from '../../core/trace/types';
 import { type BatchIndex, callPositions, rowOfCall } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
-import { fmt } from '../tokens/colorScale';
 import type { ColorScale } from '../tokens/colorScale';
-import { TokenChips } from '../tokens/TokenChips';
+import { fmt } from '../tokens/colorScale';
 import type { ColorBy } from '../tokens/quantities';
+import { TokenChips } from '../tokens/TokenChips';
 import { Message } from './Messages';
 import { batchTokenView, callTokenView } from './tokenView';
 
@@ -17,13 +17,21 @@ function newMessageStart(calls: ModelCall[], k: number): number {
   return Math.min(n, calls[k].request.messages.length);
 }
 
-export function CallHeader(props: { call: ModelCall; index: number; total: number; row: number; res: ComputeResult | null }) {
+export function CallHeader(props: {
+  call: ModelCall;
+  index: number;
+  total: number;
+  row: number;
+  res: ComputeResult | null;
+}) {
   const { call, row, res } = props;
   const ms = call.timings ? Math.round(call.timings.endMs - call.timings.startMs) : null;
   const parts = [
     `finish ${call.response?.finishReason ?? '—'}`,
     `HTTP ${call.httpStatus}`,
-    call.engine ? `${call.engine.engine} · ${call.engine.model}${call.engine.policyVersion !== undefined ? ` @ v${call.engine.policyVersion}` : ''}` : null,
+    call.engine
+      ? `${call.engine.engine} · ${call.engine.model}${call.engine.policyVersion !== undefined ? ` @ v${call.engine.policyVersion}` : ''}`
+      : null,
     ms !== null ? `${ms} ms` : null,
     `${call.promptTokenIds?.length ?? '—'} prompt / ${call.responseTokenIds?.length ?? '—'} response ids`,
     res ? (row >= 0 ? `training row ${row}` : 'in no training row') : null,
@@ -60,7 +68,12 @@ export function CallView(props: {
   const view = useMemo(() => {
     if (res && index) {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
-      if (pos.length > 0) return { v: batchTokenView(res, pos, props.tokenText), inBatch: true, start: pos[0] - res.batch.offsets[row] };
+      if (pos.length > 0)
+        return {
+          v: batchTokenView(res, pos, props.tokenText),
+          inBatch: true,
+          start: pos[0] - res.batch.offsets[row],
+        };
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
   }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row]);
@@ -118,7 +131,11 @@ export function CallView(props: {
         <div className="tokens-head">
           <h3>Response</h3>
         </div>
-        {call.response ? <Message m={call.response.message} label="response" /> : <p className="bad">no response</p>}
+        {call.response ? (
+          <Message m={call.response.message} label="response" />
+        ) : (
+          <p className="bad">no response</p>
+        )}
       </div>
     </div>
   );

@@ -1,10 +1,10 @@
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { Rollout } from '../../core/trace/types';
 import type { BatchIndex } from '../lab/derive';
-import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { ComputeResult } from '../lab/pipeline';
 import type { ColorScale } from '../tokens/colorScale';
-import { TokenChips } from '../tokens/TokenChips';
 import type { ColorBy } from '../tokens/quantities';
+import { TokenChips } from '../tokens/TokenChips';
 import { batchTokenView } from './tokenView';
 
 /** Newlines shown as ↵ so a snippet stays a line or two. */
@@ -54,8 +54,8 @@ export function MergeView(props: {
               did not extend call {b.prevCallIndex + 1}'s context: <span className="bad">{b.kind}</span>
               <span className="muted">
                 {' '}
-                at prompt token {b.firstDiff} (context {b.contextLength} = prompt {b.prevPromptLength} + response{' '}
-                {b.contextLength - b.prevPromptLength}; new prompt {b.promptLength})
+                at prompt token {b.firstDiff} (context {b.contextLength} = prompt {b.prevPromptLength} +
+                response {b.contextLength - b.prevPromptLength}; new prompt {b.promptLength})
               </span>
               <div className="snippets">
                 <span className="muted">context</span>
@@ -79,19 +79,24 @@ export function MergeView(props: {
           <div key={r} className="mergerow" data-testid="merge-row">
             <div className="callhead">
               <b>row {r}</b>
-              <span>
-                call{first === last ? ` ${first + 1}` : `s ${first + 1}–${last + 1}`}
-              </span>
+              <span>call{first === last ? ` ${first + 1}` : `s ${first + 1}–${last + 1}`}</span>
               <span className="muted">
-                prompt {batch.promptOffsets[r + 1] - batch.promptOffsets[r]} · response {e - a} ({trainable} trainable,{' '}
-                {e - a - trainable} observation)
+                prompt {batch.promptOffsets[r + 1] - batch.promptOffsets[r]} · response {e - a} ({trainable}{' '}
+                trainable, {e - a - trainable} observation)
               </span>
               {batch.isDrop[r] ? <span className="bad">dropped: prompt too long</span> : null}
             </div>
             <TokenChips
               ids={view.ids}
               texts={view.texts}
-              quantities={[...view.quantities, { key: 'call', label: 'call', values: Float32Array.from(range(a, e), (p) => batch.tokenCall[p] + 1) }]}
+              quantities={[
+                ...view.quantities,
+                {
+                  key: 'call',
+                  label: 'call',
+                  values: Float32Array.from(range(a, e), (p) => batch.tokenCall[p] + 1),
+                },
+              ]}
               colorKey={view.available.has(colorBy) ? colorBy : ''}
               scale={scale}
               chipClass={(i) => {

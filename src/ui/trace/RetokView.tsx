@@ -12,7 +12,11 @@ function Ids(props: { ids: Int32Array; from: number; to: number; cls?: string; t
     const id = props.ids[i];
     const text = props.texts.get(id) ?? `<${id}>`;
     out.push(
-      <span key={i} className={props.cls ? `tok ${props.cls}` : 'tok'} title={`#${i} · id ${id} · ${JSON.stringify(text)}`}>
+      <span
+        key={i}
+        className={props.cls ? `tok ${props.cls}` : 'tok'}
+        title={`#${i} · id ${id} · ${JSON.stringify(text)}`}
+      >
         {chipLabel(text)}
       </span>,
     );
@@ -21,7 +25,9 @@ function Ids(props: { ids: Int32Array; from: number; to: number; cls?: string; t
 }
 
 function part(v: RetokCallView, enginePos: number): string {
-  return enginePos < v.enginePromptLength ? `prompt token ${enginePos}` : `response token ${enginePos - v.enginePromptLength}`;
+  return enginePos < v.enginePromptLength
+    ? `prompt token ${enginePos}`
+    : `response token ${enginePos - v.enginePromptLength}`;
 }
 
 /** Engine ids against retokenized ids for the selected call, every difference with its cause. */
@@ -36,8 +42,14 @@ export function RetokView(props: { rollout: number; call: number }) {
     if (trace) request(rollout, call);
   }, [trace, rollout, call, request]);
   if (error) return <p className="bad">{error}</p>;
-  if (!retok || retok.rollout !== rollout || retok.call !== call) return <p className="muted">Retokenizing…</p>;
-  if (retok.unavailable) return <p className="muted" data-testid="retok-view">Nothing to compare: {retok.unavailable}.</p>;
+  if (!retok || retok.rollout !== rollout || retok.call !== call)
+    return <p className="muted">Retokenizing…</p>;
+  if (retok.unavailable)
+    return (
+      <p className="muted" data-testid="retok-view">
+        Nothing to compare: {retok.unavailable}.
+      </p>
+    );
   const hunks = retok.segments.filter((s) => !s.equal);
   const r = retok.report;
   return (
@@ -53,7 +65,8 @@ export function RetokView(props: { rollout: number; call: number }) {
           <span className="good">identical: retokenization reproduces what was sampled</span>
         ) : (
           <span className="bad" data-testid="retok-summary">
-            {hunks.length} differing span{hunks.length === 1 ? '' : 's'}; first at {part(retok, r?.firstDiff ?? 0)} ({r?.cause})
+            {hunks.length} differing span{hunks.length === 1 ? '' : 's'}; first at{' '}
+            {part(retok, r?.firstDiff ?? 0)} ({r?.cause})
           </span>
         )}
       </p>
@@ -69,13 +82,31 @@ export function RetokView(props: { rollout: number; call: number }) {
             <div className="hunk-grid">
               <span className="muted">engine</span>
               <div className="hunk-ids">
-                <Ids ids={retok.engine} from={Math.max(0, h.a0 - CONTEXT)} to={h.a0} cls="ctx" texts={texts} />
+                <Ids
+                  ids={retok.engine}
+                  from={Math.max(0, h.a0 - CONTEXT)}
+                  to={h.a0}
+                  cls="ctx"
+                  texts={texts}
+                />
                 <Ids ids={retok.engine} from={h.a0} to={h.a1} cls="diff" texts={texts} />
-                <Ids ids={retok.engine} from={h.a1} to={Math.min(retok.engine.length, h.a1 + CONTEXT)} cls="ctx" texts={texts} />
+                <Ids
+                  ids={retok.engine}
+                  from={h.a1}
+                  to={Math.min(retok.engine.length, h.a1 + CONTEXT)}
+                  cls="ctx"
+                  texts={texts}
+                />
               </div>
               <span className="muted">retokenized</span>
               <div className="hunk-ids">
-                <Ids ids={retok.retokenized} from={Math.max(0, h.b0 - CONTEXT)} to={h.b0} cls="ctx" texts={texts} />
+                <Ids
+                  ids={retok.retokenized}
+                  from={Math.max(0, h.b0 - CONTEXT)}
+                  to={h.b0}
+                  cls="ctx"
+                  texts={texts}
+                />
                 <Ids ids={retok.retokenized} from={h.b0} to={h.b1} cls="diff" texts={texts} />
                 <Ids
                   ids={retok.retokenized}

@@ -1,7 +1,7 @@
 import { memo } from 'react';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { Rollout } from '../../core/trace/types';
 import { VirtualList } from '../components/VirtualList';
-import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { fmt } from '../tokens/colorScale';
 
 export interface RolloutListProps {
@@ -24,7 +24,11 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
   const renderRow = (i: number) => {
     const r = rollouts[i];
     const b = breaks?.[i] ?? [];
-    const merge = rows ? (b.length ? `${rows[i]} rows · ${b.length} break${b.length > 1 ? 's' : ''}` : `${rows[i]} row${rows[i] === 1 ? '' : 's'}`) : '';
+    const merge = rows
+      ? b.length
+        ? `${rows[i]} rows · ${b.length} break${b.length > 1 ? 's' : ''}`
+        : `${rows[i]} row${rows[i] === 1 ? '' : 's'}`
+      : '';
     const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
     return (
       <div

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useMemo } from 'react';
+import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { isTypingTarget } from '../keyboard';
 import { indexBatch } from '../lab/derive';
 import { useLab } from '../lab/labStore';
-import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
 import { COLOR_BY, COLOR_BY_LABEL, type ColorBy, scaleFor } from '../tokens/quantities';
@@ -27,14 +27,15 @@ export function useSelectedRollout(): number {
 /** Per rollout: its merge breaks and its number of training rows, from the current result. */
 export function useRolloutRows() {
   const trace = useLab((s) => s.trace);
-  const res = useLab((s) => s.result);
+  const batch = useLab((s) => s.result?.batch);
+  const failures = useLab((s) => s.result?.mergeFailures);
   return useMemo(() => {
-    if (!trace || !res) return null;
-    const index = indexBatch(res.batch, trace.rollouts.length);
+    if (!trace || !batch || !failures) return null;
+    const index = indexBatch(batch, trace.rollouts.length);
     const breaks: MergeFailure[][] = trace.rollouts.map(() => []);
-    for (const f of res.mergeFailures) breaks[f.rolloutIndex]?.push(f);
+    for (const f of failures) breaks[f.rolloutIndex]?.push(f);
     return { index, breaks, rows: index.rowsOfRollout.map((r) => r.length) };
-  }, [trace, res]);
+  }, [trace, batch, failures]);
 }
 
 export function ColorControl(props: { available: Set<ColorBy> }) {
@@ -66,7 +67,10 @@ export function TracePanel() {
   const rollout = selected >= 0 ? rollouts[selected] : undefined;
   const nCalls = rollout?.calls.length ?? 0;
   const callIndex = Math.min(Math.max(0, call), Math.max(0, nCalls - 1));
-  const select = useCallback((i: number) => set({ rollout: rollouts[i].rolloutId, call: 0 }), [rollouts, set]);
+  const select = useCallback(
+    (i: number) => set({ rollout: rollouts[i].rolloutId, call: 0 }),
+    [rollouts, set],
+  );
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -74,7 +78,10 @@ export function TracePanel() {
       const st = useView.getState();
       const tr = useLab.getState().trace;
       if (!tr || tr.rollouts.length === 0) return;
-      const cur = Math.max(0, tr.rollouts.findIndex((r) => r.rolloutId === st.rollout));
+      const cur = Math.max(
+        0,
+        tr.rollouts.findIndex((r) => r.rolloutId === st.rollout),
+      );
       const n = tr.rollouts[cur].calls.length;
       const c = Math.min(Math.max(0, st.call), Math.max(0, n - 1));
       if (e.key === 'ArrowRight') st.set({ call: Math.min(n - 1, c + 1) });
@@ -91,7 +98,13 @@ export function TracePanel() {
 
   const scale = useMemo(() => {
     const values =
-      colorBy === 'weight' ? res?.tokenWeight : colorBy === 'advantage' ? res?.tokenAdvantage : colorBy === 'logprob' ? (res?.batch.responseLogProbs ?? undefined) : undefined;
+      colorBy === 'weight'
+        ? res?.tokenWeight
+        : colorBy === 'advantage'
+          ? res?.tokenAdvantage
+          : colorBy === 'logprob'
+            ? (res?.batch.responseLogProbs ?? undefined)
+            : undefined;
     return scaleFor(colorBy, values, res?.batch.mask);
   }, [res, colorBy]);
   const available = useMemo(() => {
@@ -134,7 +147,12 @@ export function TracePanel() {
               </span>
             </h2>
             <div className="stepper">
-              <button type="button" aria-label="Previous call" disabled={callIndex === 0} onClick={() => set({ call: callIndex - 1 })}>
+              <button
+                type="button"
+                aria-label="Previous call"
+                disabled={callIndex === 0}
+                onClick={() => set({ call: callIndex - 1 })}
+              >
                 ←
               </button>
               <span data-testid="call-position">
@@ -153,7 +171,12 @@ export function TracePanel() {
               <legend className="sr-only">View</legend>
               {TRACE_VIEWS.map((v) => (
                 <label key={v} className={v === traceView ? 'on' : undefined}>
-                  <input type="radio" name="trace-view" checked={v === traceView} onChange={() => set({ traceView: v })} />
+                  <input
+                    type="radio"
+                    name="trace-view"
+                    checked={v === traceView}
+                    onChange={() => set({ traceView: v })}
+                  />
                   {VIEW_LABEL[v]}
                 </label>
               ))}
@@ -161,7 +184,9 @@ export function TracePanel() {
             <ColorControl available={available} />
             <Legend label={COLOR_BY_LABEL[colorBy]} scale={scale} />
           </div>
-          {rollout.state === 'failed' && <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>}
+          {rollout.state === 'failed' && (
+            <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>
+          )}
           {nCalls === 0 ? (
             <p className="muted">This rollout recorded no calls.</p>
           ) : traceView === 'merge' ? (

@@ -5,8 +5,8 @@
 import type { ModelCall } from '../../core/trace/types';
 import { gather } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
-import type { TokenQuantity } from '../tokens/TokenChips';
 import type { ColorBy } from '../tokens/quantities';
+import type { TokenQuantity } from '../tokens/TokenChips';
 
 export interface TokenView {
   ids: Int32Array;
@@ -27,7 +27,11 @@ function has(values: ArrayLike<number>): boolean {
   return false;
 }
 
-export function batchTokenView(res: ComputeResult, positions: Int32Array, tokenText: Map<number, string>): TokenView {
+export function batchTokenView(
+  res: ComputeResult,
+  positions: Int32Array,
+  tokenText: Map<number, string>,
+): TokenView {
   const { batch } = res;
   const ids = Int32Array.from(positions, (p) => batch.responseIds[p]);
   const q: TokenQuantity[] = [
