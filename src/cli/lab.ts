@@ -15,6 +15,7 @@ export interface Command {
 const commands: Record<string, () => Promise<Command>> = {
   golden: async () => (await import('./commands/golden')).command,
   convert: async () => (await import('./commands/convert')).command,
+  agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,
 };
 

@@ -56,6 +56,7 @@ export class WorkerPool {
   private brokenReason: string | null = null;
   /** how many workers were replaced after a failure (for reports and tests) */
   replaced = 0;
+  private readyWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: PoolOptions) {
     if (!Number.isInteger(opts.size) || opts.size < 1)
@@ -88,6 +89,7 @@ export class WorkerPool {
     if (msg.type === 'ready') {
       slot.started = true;
       this.startFailures = 0;
+      if (this.slots.every((s) => s.started)) for (const w of this.readyWaiters.splice(0)) w();
       return;
     }
     const cur = slot.current;
@@ -116,6 +118,7 @@ export class WorkerPool {
     slot.port.close?.();
     if (!slot.started && ++this.startFailures >= MAX_START_FAILURES && !this.brokenReason) {
       this.brokenReason = `workers keep failing before they start (last: ${reason})`;
+      for (const w of this.readyWaiters.splice(0)) w();
       for (const p of this.queue.splice(0))
         p.resolve({ type: 'failed', rolloutId: p.job.rolloutId, error: this.brokenReason });
     }
@@ -140,6 +143,12 @@ export class WorkerPool {
       );
       slot.handle.post({ type: 'run', job: next.job });
     }
+  }
+
+  /** Resolves once every current worker has loaded and said 'ready' (or the pool is broken or closed). */
+  ready(): Promise<void> {
+    if (this.closed || this.brokenReason || this.slots.every((s) => s.started)) return Promise.resolve();
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
   /** Runs one rollout; resolves (never rejects) with how it ended. */
@@ -169,6 +178,7 @@ export class WorkerPool {
 
   close(): void {
     this.closed = true;
+    for (const w of this.readyWaiters.splice(0)) w();
     for (const p of this.queue.splice(0))
       p.resolve({ type: 'failed', rolloutId: p.job.rolloutId, error: 'worker pool closed' });
     for (const s of this.slots) {

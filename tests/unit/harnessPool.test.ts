@@ -33,6 +33,7 @@ describe('worker pool over node:worker_threads', () => {
       timeoutMs: 30_000,
     });
     try {
+      await pool.ready();
       const rs = await runRollouts(spec, plan, proxy, pool);
       expect(rs.map((r) => r.state)).toEqual(Array(6).fill('succeeded'));
       expect(rs.map((r) => r.finalReward)).toEqual(Array(6).fill(1));

@@ -18,8 +18,9 @@ import { loadTokenizer, spawnNodeHarnessWorker } from '../nodeWorkers';
 const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
-    [--timeout-ms MS=60000]
+    [--timeout-ms MS=60000] [--fixed-clock]
   --n is the number of tasks; each runs --group-size times (n × K rollouts).
+  --fixed-clock stamps calls from a fake clock (with --workers 1 the output is byte-reproducible).
   --engine URL forwards to an OpenAI-compatible server (API key from OPENAI_API_KEY).
   behaviours: ${BEHAVIOURS.join(', ')}`;
 
@@ -28,6 +29,12 @@ function posInt(v: unknown, flag: string, dflt: number, min = 1): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
     throw new UsageError(`--${flag} must be an integer ≥ ${min}, got ${v}`);
   return v;
+}
+
+/** A clock that starts at 2025-01-01T00:00:00Z and advances 1 ms per reading. */
+function fakeClock(): () => number {
+  let t = Date.UTC(2025, 0, 1);
+  return () => t++;
 }
 
 export const command: Command = {
@@ -50,6 +57,7 @@ export const command: Command = {
       'max-tokens': { type: 'number' },
       'max-context': { type: 'number' },
       'timeout-ms': { type: 'number' },
+      'fixed-clock': { type: 'bool' },
     });
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const harness = flags.harness as string | undefined;
@@ -115,6 +123,7 @@ export const command: Command = {
       tokenizer: engineSpec.startsWith('http') ? null : tokenizer,
       maxResponseTokens: posInt(flags['max-tokens'], 'max-tokens', 1024),
       maxContextTokens: posInt(flags['max-context'], 'max-context', 32768),
+      now: flags['fixed-clock'] ? fakeClock() : undefined,
     });
     const pool = new WorkerPool({
       size: workers,
@@ -122,9 +131,13 @@ export const command: Command = {
       connect: (port) => serveChannel(port, proxy.handle),
       timeoutMs,
     });
-    const t0 = performance.now();
+    const tStart = performance.now();
     let rollouts: Awaited<ReturnType<typeof runRollouts>>;
+    let t0 = tStart;
     try {
+      // Rollout throughput is measured from when every worker has loaded; start-up is reported on its own.
+      await pool.ready();
+      t0 = performance.now();
       rollouts = await runRollouts(spec, plan, proxy, pool);
     } finally {
       pool.close();
@@ -137,7 +150,8 @@ export const command: Command = {
     const calls = rollouts.reduce((a, r) => a + r.calls.length, 0);
     console.log(
       `rollout: ${rollouts.length} rollouts (${failed.length} failed), ${calls} calls, mean reward ${mean.toFixed(3)}, ` +
-        `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s → ${out}`,
+        `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s ` +
+        `(+${((t0 - tStart) / 1000).toFixed(2)} s worker start-up) → ${out}`,
     );
     for (const f of failed.slice(0, 5)) console.log(`  failed ${f.rolloutId}: ${f.error}`);
     return 0;
