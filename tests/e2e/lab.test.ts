@@ -16,14 +16,31 @@ function firstSample(): { name: string; text: string } {
 }
 
 const sample = firstSample();
-const parsed = parseTraceText(sample.text);
-const rollouts: Rollout[] = parsed.rollouts;
+const rollouts: Rollout[] = parseTraceText(sample.text).rollouts;
 
 /**
- * Core's per-rollout total weights on the sample, with the page's default options spelled out here: engine ids,
+ * A trace whose GRPO groups mix successes and failures: the coding tasks solved by the scripted expert and the
+ * same tasks (same data ids) failed by the random engine, whose rollout ids get a suffix so they stay unique.
+ */
+function mixedRewardTrace(): string {
+  const read = (f: string) =>
+    readFileSync(join('public', 'samples', f), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim());
+  const random = read('coding-random.jsonl').map((l) => {
+    const o = JSON.parse(l);
+    o.rollout_id = `${o.rollout_id}-random`;
+    return JSON.stringify(o);
+  });
+  return `${[...read('coding-scripted.jsonl'), ...random].join('\n')}\n`;
+}
+
+/**
+ * Core's per-rollout total weights on a trace, with the page's default options spelled out here: engine ids,
  * trajectory level, 8192/8192 length limits, GRPO with std, rollout-level advantages.
  */
-function expectedWeights(lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<string, number> {
+function expectedWeights(text: string, lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<string, number> {
+  const rollouts = parseTraceText(text).rollouts;
   const { batch } = buildTrainingBatch(rollouts, {
     level: 'trajectory',
     maxPromptLength: 8192,
@@ -83,25 +100,12 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     expect(errors).toEqual([]);
   });
 
-  it('opens the bundled sample at start-up and lists its rollouts', async () => {
-    const page = await openPage(browser, baseUrl, errors);
-    expect(await page.getByTestId('import-summary').textContent()).toContain(`${rollouts.length} rollouts`);
-    await expect.poll(() => page.locator('[data-testid^="rollout-row-"]').count()).toBeGreaterThan(0);
-    await page.getByTestId('call-tokens').locator('.tok').first().waitFor();
-    await screenshot(page, 'trace-call');
-    await page.close();
-  });
-
-  it('shows core’s per-rollout weights under every loss aggregation mode', async () => {
-    const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
+  /** Switches every loss mode and compares each rollout's displayed weight with core's number. */
+  async function checkAllModes(page: Page, text: string) {
     const select = page.getByLabel('Loss aggregation', { exact: true });
-    const offered = await select
-      .locator('option')
-      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
-    expect(offered).toEqual([...ALL_LOSS_MODES]);
-    for (const mode of ALL_LOSS_MODES) {
+    for (const mode of [...ALL_LOSS_MODES.slice(1), ALL_LOSS_MODES[0]]) {
       await select.selectOption(mode);
-      const want = expectedWeights(mode);
+      const want = expectedWeights(text, mode);
       await expect
         .poll(
           async () => {
@@ -117,21 +121,49 @@ describe('trace stepper and advantage explorer in Chromium', () => {
           { timeout: 10_000 },
         )
         .toEqual([]);
-      expect(page.url()).toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
+      await expect
+        .poll(() => page.url())
+        .toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
     }
-    // at least one rollout carries a non-zero weight, so the comparison above is not all zeros
-    const any = [...expectedWeights('token-mean').values()].some((w) => w !== 0);
-    expect(any).toBe(true);
+  }
+
+  it('shows core’s per-rollout weights under every loss aggregation mode', async () => {
+    const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
+    const select = page.getByLabel('Loss aggregation', { exact: true });
+    const offered = await select
+      .locator('option')
+      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    expect(offered).toEqual([...ALL_LOSS_MODES]);
+    await checkAllModes(page, sample.text);
+    // The bundled samples' groups each share one reward; a mixed-reward trace makes the weights non-zero.
+    const mixed = mixedRewardTrace();
+    expect([...expectedWeights(mixed, 'token-mean').values()].filter((w) => w !== 0).length).toBeGreaterThan(
+      4,
+    );
+    await page.getByTestId('trace-file').setInputFiles({
+      name: 'coding-mixed.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(mixed),
+    });
+    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('coding-mixed.jsonl');
+    await checkAllModes(page, mixed);
+    await select.selectOption('per_rollout_mean');
     await screenshot(page, 'advantages');
     await page.close();
   });
 
   it('steps through rollouts and calls with the keyboard and shows every quantity of a token', async () => {
     const page = await openPage(browser, baseUrl, errors);
+    // the bundled sample opens at start-up, its rollouts listed and the first call's tokens shown
+    expect(await page.getByTestId('import-summary').textContent()).toContain(`${rollouts.length} rollouts`);
+    expect(await page.locator('[data-testid^="rollout-row-"]').count()).toBe(rollouts.length);
+    await page.getByTestId('call-tokens').locator('.tok').first().waitFor();
+    await screenshot(page, 'trace-call');
     // start on the first rollout with more than one call
     const multi = rollouts.findIndex((r) => r.calls.length > 1);
     expect(multi).toBeGreaterThanOrEqual(0);
     await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('k'); // on the first rollout: names it in the URL
     for (let i = 0; i < multi; i++) await page.keyboard.press('j');
     const r = rollouts[multi];
     await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
@@ -140,18 +172,18 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await expect
       .poll(() => page.getByTestId('call-position').textContent())
       .toBe(`call 2 / ${r.calls.length}`);
-    expect(page.url()).toContain(`r=${encodeURIComponent(r.rolloutId)}`);
+    await expect.poll(() => page.url()).toContain(`r=${encodeURIComponent(r.rolloutId)}`);
     expect(page.url()).toContain('c=1');
     await page.keyboard.press('ArrowLeft');
     await expect
       .poll(() => page.getByTestId('call-position').textContent())
       .toBe(`call 1 / ${r.calls.length}`);
-    await page.keyboard.press('k');
-    if (multi > 0)
-      await expect
-        .poll(() => page.getByTestId('rollout-title').textContent())
-        .toContain(rollouts[multi - 1].rolloutId);
+    // j/k move between rollouts (k from the first one stays there)
     await page.keyboard.press('j');
+    const next = rollouts[Math.min(multi + 1, rollouts.length - 1)];
+    await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(next.rolloutId);
+    expect(await page.getByTestId('call-position').textContent()).toBe(`call 1 / ${next.calls.length}`);
+    await page.keyboard.press('k');
     await expect.poll(() => page.getByTestId('rollout-title').textContent()).toContain(r.rolloutId);
 
     // hovering a chip shows its id, text and every quantity; focusing one does too
