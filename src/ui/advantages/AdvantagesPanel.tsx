@@ -94,9 +94,17 @@ export function AdvantagesPanel() {
             <section className="card">
               <div className="card-head">
                 <h2>Per-group weight</h2>
-                <span className="muted">{res.groupKeys.length} groups</span>
+                <span className="muted">
+                  {res.groupKeys.length} groups · <span className="neg-key">■</span> reinforced (weight &lt;
+                  0) · <span className="pos-key">■</span> suppressed
+                </span>
               </div>
-              <GroupBars keys={res.groupKeys} weight={res.groupWeight} />
+              <GroupBars
+                keys={res.groupKeys}
+                net={res.groupWeight}
+                negative={res.groupNegative}
+                positive={res.groupPositive}
+              />
             </section>
             <section className="card wide">
               <div className="card-head">

@@ -38,12 +38,12 @@ function pick<T extends string>(value: string, known: readonly T[], fallback: T)
  * make the compiler demand an entry (with its upstream meaning) for every member core adds.
  */
 const TOKEN_SOURCES: Record<TokenSource, string> = {
-  engine: 'engine ids (what the policy sampled)',
-  retokenize: 'retokenized text (chat template + encode)',
+  engine: 'the ids the engine returned: what the policy sampled',
+  retokenize: 'chat template over the messages, encoded again (a text-only trainer)',
 };
 const LEVELS: Record<TraceAggregatorLevel, string> = {
-  trajectory: 'trajectory (merge calls that extend the context)',
-  transition: 'transition (one row per call)',
+  trajectory: 'a call whose prompt extends the context joins the row (observations get mask 0)',
+  transition: 'one training row per call',
 };
 const keysOf = <T extends string>(r: Record<T, string>) => Object.keys(r) as T[];
 
@@ -78,14 +78,15 @@ export function controlSpecs(o: ComputeOptions): ControlSpec[] {
       kind: 'select',
       field: 'tokenSource',
       label: 'Token source',
-      options: keysOf(TOKEN_SOURCES).map((k) => ({ value: k, label: TOKEN_SOURCES[k] })),
+      options: keysOf(TOKEN_SOURCES).map((k) => ({ value: k, label: k, title: TOKEN_SOURCES[k] })),
+      help: TOKEN_SOURCES[o.tokenSource],
     },
     {
       kind: 'select',
       field: 'level',
       label: 'Aggregation level',
-      options: keysOf(LEVELS).map((k) => ({ value: k, label: LEVELS[k] })),
-      help: 'agentlightning.trace_aggregator.level',
+      options: keysOf(LEVELS).map((k) => ({ value: k, label: k, title: LEVELS[k] })),
+      help: `agentlightning.trace_aggregator.level: ${LEVELS[o.level]}`,
     },
     {
       kind: 'number',

@@ -58,6 +58,9 @@ export interface ComputeResult {
   /** per group (data id), in first-appearance order */
   groupKeys: string[];
   groupWeight: Float64Array;
+  /** per group: Σ of the negative token weights (pushing log-probs up) and of the positive ones (down) */
+  groupNegative: Float64Array;
+  groupPositive: Float64Array;
   /** every loss mode on the same batch, in core's order */
   modes: ModeWeights[];
 }
@@ -137,6 +140,17 @@ export function compute(
   };
   const ew = effectiveWeights(batch, { ...common, lossAggMode: o.lossMode });
   const all = allLossModes(batch, common);
+  // A group's net weight is ~0 under mean-centred estimators; its two sides show how hard it pushes each way.
+  const groupNegative = new Float64Array(ew.groups.nGroups);
+  const groupPositive = new Float64Array(ew.groups.nGroups);
+  for (let r = 0; r < batch.nRows; r++) {
+    const g = ew.groups.group[r];
+    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
+      const w = ew.weights[p];
+      if (w < 0) groupNegative[g] += w;
+      else groupPositive[g] += w;
+    }
+  }
   return {
     buildSerial: cache?.serial ?? 0,
     batch,
@@ -148,6 +162,8 @@ export function compute(
     rolloutWeight: perSourceRollout(ew.rolloutSums, n),
     groupKeys: ew.groups.keys,
     groupWeight: ew.groupSums,
+    groupNegative,
+    groupPositive,
     modes: ALL_LOSS_MODES.map((m) => ({
       name: m,
       rolloutWeight: perSourceRollout(all.modes[m].rolloutTotals, n),

@@ -1,7 +1,7 @@
 import { type ColorScale, fmt, MASK_COLORS } from './colorScale';
 
 /** Legend for a chip colouring: a gradient bar with its domain ends (and 0 for diverging scales). */
-export function Legend(props: { label: string; scale: ColorScale }) {
+export function Legend(props: { label: string; scale: ColorScale; hint?: string }) {
   const { scale } = props;
   if (scale.kind === 'categorical') {
     return (
@@ -23,6 +23,7 @@ export function Legend(props: { label: string; scale: ColorScale }) {
         {scale.kind === 'diverging' && <span className="legend-zero">0</span>}
       </span>
       <span className="legend-end">{fmt(scale.hi, 3)}</span>
+      {props.hint && <span className="legend-label">{props.hint}</span>}
     </div>
   );
 }

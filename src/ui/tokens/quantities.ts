@@ -8,7 +8,7 @@ export const COLOR_BY = ['weight', 'advantage', 'logprob', 'entropy', 'gap', 'ma
 export type ColorBy = (typeof COLOR_BY)[number];
 
 export const COLOR_BY_LABEL: Record<ColorBy, string> = {
-  weight: 'effective gradient weight',
+  weight: 'effective gradient weight ∂L/∂logπ',
   advantage: 'advantage',
   logprob: 'log-prob (engine)',
   entropy: 'entropy',

@@ -18,6 +18,13 @@ export interface RolloutListProps {
 
 const ROW_HEIGHT = 26;
 
+/** Ids differ at their ends (…-s42-0, …-s42-1): cut the middle, not the end. */
+export function middleEllipsis(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const tail = Math.ceil((max - 1) / 2);
+  return `${s.slice(0, max - 1 - tail)}…${s.slice(s.length - tail)}`;
+}
+
 /** Windowed table of rollouts; the selected one stays in view. */
 export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
   const { rollouts, selected, onSelect, rows, breaks, weight, testPrefix } = props;
@@ -43,7 +50,9 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         }}
         title={failure || undefined}
       >
-        <span className="c-id">{r.rolloutId}</span>
+        <span className="c-id" title={r.rolloutId}>
+          {middleEllipsis(r.rolloutId, 24)}
+        </span>
         <span
           className="c-num"
           data-testid={weight ? `rollout-weight-${r.rolloutId}` : undefined}
@@ -52,7 +61,9 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
           {weight ? fmt(weight[i], 6) : ''}
         </span>
         <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>
-        <span className="c-grp">{r.dataId}</span>
+        <span className="c-grp" title={r.dataId}>
+          {middleEllipsis(r.dataId, 20)}
+        </span>
         <span className="c-num">{r.calls.length}</span>
         <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
         <span className="c-fail bad">{failure}</span>

@@ -182,7 +182,11 @@ export function TracePanel() {
               ))}
             </fieldset>
             <ColorControl available={available} />
-            <Legend label={COLOR_BY_LABEL[colorBy]} scale={scale} />
+            <Legend
+              label={COLOR_BY_LABEL[colorBy]}
+              scale={scale}
+              hint={colorBy === 'weight' ? 'blue raises the token’s log-prob, red lowers it' : undefined}
+            />
           </div>
           {rollout.state === 'failed' && (
             <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>
