@@ -211,6 +211,20 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await page.getByText('Retokenization', { exact: true }).click();
     await page.getByTestId('retok-view').waitFor({ timeout: 20_000 });
     await screenshot(page, 'trace-retok');
+    // a sample whose calls retokenize differently: each differing span is listed with core's cause
+    await page.getByLabel('Sample', { exact: true }).selectOption('coding-random');
+    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('coding-random');
+    await expect.poll(() => page.getByTestId('retok-hunk').count(), { timeout: 20_000 }).toBeGreaterThan(0);
+    const causes = await page.locator('[data-testid="retok-hunk"] .cause').allTextContents();
+    for (const c of causes)
+      expect([
+        'bpe_remerge',
+        'template_rerender',
+        'tool_call_rerender',
+        'special_tokens',
+        'whitespace',
+      ]).toContain(c);
+    await screenshot(page, 'trace-retok-diff');
     await page.close();
   });
 

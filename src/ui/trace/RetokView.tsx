@@ -70,6 +70,11 @@ export function RetokView(props: { rollout: number; call: number }) {
           </span>
         )}
       </p>
+      {r?.equal && (
+        <div className="hunk-ids all" data-testid="retok-equal">
+          <Ids ids={retok.engine} from={0} to={retok.engine.length} texts={texts} />
+        </div>
+      )}
       <ol className="hunks">
         {hunks.slice(0, MAX_HUNKS).map((h) => (
           <li key={`${h.a0}-${h.b0}`} className="hunk" data-testid="retok-hunk">

@@ -1,4 +1,4 @@
-import { memo } from 'react';
+import { memo, useMemo } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { Rollout } from '../../core/trace/types';
 import { VirtualList } from '../components/VirtualList';
@@ -28,6 +28,7 @@ export function middleEllipsis(s: string, max: number): string {
 /** Windowed table of rollouts; the selected one stays in view. */
 export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
   const { rollouts, selected, onSelect, rows, breaks, weight, testPrefix } = props;
+  const anyFailed = useMemo(() => rollouts.some((r) => r.state === 'failed'), [rollouts]);
   const renderRow = (i: number) => {
     const r = rollouts[i];
     const b = breaks?.[i] ?? [];
@@ -66,12 +67,12 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         </span>
         <span className="c-num">{r.calls.length}</span>
         <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
-        <span className="c-fail bad">{failure}</span>
+        {anyFailed && <span className="c-fail bad">{failure}</span>}
       </div>
     );
   };
   return (
-    <div className="rolloutlist">
+    <div className={anyFailed ? 'rolloutlist' : 'rolloutlist nofail'}>
       <div className="rrow rhead" aria-hidden="true">
         <span className="c-id">rollout</span>
         <span className="c-num">weight</span>
@@ -79,7 +80,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         <span className="c-grp">group</span>
         <span className="c-num">calls</span>
         <span className="c-merge">merge</span>
-        <span className="c-fail">failure</span>
+        {anyFailed && <span className="c-fail">failure</span>}
       </div>
       <VirtualList
         count={rollouts.length}
