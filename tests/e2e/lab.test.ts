@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
 import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
-import { parseTraceText } from '../../src/core/trace/io';
+import { parseTraceText, toAglEventsBundle } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
 import { launch, screenshot } from './browser';
 
@@ -296,6 +296,44 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     expect(issues[1]).toMatch(/^line 3\b.*response_log_probs/);
     expect(issues[2]).toMatch(/^line 5\b.*JSON/);
     await screenshot(page, 'import-errors');
+    await page.close();
+  });
+
+  it('imports Agent Lightning events, and a large file with a progress bar', async () => {
+    const page = await openPage(browser, baseUrl, errors);
+    const bundle = JSON.stringify(toAglEventsBundle(rollouts));
+    await page.getByTestId('trace-file').setInputFiles({
+      name: 'events.json',
+      mimeType: 'application/json',
+      buffer: Buffer.from(bundle),
+    });
+    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('events.json');
+    expect(await page.getByTestId('import-summary').textContent()).toContain(
+      `agl-events · ${rollouts.length} rollouts`,
+    );
+    await page.getByTestId('call-tokens').locator('.tok').first().waitFor();
+
+    // ~6 MB of our JSONL: the sample's lines again and again under fresh rollout ids
+    const lines = sample.text.split('\n').filter((l) => l.trim());
+    const copies = Math.ceil((6 << 20) / sample.text.length);
+    const big: string[] = [];
+    for (let k = 0; k < copies; k++)
+      for (const l of lines) {
+        const o = JSON.parse(l);
+        o.rollout_id = `${o.rollout_id}-copy${k}`;
+        big.push(JSON.stringify(o));
+      }
+    const progress = page.getByTestId('import-progress').waitFor({ state: 'attached', timeout: 20_000 });
+    await page.getByTestId('trace-file').setInputFiles({
+      name: 'big.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(`${big.join('\n')}\n`),
+    });
+    await progress;
+    await expect
+      .poll(() => page.getByTestId('import-summary').textContent(), { timeout: 60_000 })
+      .toContain(`big.jsonl · jsonl · ${big.length} rollouts`);
+    expect(await page.getByTestId('import-progress').count()).toBe(0);
     await page.close();
   });
 });
