@@ -2,7 +2,7 @@ import { useEffect } from 'react';
 import { AdvantagesPanel } from './advantages/AdvantagesPanel';
 import { describeGpu, useGpu } from './gpuStatus';
 import { ImportBar } from './ImportBar';
-import { useLab } from './lab/labStore';
+import { useLab, warmLabWorker } from './lab/labStore';
 import { resolveOptions } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { type Tab, useView } from './store';
@@ -56,6 +56,7 @@ function useSampleLoader() {
   const samples = useSamples((s) => s.samples);
   const importSource = useLab((s) => s.importSource);
   useEffect(() => {
+    warmLabWorker();
     void loadSamples();
   }, []);
   useEffect(() => {

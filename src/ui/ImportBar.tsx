@@ -116,6 +116,9 @@ export function ImportBar(props: {
           <span data-testid="import-summary">
             <b>{summary.name}</b> · {summary.format} · {trace.rollouts.length} rollouts · {nCalls} calls ·{' '}
             {summary.lines} lines
+            {summary.tokenizerError && (
+              <span className="warn"> · no token texts: {summary.tokenizerError}</span>
+            )}
           </span>
         ) : null}
       </div>

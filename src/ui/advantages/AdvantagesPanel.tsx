@@ -51,6 +51,7 @@ export function AdvantagesPanel() {
         aria-busy={stale ? 'true' : 'false'}
         data-testid="adv-main"
         data-tokens={res ? res.batch.offsets[res.batch.nRows] : undefined}
+        data-result-loss={resOpts?.lossMode}
       >
         {!trace ? (
           <p className="muted">Loading a trace…</p>

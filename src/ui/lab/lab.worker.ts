@@ -24,6 +24,10 @@ let sentSerial = -1;
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
 let running = false;
 
+// Every trace with token ids needs the vocabulary: start loading it as soon as the worker starts, in parallel
+// with the page fetching the sample list and the sample itself. A failure is reported by the import that needs it.
+loadQwen3Tokenizer().catch(() => {});
+
 function post(m: FromWorker) {
   self.postMessage(m);
 }
@@ -43,6 +47,9 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
 
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const { id, source } = msg;
+  // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
+  const tokLoad = tok ? Promise.resolve(tok) : loadQwen3Tokenizer();
+  tokLoad.catch(() => {}); // awaited (and reported) below
   const progress = (phase: 'read' | 'parse', done: number, total: number) =>
     post({ type: 'progress', id, phase, done, total });
   let stream: ReadableStream<Uint8Array>;
@@ -65,13 +72,25 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       if (c.promptTokenIds) ids.push(c.promptTokenIds);
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
-  if (ids.length > 0 && !tok) tok = await loadQwen3Tokenizer();
+  let tokError: string | null = null;
+  if (ids.length > 0 && !tok) {
+    try {
+      tok = await tokLoad;
+    } catch (e) {
+      tokError = message(e);
+    }
+  }
   trace = parsed.trace;
   known = new Set();
   post({
     type: 'imported',
     id,
-    summary: { ...parsed.summary, bytes: text.length, tokenizer: ids.length && tok ? tok.name : null },
+    summary: {
+      ...parsed.summary,
+      bytes: text.length,
+      tokenizer: ids.length && tok ? tok.name : null,
+      tokenizerError: tokError,
+    },
     trace: parsed.trace,
     tokenText: newTexts(ids),
   });

@@ -111,6 +111,11 @@ function onReply(m: FromWorker) {
   computeOptions.delete(m.id);
 }
 
+/** Starts the worker (and its tokenizer download) ahead of the first import. */
+export function warmLabWorker(): void {
+  getWorker();
+}
+
 export const useLab = create<LabState>((set) => ({
   source: null,
   progress: null,

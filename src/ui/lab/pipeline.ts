@@ -69,7 +69,7 @@ export function parseTrace(
   text: string,
   name: string,
   onProgress: (done: number, total: number) => void,
-): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer'> } {
+): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer' | 'tokenizerError'> } {
   const parsed = parseTraceText(text, { onProgress });
   const trace: TraceBatch = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
   let lines = 0;

@@ -24,6 +24,8 @@ export interface ImportSummary {
   format: string;
   /** tokenizer used to show token texts, or null when the trace has no token ids */
   tokenizer: string | null;
+  /** why token texts are missing (ids are then shown as <id>) */
+  tokenizerError: string | null;
 }
 
 export type FromWorker =

@@ -19,6 +19,10 @@ async function getJson(url: string): Promise<Record<string, unknown>> {
 export function loadQwen3Tokenizer(): Promise<ChatTokenizer> {
   qwen3 ??= Promise.all([getJson(tokenizerUrl), getJson(tokenizerConfigUrl)]).then(
     ([json, cfg]) => new ChatTokenizer('qwen3', json, cfg),
+    (e) => {
+      qwen3 = null; // a later import may retry
+      throw e;
+    },
   );
   return qwen3;
 }
