@@ -54,10 +54,6 @@ try {
     const el = document.getElementById(select.htmlFor);
     const modes = [...el.options].map((o) => o.value);
     const shown = () => document.querySelector('[data-testid="adv-main"]')?.getAttribute('data-result-loss');
-    const snapshot = () =>
-      [...document.querySelectorAll('[data-testid^="rollout-weight-"]')]
-        .map((e) => e.getAttribute('data-value'))
-        .join();
     const times = [];
     for (let k = 0; k < modes.length * 2; k++) {
       const mode = modes[(k + 1) % modes.length];
