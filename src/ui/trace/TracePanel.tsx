@@ -60,6 +60,7 @@ export function TracePanel() {
   const trace = useLab((s) => s.trace);
   const res = useLab((s) => s.result);
   const tokenText = useLab((s) => s.tokenText);
+  const computeError = useLab((s) => s.computeError);
   const { call, colorBy, traceView, set } = useView();
   const selected = useSelectedRollout();
   const derived = useRolloutRows();
