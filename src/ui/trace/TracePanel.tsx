@@ -189,6 +189,11 @@ export function TracePanel() {
               hint={colorBy === 'weight' ? 'blue raises the token’s log-prob, red lowers it' : undefined}
             />
           </div>
+          {computeError && (
+            <p className="bad" role="alert">
+              Could not build training rows: {computeError}
+            </p>
+          )}
           {rollout.state === 'failed' && (
             <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>
           )}
