@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toBf16 } from '../../src/core/aggregate/bf16';
 import { buildTrainingBatch, SampleBuildError } from '../../src/core/aggregate/buildTrainingBatch';
+import { padTrainingBatch } from '../../src/core/aggregate/pad';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
 
 function call(p: number[], r: number[], extra: Partial<ModelCall> = {}): ModelCall {
@@ -95,5 +96,91 @@ describe('buildTrainingBatch', () => {
       new SampleBuildError('ValueError', 'Unknown trace_aggregator_level: step'),
     );
     expect(() => buildTrainingBatch([rollout('x', [])], opts)).toThrow(/zero training rows/);
+  });
+
+  it('dedupes long prompts exactly: same length and ends but a different middle are different prompts', () => {
+    const base = Array.from({ length: 300 }, (_, i) => i + 1);
+    const other = base.slice();
+    other[150] = 9999;
+    const res = buildTrainingBatch([rollout('a', [call(base, [1]), call(other, [2]), call(base, [3])])], {
+      ...opts,
+      level: 'transition',
+      maxPromptLength: 400,
+    });
+    // the first call is superseded by the identical third one; the one with another middle stays
+    expect(Array.from(res.batch.firstCall)).toEqual([1, 2]);
+  });
+
+  it('pads like verl: prompts left, responses right, positions over attended tokens, score on the last', () => {
+    const res = buildTrainingBatch([rollout('a', [call([5, 6], [7]), call([5, 6, 7, 8], [9, 10])])], {
+      ...opts,
+      padTokenId: 0,
+    });
+    const p = padTrainingBatch(res, { maxPromptLength: 4, maxResponseLength: 5 });
+    expect(Array.from(p.prompts)).toEqual([0, 0, 5, 6]);
+    expect(Array.from(p.responses)).toEqual([7, 8, 9, 10, 0]);
+    expect(Array.from(p.responseMask)).toEqual([1, 0, 1, 1, 0]);
+    expect(Array.from(p.attentionMask)).toEqual([0, 0, 1, 1, 1, 1, 1, 1, 0]);
+    expect(Array.from(p.positionIds)).toEqual([0, 0, 0, 1, 2, 3, 4, 5, 5]);
+    expect(Array.from(p.tokenLevelScores)).toEqual([0, 0, 0, toBf16(0.3), 0]);
+    expect(Array.from(p.rolloutLogProbs!)).toEqual([-1, 0, -1, -1, 0]);
+    expect(() => padTrainingBatch(res, { maxPromptLength: 1, maxResponseLength: 5 })).toThrow(/exceed/);
+  });
+
+  it('keeps a wrong-length log-prob list when truncation makes the lengths agree (upstream quirk)', () => {
+    // 10 response ids but 12 log-probs: upstream truncates both to max_response_length = 8 and keeps them.
+    const c = call(
+      [1],
+      [...Array(10).keys()].map((i) => i + 10),
+    );
+    c.responseLogProbs = undefined;
+    c.mismatchedLogProbs = Float32Array.from({ length: 12 }, (_, i) => -i);
+    const cut = buildTrainingBatch([rollout('a', [c])], {
+      ...opts,
+      level: 'transition',
+      maxResponseLength: 8,
+    });
+    expect(Array.from(cut.batch.responseLogProbs!)).toEqual([-0, -1, -2, -3, -4, -5, -6, -7]);
+    const whole = buildTrainingBatch([rollout('a', [c])], {
+      ...opts,
+      level: 'transition',
+      maxResponseLength: 16,
+    });
+    expect(whole.batch.responseLogProbs).toBeNull();
+    // a merged later call with a wrong-length list ends the row's log-probs whatever the truncation
+    const c2 = call([1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5]);
+    c2.responseLogProbs = undefined;
+    c2.mismatchedLogProbs = Float32Array.from([-1, -1]);
+    const merged = buildTrainingBatch(
+      [
+        rollout('a', [
+          call(
+            [1],
+            [...Array(10).keys()].map((i) => i + 10),
+          ),
+          c2,
+        ]),
+      ],
+      {
+        ...opts,
+        maxResponseLength: 8,
+      },
+    );
+    expect(merged.batch.nRows).toBe(1);
+    expect(merged.batch.responseLogProbs).toBeNull();
+  });
+
+  it('a skipped row (observations only) leaves the next rows aligned', () => {
+    const rs = [
+      rollout('empty', [call([1], []), call([1, 2, 3], [])], { sampleIdxInStep: 0 }),
+      rollout('ok', [call([4], [5, 6])], { sampleIdxInStep: 1 }),
+    ];
+    for (const callFilter of ['all', 'agl-manager'] as const) {
+      const res = buildTrainingBatch(rs, { ...opts, callFilter });
+      expect(res.batch.rolloutIds).toEqual(['ok']);
+      expect(Array.from(res.batch.offsets)).toEqual([0, 2]);
+      expect(Array.from(res.batch.responseLogProbs!)).toEqual([-1, -1]);
+    }
+    expect(buildTrainingBatch(rs, { ...opts, callFilter: 'all' }).counters.nSkippedEmpty).toBe(1);
   });
 });

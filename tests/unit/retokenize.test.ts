@@ -135,6 +135,32 @@ describe('retokenization reports (real Qwen3 tokenizer)', () => {
   });
 });
 
+describe('Qwen3 template fidelity', () => {
+  it("keeps Python's strip(chars) semantics: lstrip('\\n') keeps the answer's leading space", () => {
+    const text = qwen3.renderChat(
+      [
+        { role: 'user', content: 'Greet me.' },
+        { role: 'assistant', content: '<think>\n  plan \n</think>\n\n Hello' },
+      ],
+      { addGenerationPrompt: false },
+    );
+    expect(text).toBe(
+      '<|im_start|>user\nGreet me.<|im_end|>\n<|im_start|>assistant\n<think>\n  plan \n</think>\n\n Hello<|im_end|>\n',
+    );
+  });
+
+  it('retokenizes the canonical case: " Hel"+"lo" right after the think block re-encodes as " Hello"', () => {
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Greet me.' }];
+    const prompt = qwen3.encodeChat(messages, { addGenerationPrompt: true });
+    const response = ids(qwen3.encode('<think>\n\n</think>\n\n'), [15806, 385, IM_END]);
+    const rep = retokenizationReport(
+      qwen3,
+      call(messages, '<think>\n\n</think>\n\n Hello', prompt, response),
+    )!;
+    expect(rep).toMatchObject({ cause: 'bpe_remerge', engineSpan: ' Hello', retokenizedSpan: ' Hello' });
+  });
+});
+
 describe('retokenization causes on token sequences (real Qwen3 tokenizer)', () => {
   const prompt = () => qwen3.encode('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
   it('whitespace: only the spacing differs', () => {

@@ -175,6 +175,9 @@ describe('completed-rollouts JSON (golden agl_trajectory input shape)', () => {
     expect(batch.rollouts.map((r) => r.rolloutId)).toEqual(['a', 'c']);
     const a = batch.rollouts[0];
     expect(a.calls[0].responseLogProbs).toBeUndefined();
+    expect(Array.from(a.calls[0].mismatchedLogProbs!)).toEqual([-1, -2]);
+    // and our JSONL keeps that list losslessly
+    expect(parseJsonlTrace(toJsonlTrace(batch.rollouts)).rollouts).toEqual(batch.rollouts);
     expect(Number.isNaN(a.calls[1].responseLogProbs![0])).toBe(true);
     expect(a.calls[2].responseLogProbs).toBeUndefined();
     expect(batch.counters).toMatchObject({
@@ -414,5 +417,13 @@ describe('detectFormat', () => {
     expect(() => detectFormat('{"foo": 1}')).toThrow('unknown trace format: an object with keys "foo"');
     expect(() => detectFormat('[1, 2]')).toThrow('unknown trace format: a list whose items are not events');
     expect(() => detectFormat('{"a":1}\n{"b":2}')).toThrow(/line 1 is an object with keys "a"/);
+    expect(() => detectFormat('[1, 2')).toThrow(/not JSON, and no line is a JSON record/);
+  });
+  it('recognises JSON Lines whose first line is broken, and reports that line', () => {
+    const text = '{"rollout_id": "x", "calls": [\n' + toJsonlTrace([sampleRollout('ok')]);
+    expect(detectFormat(text)).toBe('jsonl');
+    const b = parseTraceText(text);
+    expect(b.rollouts.map((r) => r.rolloutId)).toEqual(['ok']);
+    expect(formatIssue(b.issues[0])).toMatch(/^line 1 is not valid JSON/);
   });
 });

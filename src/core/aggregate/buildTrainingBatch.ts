@@ -38,7 +38,7 @@ export interface BuildOptions {
   maxPromptLength: number;
   /** `data.max_response_length` (trajectory_max_response_length) */
   maxResponseLength: number;
-  /** the pad id of padded views (`padTrainingBatch`); the CSR rows themselves are unpadded */
+  /** the pad id of the padded view (`padTrainingBatch` in pad.ts); the CSR rows themselves are unpadded */
   padTokenId: number;
   /** reward used for rollouts that reported none (upstream `reward_fillna_value`) */
   rewardFillnaValue: number;
@@ -93,18 +93,28 @@ export interface BuildResult {
 /** Upstream keeps at most this many mismatch rows (`_TRACE_MERGE_MISMATCH_WANDB_LIMIT`). */
 const MISMATCH_ROWS_LIMIT = 100;
 
-interface CallIds {
+export interface CallIds {
   p: Int32Array;
   r: Int32Array;
-  /** log-probs when usable (present, right length, all finite), else null */
+  /** the call's log-prob list as upstream's adapter sees it (any length), or null (None) */
   lp: Float32Array | null;
   /** index in rollout.calls */
   idx: number;
 }
 
+/**
+ * A cheap key for the dedupe map: length, both ends and a strided sample of the ids. Equal arrays get equal
+ * keys; different arrays that collide are told apart by `sameIds`, so the sample only has to be selective,
+ * and the full pass over every prompt is left to the prefix test.
+ */
 function hashIds(a: Int32Array): number {
-  let h = 0x811c9dc5 ^ a.length;
-  for (let i = 0; i < a.length; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  const n = a.length;
+  let h = 0x811c9dc5 ^ n;
+  const ends = Math.min(n, 32);
+  for (let i = 0; i < ends; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  for (let i = Math.max(ends, n - 32); i < n; i++) h = Math.imul(h ^ a[i], 0x01000193);
+  const stride = Math.max(1, n >> 6);
+  for (let i = ends; i < n - 32; i += stride) h = Math.imul(h ^ a[i], 0x01000193);
   return h >>> 0;
 }
 
@@ -116,10 +126,16 @@ function sameIds(a: Int32Array, b: Int32Array): boolean {
 
 const EMPTY = new Int32Array(0);
 
-function usableLogProbs(lp: Float32Array | undefined, n: number): Float32Array | null {
-  if (!lp || lp.length !== n) return null;
-  // Upstream's gateway turns a call's whole log-prob list into None when any value is non-finite.
-  for (let i = 0; i < lp.length; i++) if (!Number.isFinite(lp[i])) return null;
+/**
+ * The log-prob list of a call as upstream's adapter receives it: the aligned list, or the recorded list of the
+ * wrong length (the adapter still uses it when truncation makes the lengths agree), or null. Under
+ * 'agl-manager' the gateway's rule applies first: one non-finite value makes the whole list None
+ * (routes/events.py `_extract_choice_log_probs`); completed triplets ('all') pass their values through.
+ */
+function callLogProbs(c: ModelCall, gatewayRule: boolean): Float32Array | null {
+  const lp = c.responseLogProbs ?? c.mismatchedLogProbs;
+  if (!lp) return null;
+  if (gatewayRule) for (let i = 0; i < lp.length; i++) if (!Number.isFinite(lp[i])) return null;
   return lp;
 }
 
@@ -164,22 +180,17 @@ export function selectCalls(rollout: Rollout, opts: BuildOptions): CallIds[] {
 }
 
 function callIds(c: ModelCall, opts: BuildOptions): Omit<CallIds, 'idx'> | null {
+  const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
   if ((opts.tokenSource ?? 'engine') === 'engine') {
     if (!c.promptTokenIds || !c.responseTokenIds) return null;
-    return {
-      p: c.promptTokenIds,
-      r: c.responseTokenIds,
-      lp: usableLogProbs(c.responseLogProbs, c.responseTokenIds.length),
-    };
+    return { p: c.promptTokenIds, r: c.responseTokenIds, lp: callLogProbs(c, gatewayRule) };
   }
   if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
   const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
   if (!t) return null;
   // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
   const lp =
-    c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds)
-      ? usableLogProbs(c.responseLogProbs, t.responseIds.length)
-      : null;
+    c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
   return { p: t.promptIds, r: t.responseIds, lp };
 }
 
@@ -272,17 +283,24 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     let len = respIds.length - start;
     if (len > maxR) {
       len = maxR;
-      respIds.length = mask.length = logProbs.length = tokenCall.length = start + maxR;
+      respIds.length = mask.length = tokenCall.length = start + maxR;
       nTrunc++;
     }
     let train = 0;
     const m = mask.data;
     for (let i = start; i < start + len; i++) train += m[i];
     if (train === 0) {
-      respIds.length = mask.length = logProbs.length = tokenCall.length = start;
+      respIds.length = mask.length = tokenCall.length = logProbs.length = start;
       nSkippedEmpty++;
       return false;
     }
+    // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree. An aligned
+    // list was written straight into logProbs; a list of another length waits in rowLp.
+    const keepLp = lpOk && Math.min(lpDirect ? logProbs.length - start : rowLp.length, maxR) === len;
+    logProbs.length = start;
+    if (keepLp && !lpDirect) logProbs.append(rowLp.data.subarray(0, len));
+    else if (keepLp) logProbs.length = start + len;
+    else logProbs.fill(Number.NaN, len);
     const drop = prompt.length > maxP;
     promptIds.append(drop ? prompt.subarray(0, maxP) : prompt);
     promptOffsets.push(promptIds.length);
@@ -293,18 +311,36 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     nCalls.push(count);
     isDrop.push(drop ? 1 : 0);
     rowReward.push(reward);
-    rowHasLp.push(lpOk ? 1 : 0);
+    rowHasLp.push(keepLp ? 1 : 0);
     rolloutIds.push(rollouts[ri].rolloutId);
     dataIds.push(rollouts[ri].dataId);
     return true;
   };
 
-  const appendResponse = (c: CallIds, lpOk: boolean) => {
+  /**
+   * The running row's log-prob list, built as upstream builds `current_response_log_probs`: straight into
+   * logProbs when the row's first list is aligned with its ids (later lists must be, or the list dies), else
+   * in the scratch rowLp.
+   */
+  const rowLp = new Growable(Float32Array, 1024);
+  let lpDirect = true;
+  const lpAppend = (v: Float32Array) => (lpDirect ? logProbs : rowLp).append(v);
+  const lpZeros = (n: number) => (lpDirect ? logProbs : rowLp).fill(0, n);
+
+  const appendResponse = (c: CallIds) => {
     respIds.append(c.r);
     mask.fill(1, c.r.length);
-    if (lpOk && c.lp) logProbs.append(c.lp);
-    else logProbs.fill(Number.NaN, c.r.length);
     tokenCall.fill(c.idx, c.r.length);
+  };
+
+  /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
+  const startLp = (c: CallIds): boolean => {
+    rowLp.length = 0;
+    lpDirect = true;
+    if (c.lp === null) return false;
+    lpDirect = c.lp.length === c.r.length;
+    lpAppend(c.lp);
+    return true;
   };
 
   for (let oi = 0; oi < order.length; oi++) {
@@ -323,8 +359,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
       calls.forEach((c, t) => {
         countTurn(c.r.length);
         const start = respIds.length;
-        appendResponse(c, c.lp !== null);
-        closeRow(start, c.p, ri, t, c.idx, 1, c.lp !== null, bfReward);
+        appendResponse(c);
+        closeRow(start, c.p, ri, t, c.idx, 1, startLp(c), bfReward);
       });
       continue;
     }
@@ -335,8 +371,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     let rowPrompt = c0.p;
     let rowFirst = c0.idx;
     let rowCount = 1;
-    let lpOk = c0.lp !== null;
-    appendResponse(c0, lpOk);
+    let lpOk = startLp(c0);
+    appendResponse(c0);
     let prevP = c0.p;
     let prevR = c0.r;
     let groups = 0;
@@ -350,11 +386,15 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
         if (obs > 0) {
           respIds.append(c.p.subarray(ctxLen));
           mask.fill(0, obs);
-          logProbs.fill(lpOk ? 0 : Number.NaN, obs);
           tokenCall.fill(c.idx, obs);
+          if (lpOk) lpZeros(obs);
         }
-        if (lpOk && c.lp === null) lpOk = false;
-        appendResponse(c, lpOk);
+        // A merged call keeps the list alive only with a list of exactly its response length.
+        if (lpOk) {
+          if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
+          else lpAppend(c.lp);
+        }
+        appendResponse(c);
         rowCount++;
       } else {
         const cls = classifyMergeFailure(c.p, prevP, prevR, opts.tokenizer);
@@ -375,8 +415,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
         rowPrompt = c.p;
         rowFirst = c.idx;
         rowCount = 1;
-        lpOk = c.lp !== null;
-        appendResponse(c, lpOk);
+        lpOk = startLp(c);
+        appendResponse(c);
       }
       c0 = c;
       prevP = c.p;

@@ -9,6 +9,7 @@ import {
   SampleBuildError,
   type TraceAggregatorLevel,
 } from '../aggregate/buildTrainingBatch';
+import { padTrainingBatch } from '../aggregate/pad';
 import { readCompletedRollouts } from '../trace/io/completedRollouts';
 import { formatIssue } from '../trace/types';
 
@@ -50,6 +51,12 @@ export interface AglTrajectoryExpected {
   metrics: Record<string, number>;
 }
 
+function sum(a: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i];
+  return s;
+}
+
 export function runAglTrajectoryCase(c: { params: unknown; input: unknown }): AglTrajectoryExpected {
   const p = c.params as AglTrajectoryParams;
   const imported = readCompletedRollouts(c.input);
@@ -70,30 +77,36 @@ export function runAglTrajectoryCase(c: { params: unknown; input: unknown }): Ag
     if (e instanceof SampleBuildError) throw new Error(`${e.upstreamClass}: ${e.message}`);
     throw e;
   }
-  const { batch, tokenLevelScores, counters, metrics } = res;
+  const { batch, counters, metrics } = res;
+  // Read the row fields from the padded tensors, as upstream's batch holds them, and unpad them again.
+  const P = p.max_prompt_length;
+  const R = p.max_response_length;
+  const padded = padTrainingBatch(res, { maxPromptLength: P, maxResponseLength: R });
   const level = p.trace_aggregator_level;
-  const hasLp = batch.responseLogProbs !== null;
+  const hasLp = padded.rolloutLogProbs !== null;
   const rows: AglTrajectoryRow[] = [];
   for (let r = 0; r < batch.nRows; r++) {
-    const a = batch.offsets[r];
-    const b = batch.offsets[r + 1];
-    const pa = batch.promptOffsets[r];
-    const pb = batch.promptOffsets[r + 1];
-    const total = pb - pa + (b - a);
+    const T = P + R;
+    const attn = padded.attentionMask.subarray(r * T, (r + 1) * T);
+    const pos = padded.positionIds.subarray(r * T, (r + 1) * T);
+    const promptLen = sum(attn.subarray(0, P));
+    const respLen = sum(attn.subarray(P));
+    const resp = (a: Int32Array | Uint8Array | Float32Array): number[] =>
+      Array.from(a.subarray(r * R, r * R + respLen));
     rows.push({
       rollout_id: batch.rolloutIds[r],
       data_id: batch.dataIds[r],
       turn_index: level === 'transition' ? batch.turnIndex[r] : null,
-      prompt_ids: Array.from(batch.promptIds.subarray(pa, pb)),
-      response_ids: Array.from(batch.responseIds.subarray(a, b)),
-      // At transition level upstream emits no response_mask; verl derives all ones from attention_mask.
+      prompt_ids: Array.from(padded.prompts.subarray(r * P + (P - promptLen), (r + 1) * P)),
+      response_ids: resp(padded.responses),
+      // At transition level upstream emits no response_mask; verl derives it from attention_mask (all ones).
       response_mask:
-        level === 'transition' ? new Array(b - a).fill(1) : Array.from(batch.mask.subarray(a, b)),
-      response_log_probs: batch.responseLogProbs ? Array.from(batch.responseLogProbs.subarray(a, b)) : null,
-      token_level_scores: Array.from(tokenLevelScores.subarray(a, b)),
-      reward: batch.reward[r],
-      is_drop: batch.isDrop[r] === 1,
-      position_ids: Array.from({ length: total }, (_, i) => i),
+        level === 'transition' ? Array.from(attn.subarray(P, P + respLen)) : resp(padded.responseMask),
+      response_log_probs: padded.rolloutLogProbs ? resp(padded.rolloutLogProbs) : null,
+      token_level_scores: resp(padded.tokenLevelScores),
+      reward: sum(padded.tokenLevelScores.subarray(r * R, (r + 1) * R)),
+      is_drop: padded.isDropMask[r] === 1,
+      position_ids: Array.from(pos).filter((_, t) => attn[t] === 1),
     });
   }
   const keys = [

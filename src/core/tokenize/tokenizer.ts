@@ -17,6 +17,65 @@ export interface RenderOptions {
 
 type JsonObject = Record<string, unknown>;
 
+/**
+ * Python's `str.strip/lstrip/rstrip(chars)`: @huggingface/jinja ignores the `chars` argument and always strips
+ * whitespace, but chat templates rely on it (Qwen3: `content.lstrip('\n')` keeps a leading space of the
+ * answer, `reasoning_content.strip('\n')`). Calls with an argument are rewritten, once per template, into
+ * calls of these globals.
+ */
+function pyStrip(s: unknown, chars: unknown, left: boolean, right: boolean): unknown {
+  if (typeof s !== 'string') return s;
+  const set = typeof chars === 'string' ? chars : null;
+  const strip = (c: string) => (set === null ? /\s/.test(c) : set.includes(c));
+  let a = 0;
+  let b = s.length;
+  if (left) while (a < b && strip(s[a])) a++;
+  if (right) while (b > a && strip(s[b - 1])) b--;
+  return s.slice(a, b);
+}
+
+const PY_STRIP: Record<string, (s: unknown, chars: unknown) => unknown> = {
+  __py_strip: (s, c) => pyStrip(s, c, true, true),
+  __py_lstrip: (s, c) => pyStrip(s, c, true, false),
+  __py_rstrip: (s, c) => pyStrip(s, c, false, true),
+};
+
+interface AstNode {
+  type?: string;
+  callee?: AstNode;
+  object?: AstNode;
+  property?: AstNode & { value?: unknown };
+  computed?: boolean;
+  args?: AstNode[];
+}
+
+/** Rewrites `x.strip(c)` / `x.lstrip(c)` / `x.rstrip(c)` into `__py_strip(x, c)` etc. in a parsed template. */
+function rewriteStripCalls(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) rewriteStripCalls(n);
+    return;
+  }
+  if (!node || typeof node !== 'object') return;
+  const n = node as AstNode;
+  for (const v of Object.values(n)) rewriteStripCalls(v);
+  const callee = n.callee;
+  const prop = callee?.property;
+  if (
+    n.type === 'CallExpression' &&
+    callee?.type === 'MemberExpression' &&
+    !callee.computed &&
+    prop?.type === 'Identifier' &&
+    (prop.value === 'strip' || prop.value === 'lstrip' || prop.value === 'rstrip') &&
+    n.args?.length === 1 &&
+    callee.object
+  ) {
+    // Reuse the property's Identifier node as the callee: the interpreter resolves it as a global.
+    prop.value = `__py_${prop.value}`;
+    n.args = [callee.object, n.args[0]];
+    n.callee = prop;
+  }
+}
+
 export class ChatTokenizer {
   readonly name: string;
   readonly vocabSize: number;
@@ -49,6 +108,7 @@ export class ChatTokenizer {
     this.addedTokens = addedMap;
     const tpl = tokenizerConfig.chat_template;
     this.template = typeof tpl === 'string' ? new Template(tpl) : null;
+    if (this.template) rewriteStripCalls((this.template as unknown as { parsed: unknown }).parsed);
   }
 
   /** Token ids of `text`; special-token strings in the text map to their ids; no BOS/EOS is added. */
@@ -99,6 +159,7 @@ export class ChatTokenizer {
       pad_token: this.specialString('pad_token'),
     };
     if (opts.tools?.length) vars.tools = opts.tools;
+    Object.assign(vars, PY_STRIP);
     if (opts.enableThinking !== undefined) vars.enable_thinking = opts.enableThinking;
     return this.template.render(vars);
   }

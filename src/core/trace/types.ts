@@ -80,6 +80,12 @@ export interface ModelCall {
   promptTokenIds?: Int32Array;
   responseTokenIds?: Int32Array;
   responseLogProbs?: Float32Array;
+  /**
+   * A log-prob list the source recorded whose length differs from responseTokenIds (then responseLogProbs is
+   * absent: the values cannot be aligned to tokens). Kept because Agent Lightning's sample builder still uses
+   * such a list when truncation to max_response_length makes the two lengths agree.
+   */
+  mismatchedLogProbs?: Float32Array;
   engine?: EngineInfo;
   timings?: CallTimings;
   httpStatus: number;

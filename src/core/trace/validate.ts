@@ -269,6 +269,7 @@ export function checkCallTokens(
         : `has ${lp.length} values but response_token_ids has ${nIds}`;
     if (mode === 'strict') throw new RecordInvalid(join(path, 'response_log_probs'), msg);
     warn(join(path, 'response_log_probs'), `${msg}; the call's log-probs are treated as absent`);
+    call.mismatchedLogProbs = lp;
     call.responseLogProbs = undefined;
     bump(counters, 'logprobs_wrong_length_calls');
   }

@@ -74,7 +74,7 @@ export function readCompletedRollout(
     finalReward,
     step: readInt(o.step ?? 0, 'step'),
     sampleIdxInStep: readInt(o.sample_idx_in_step ?? 0, 'sample_idx_in_step'),
-    metadata: o.triplets === null ? { triplets: null } : {},
+    metadata: {},
   };
 }
 

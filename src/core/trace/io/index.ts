@@ -18,16 +18,34 @@ export type TraceFormat = 'jsonl' | 'agl-events' | 'agl-event-lines' | 'complete
 /** The text is in no format we read, or is not JSON at all. */
 export class TraceFormatError extends Error {}
 
-function firstLine(text: string): { line: string; rest: boolean } {
+/** The first `n` non-blank lines, trimmed. */
+function firstLines(text: string, n: number): string[] {
+  const out: string[] = [];
   let start = 0;
-  while (start < text.length) {
+  while (start < text.length && out.length < n) {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
     const line = text.slice(start, end).trim();
-    if (line) return { line, rest: text.slice(end + 1).trim().length > 0 };
+    if (line) out.push(line);
     start = end + 1;
   }
-  return { line: '', rest: false };
+  return out;
+}
+
+function tryParse(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line-format a single record belongs to, if it is one. */
+function recordKind(v: unknown): TraceFormat | null {
+  if (!isObject(v)) return null;
+  if ('calls' in v && 'rollout_id' in v) return 'jsonl';
+  if ('event_type' in v) return 'agl-event-lines';
+  return null;
 }
 
 function classifyDocument(v: unknown): TraceFormat | null {
@@ -47,34 +65,26 @@ function classifyDocument(v: unknown): TraceFormat | null {
 
 /** Names the format of `text`, or throws TraceFormatError saying what it saw. */
 export function detectFormat(text: string): TraceFormat {
-  const { line, rest } = firstLine(text);
-  if (!line) throw new TraceFormatError('the trace is empty');
-  let first: unknown;
-  let firstOk = true;
-  try {
-    first = JSON.parse(line);
-  } catch {
-    firstOk = false;
-  }
-  if (firstOk && isObject(first)) {
-    if ('calls' in first && 'rollout_id' in first) return 'jsonl';
-    if ('event_type' in first) return 'agl-event-lines';
-  }
-  if (firstOk && !rest) {
-    const f = classifyDocument(first);
-    if (f) return f;
-    throw new TraceFormatError(`unknown trace format: ${describeTop(first)}`);
-  }
-  if (firstOk && rest)
-    throw new TraceFormatError(
-      `unknown trace format: line 1 is ${describeTop(first)}, not a rollout ({"rollout_id", "calls", …}) or an event ({"event_type", …})`,
-    );
+  const lines = firstLines(text, 5);
+  if (lines.length === 0) throw new TraceFormatError('the trace is empty');
+  const records = lines.map(tryParse);
+  const kind = recordKind(records[0]);
+  if (kind) return kind;
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
+    // JSON Lines whose first line is broken: the next lines tell the format (the bad line is reported later).
+    for (const v of records.slice(1)) {
+      const k = recordKind(v);
+      if (k) return k;
+    }
+    if (records[0] !== undefined)
+      throw new TraceFormatError(
+        `unknown trace format: line 1 is ${describeTop(records[0])}, not a rollout ({"rollout_id", "calls", …}) or an event ({"event_type", …})`,
+      );
     throw new TraceFormatError(
-      `unknown trace format: not JSON and line 1 is not a JSON record (${(e as Error).message})`,
+      `unknown trace format: not JSON, and no line is a JSON record (${(e as Error).message})`,
     );
   }
   const f = classifyDocument(doc);

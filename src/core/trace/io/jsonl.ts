@@ -86,6 +86,15 @@ function readCall(v: unknown, path: string, counters: ImportCounters): ModelCall
     bump(counters, 'nonfinite_logprobs', lp.nonFinite);
   }
   checkCallTokens(call, path, 'strict', () => {}, counters);
+  if (o.mismatched_log_probs !== undefined && o.mismatched_log_probs !== null) {
+    const mp = join(path, 'mismatched_log_probs');
+    const lp = readLogProbs(o.mismatched_log_probs, mp);
+    if (call.responseLogProbs)
+      throw new RecordInvalid(mp, 'is given together with response_log_probs; a call has one or the other');
+    if (lp.values.length === call.responseTokenIds?.length)
+      throw new RecordInvalid(mp, 'has as many values as response_token_ids; use response_log_probs');
+    call.mismatchedLogProbs = lp.values;
+  }
   const engine = readEngine(o.engine, join(path, 'engine'));
   if (engine) call.engine = engine;
   const timings = readTimings(o.timings, join(path, 'timings'));
@@ -210,6 +219,7 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
       prompt_token_ids: idsToJson(c.promptTokenIds),
       response_token_ids: idsToJson(c.responseTokenIds),
       response_log_probs: logProbsToJson(c.responseLogProbs),
+      mismatched_log_probs: logProbsToJson(c.mismatchedLogProbs),
       engine: c.engine
         ? { engine: c.engine.engine, model: c.engine.model, policy_version: c.engine.policyVersion }
         : undefined,
