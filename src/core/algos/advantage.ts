@@ -49,13 +49,48 @@ export interface AdvEstimator {
   source: string;
   options: AdvantageOption[];
   compute: (input: AdvantageInput, opts: AdvantageOptions) => AdvantageOutput;
+  /**
+   * Outcome estimators (one scalar per row, broadcast over the mask) also expose the per-row scalars, so that
+   * callers holding one reward per row (rollout-level mode, effective weights) skip the per-token passes.
+   */
+  rowScalars?: (input: RowScoreInput, opts: AdvantageOptions) => Float64Array;
 }
+
+/** Per-row inputs of an outcome estimator: scores already in the working dtype. */
+export interface RowScoreInput {
+  scores: Float64Array;
+  groups: Grouping;
+  /** valid tokens per row (OPO's lengths) */
+  lengths: () => ArrayLike<number>;
+}
+
+type EstimatorSpec = Omit<AdvEstimator, 'name' | 'compute'> & { compute?: AdvEstimator['compute'] };
 
 const registry = new Map<string, AdvEstimator>();
 
-export function registerAdvEstimator(name: string, est: Omit<AdvEstimator, 'name'>): void {
+export function registerAdvEstimator(name: string, est: EstimatorSpec): void {
   if (registry.has(name)) throw new Error(`advantage estimator '${name}' is already registered`);
-  registry.set(name, { name, ...est });
+  const rowScalars = est.rowScalars;
+  let compute = est.compute;
+  if (!compute) {
+    if (!rowScalars) throw new Error(`advantage estimator '${name}' needs compute or rowScalars`);
+    compute = ({ rows, tokenLevelRewards, groups }, opts) => {
+      const scores = rowScores(rows, tokenLevelRewards, rounder(opts.dtype ?? 'float32'));
+      const adv = rowScalars({ scores, groups, lengths: () => maskCounts(rows) }, opts);
+      return same(broadcastRows(rows, adv));
+    };
+  }
+  registry.set(name, { ...est, name, compute });
+}
+
+function maskCounts(rows: ResponseRows): Int32Array {
+  const out = new Int32Array(rows.nRows);
+  for (let i = 0; i < rows.nRows; i++) {
+    let c = 0;
+    for (let t = rows.offsets[i]; t < rows.offsets[i + 1]; t++) c += rows.mask[t];
+    out[i] = c;
+  }
+  return out;
 }
 
 export function getAdvEstimator(name: string): AdvEstimator {
@@ -178,13 +213,12 @@ registerAdvEstimator('grpo', {
     'A_i = (R_i − mean_g R) / (std_g R + ε) (or R_i − mean_g R without std), broadcast over the response mask; a singleton group uses mean 0, std 1',
   source: 'verl core_algos.compute_grpo_outcome_advantage',
   options: ['normAdvByStd', 'epsilon'],
-  compute({ rows, tokenLevelRewards, groups }, opts) {
+  rowScalars({ scores, groups }, opts) {
     const R = rounder(opts.dtype ?? 'float32');
     const norm = opts.normAdvByStd ?? true;
     const eps = opts.epsilon ?? 1e-6;
-    const scores = rowScores(rows, tokenLevelRewards, R);
     const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(rows.nRows);
+    const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
@@ -203,7 +237,7 @@ registerAdvEstimator('grpo', {
         adv[i] = norm ? R(c / den) : c;
       }
     }
-    return same(broadcastRows(rows, adv));
+    return adv;
   },
 });
 
@@ -213,11 +247,10 @@ registerAdvEstimator('rloo', {
     'A_i = R_i·n/(n−1) − mean_g R·n/(n−1) = R_i − mean_{j≠i} R_j for groups of n > 1; R_i for singletons',
   source: 'verl core_algos.compute_rloo_outcome_advantage',
   options: [],
-  compute({ rows, tokenLevelRewards, groups }, opts) {
+  rowScalars({ scores, groups }, opts) {
     const R = rounder(opts.dtype ?? 'float32');
-    const scores = rowScores(rows, tokenLevelRewards, R);
     const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(rows.nRows);
+    const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
@@ -233,7 +266,7 @@ registerAdvEstimator('rloo', {
         adv[i] = R(R(R(scores[i] * n) / (n - 1)) - base);
       }
     }
-    return same(broadcastRows(rows, adv));
+    return adv;
   },
 });
 
@@ -262,17 +295,11 @@ registerAdvEstimator('opo', {
   formula: 'A_i = R_i − Σ_g(|o_j|·R_j)/Σ_g|o_j|  (length-weighted group baseline; 0 baseline for singletons)',
   source: 'verl core_algos.compute_opo_outcome_advantage',
   options: [],
-  compute({ rows, tokenLevelRewards, groups }) {
+  rowScalars({ scores, groups, lengths }) {
     const R = Math.fround;
-    const scores = rowScores(rows, tokenLevelRewards, R);
-    const len = new Float64Array(rows.nRows);
-    for (let i = 0; i < rows.nRows; i++) {
-      let c = 0;
-      for (let t = rows.offsets[i]; t < rows.offsets[i + 1]; t++) c += rows.mask[t];
-      len[i] = c;
-    }
+    const len = lengths();
     const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(rows.nRows);
+    const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
@@ -288,7 +315,7 @@ registerAdvEstimator('opo', {
       }
       for (let k = a; k < b; k++) adv[members[k]] = R(scores[members[k]] - bsl);
     }
-    return same(broadcastRows(rows, adv));
+    return adv;
   },
 });
 
@@ -297,21 +324,20 @@ registerAdvEstimator('gpg', {
   formula: 'A_i = α·(R_i − mean_g R) with α = B / max(1, #{i: R_i ≠ 0}); singleton mean 0',
   source: 'verl core_algos.compute_gpg_outcome_advantage',
   options: [],
-  compute({ rows, tokenLevelRewards, groups }) {
+  rowScalars({ scores, groups }) {
     const R = Math.fround;
-    const scores = rowScores(rows, tokenLevelRewards, R);
     let nz = 0;
-    for (let i = 0; i < rows.nRows; i++) if (scores[i] !== 0) nz++;
-    const alpha = R(rows.nRows / Math.max(1, nz));
+    for (let i = 0; i < scores.length; i++) if (scores[i] !== 0) nz++;
+    const alpha = R(scores.length / Math.max(1, nz));
     const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(rows.nRows);
+    const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
       const mean = b - a === 1 ? 0 : groupMean(scores, members, a, b, R);
       for (let k = a; k < b; k++) adv[members[k]] = R(alpha * R(scores[members[k]] - mean));
     }
-    return same(broadcastRows(rows, adv));
+    return adv;
   },
 });
 
@@ -321,13 +347,12 @@ registerAdvEstimator('grpo_passk', {
     'only the best row of each group gets A = (R_max − R_second) [/ (std_g R + ε)]; every other row gets 0; groups need ≥ 2 rows',
   source: 'verl core_algos.compute_grpo_passk_outcome_advantage',
   options: ['normAdvByStd', 'epsilon'],
-  compute({ rows, tokenLevelRewards, groups }, opts) {
+  rowScalars({ scores, groups }, opts) {
     const R = Math.fround;
     const norm = opts.normAdvByStd ?? true;
     const eps = opts.epsilon ?? 1e-6;
-    const scores = rowScores(rows, tokenLevelRewards, R);
     const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(rows.nRows);
+    const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
@@ -347,7 +372,7 @@ registerAdvEstimator('grpo_passk', {
       if (norm) v = R(v / R(groupStd(scores, members, a, b, R) + eps));
       adv[best] = v;
     }
-    return same(broadcastRows(rows, adv));
+    return adv;
   },
 });
 

@@ -12,6 +12,7 @@
  * An all-masked batch gives 0/0 = NaN for the mean modes and 0 for seq-mean-token-sum-norm, as upstream.
  */
 import type { ResponseRows } from '../batch/types';
+import { countRange, maskWords } from './maskOps';
 
 export const LOSS_AGG_MODES = [
   'token-mean',
@@ -29,6 +30,8 @@ export interface AggOptions {
   lossScaleFactor?: number | null;
   /** padded width T when the rows came from a [B,T] tensor (default: longest row) */
   paddedWidth?: number;
+  /** per-row valid-token counts when the caller already has them (saves a pass over the mask) */
+  rowCounts?: Int32Array;
 }
 
 export interface AggMode {
@@ -39,14 +42,11 @@ export interface AggMode {
   rowCoefficients: (rows: ResponseRows, opts: AggOptions) => Float64Array;
 }
 
+/** Valid tokens per row (masks hold 0/1 bytes; counted a 32-bit word at a time). */
 export function rowTokenCounts(rows: ResponseRows): Int32Array {
   const out = new Int32Array(rows.nRows);
-  const { offsets: off, mask } = rows;
-  for (let i = 0; i < rows.nRows; i++) {
-    let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
-    out[i] = c;
-  }
+  const mw = maskWords(rows.mask);
+  for (let i = 0; i < rows.nRows; i++) out[i] = countRange(mw, rows.offsets[i], rows.offsets[i + 1]);
   return out;
 }
 
@@ -58,7 +58,7 @@ export function paddedWidthOf(rows: ResponseRows, opts: AggOptions): number {
 }
 
 function seqCoefficients(rows: ResponseRows, opts: AggOptions, perToken: boolean): Float64Array {
-  const counts = rowTokenCounts(rows);
+  const counts = opts.rowCounts ?? rowTokenCounts(rows);
   let nonEmpty = 0;
   for (let i = 0; i < rows.nRows; i++) if (counts[i] > 0) nonEmpty++;
   const gbs = opts.globalBatchSize ?? nonEmpty;
@@ -82,7 +82,8 @@ registerAggMode({
   formula: 'L = dp · Σ_t m_t ℓ_t / (batch_num_tokens ?? Σ_t m_t)',
   rowCoefficients(rows, opts) {
     let n = 0;
-    for (let t = 0; t < rows.mask.length; t++) n += rows.mask[t];
+    if (opts.rowCounts) for (let i = 0; i < rows.nRows; i++) n += opts.rowCounts[i];
+    else for (let t = 0; t < rows.mask.length; t++) n += rows.mask[t];
     const c = (opts.dpSize ?? 1) / (opts.batchNumTokens ?? n);
     return new Float64Array(rows.nRows).fill(c);
   },

@@ -13,10 +13,11 @@
  * Rewards are placed where Agent Lightning's RolloutAdapter puts them: on the last response token of each row.
  */
 import type { TrainingBatch } from '../batch/types';
-import { computeAdvantage } from './advantage';
-import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode } from './aggLoss';
+import { computeAdvantage, getAdvEstimator } from './advantage';
+import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
-import type { FloatDType } from './numeric';
+import { fillMasked, maskWords } from './maskOps';
+import { type FloatDType, rounder } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
 
@@ -46,8 +47,13 @@ export interface EffectiveWeightOptions extends ClipOptions {
 }
 
 export interface EffectiveWeights {
-  /** advantages as computed by the estimator (before per-rollout normalisation) */
-  advantages: Float32Array;
+  /**
+   * advantages as computed by the estimator (before per-rollout normalisation), per token; materialised from
+   * `rowAdvantage` on first access when the estimator gives one scalar per row
+   */
+  readonly advantages: Float32Array;
+  /** the advantage scalar of each row (outcome estimators and rollout level), else null */
+  rowAdvantage: Float64Array | null;
   /** ∂L/∂logπ_t at ratio 1 */
   weights: Float32Array;
   /** ∂L/∂logπ_t at the recorded ratios, when old/new log-probs are given */
@@ -68,27 +74,48 @@ export function tokenLevelRewardsOf(batch: TrainingBatch): Float32Array {
   return out;
 }
 
+/**
+ * Per-token advantages, or one scalar per row when the estimator is outcome-style (row level) or the mode is
+ * rollout level: the fused loops below broadcast it themselves instead of materialising a per-token array.
+ */
 function advantagesFor(
   batch: TrainingBatch,
   opts: EffectiveWeightOptions,
   uids: Grouping,
   rollouts: Grouping,
-) {
-  const tokenLevelRewards = tokenLevelRewardsOf(batch);
+  counts: Int32Array,
+): { perToken: Float32Array | null; perRow: Float64Array | null } {
   const aopts = {
     normAdvByStd: opts.normAdvByStd,
     epsilon: opts.epsilon,
     gamma: opts.gamma,
     dtype: opts.rewardDType,
   };
-  if (opts.rolloutLevel)
-    return computeRolloutLevelAdvantage(
+  if (opts.rolloutLevel) {
+    const r = computeRolloutLevelAdvantage(
       opts.advEstimator,
-      { rows: batch, tokenLevelRewards, uids, rollouts },
-      aopts,
-    ).advantages;
-  return computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
-    .advantages;
+      { rows: batch, rowRewards: batch.reward, uids, rollouts },
+      { ...aopts, broadcast: false },
+    );
+    const perRow = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++) perRow[i] = r.rolloutAdvantage[rollouts.group[i]];
+    return { perToken: null, perRow };
+  }
+  const est = getAdvEstimator(opts.advEstimator);
+  if (est.rowScalars) {
+    // token_level_rewards.sum(-1) of the adapter layout is the row reward (0 for a row without tokens)
+    const R = rounder(opts.rewardDType ?? 'float32');
+    const scores = new Float64Array(batch.nRows);
+    for (let i = 0; i < batch.nRows; i++)
+      scores[i] = batch.offsets[i + 1] > batch.offsets[i] ? R(batch.reward[i]) : 0;
+    return { perToken: null, perRow: est.rowScalars({ scores, groups: uids, lengths: () => counts }, aopts) };
+  }
+  const tokenLevelRewards = tokenLevelRewardsOf(batch);
+  return {
+    perToken: computeAdvantage(opts.advEstimator, { rows: batch, tokenLevelRewards, groups: uids }, aopts)
+      .advantages,
+    perRow: null,
+  };
 }
 
 /** Per-row coefficient c_r of a loss mode (per_rollout_mean: dp / max(1, T_rollout·N)). */
@@ -97,6 +124,7 @@ export function rowCoefficients(
   mode: LossMode,
   opts: EffectiveWeightOptions,
   rollouts: Grouping,
+  rowCounts?: Int32Array,
 ) {
   const dp = opts.dpSize ?? 1;
   if (mode === 'per_rollout_mean') {
@@ -105,6 +133,7 @@ export function rowCoefficients(
       rollouts,
       opts.numTrainedRows ?? batch.nRows,
       opts.rewardDType ?? 'float32',
+      rowCounts,
     );
     for (let i = 0; i < div.length; i++) div[i] = dp / div[i];
     return div;
@@ -114,6 +143,7 @@ export function rowCoefficients(
     lossScaleFactor: opts.lossScaleFactor,
     batchNumTokens: opts.batchNumTokens,
     globalBatchSize: opts.globalBatchSize,
+    rowCounts,
   };
   return getAggMode(mode).rowCoefficients(batch, agg);
 }
@@ -122,54 +152,95 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const n = batch.offsets[batch.nRows];
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
-  const advantages = advantagesFor(batch, opts, uids, rollouts);
-  const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts);
+  const counts = rowTokenCounts(batch);
+  const mw = maskWords(batch.mask);
+  const adv = advantagesFor(batch, opts, uids, rollouts, counts);
+  const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the batch holds ${n} tokens`);
+  const rowAdvantage = adv.perRow;
+  let perToken = adv.perToken;
+  const { offsets: off, mask } = batch;
+  const materialise = (): Float32Array => {
+    if (perToken) return perToken;
+    const a = new Float32Array(n);
+    const ra = rowAdvantage as Float64Array;
+    for (let i = 0; i < batch.nRows; i++) for (let t = off[i]; t < off[i + 1]; t++) a[t] = ra[i] * mask[t];
+    perToken = a;
+    return a;
+  };
   const weights = new Float32Array(n);
   const rowSums = new Float64Array(batch.nRows);
   const rolloutSums = new Float64Array(rollouts.nGroups);
   const groupSums = new Float64Array(uids.nGroups);
-  const { offsets: off, mask } = batch;
-  let recordedWeights: Float32Array | null = null;
-  let grads: Float32Array | null = null;
-  if (opts.oldLogProbs || opts.newLogProbs) {
-    if (!opts.oldLogProbs || !opts.newLogProbs)
-      throw new Error('give both oldLogProbs and newLogProbs, or neither');
-    // per_rollout_mean's loss sees the normalised advantages; clipping decisions depend only on sign(A) and ρ,
-    // so the un-normalised advantages give the same branch and c_r carries the normalisation.
-    grads = ppoTokenLosses(
-      {
-        rows: batch,
-        oldLogProb: opts.oldLogProbs,
-        logProb: opts.newLogProbs,
-        advantages,
-        rolloutIsWeights: w,
-      },
-      opts,
-    ).tokenGrads;
-    recordedWeights = new Float32Array(n);
-  }
   for (let i = 0; i < batch.nRows; i++) {
     const c = coef[i];
+    const e = off[i + 1];
     let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      if (!mask[t]) continue;
-      const v = -advantages[t] * c * (w ? w[t] : 1);
-      weights[t] = v;
-      s += v;
-      if (grads && recordedWeights) recordedWeights[t] = grads[t] * c;
+    if (rowAdvantage) {
+      // one advantage per row (outcome estimator or rollout level), broadcast × mask
+      const v = -rowAdvantage[i] * c;
+      if (w)
+        for (let t = off[i]; t < e; t++) {
+          const x = v * mask[t] * w[t];
+          weights[t] = x;
+          s += x;
+        }
+      else {
+        fillMasked(weights, v, mw, off[i], e);
+        s = v * counts[i];
+      }
+    } else {
+      const a = perToken as Float32Array;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const x = -a[t] * c * (w ? w[t] : 1);
+        weights[t] = x;
+        s += x;
+      }
     }
     rowSums[i] = s;
     rolloutSums[rollouts.group[i]] += s;
     groupSums[uids.group[i]] += s;
   }
-  return { advantages, weights, recordedWeights, rowSums, rolloutSums, groupSums, groups: uids };
+  let recordedWeights: Float32Array | null = null;
+  if (opts.oldLogProbs || opts.newLogProbs) {
+    if (!opts.oldLogProbs || !opts.newLogProbs)
+      throw new Error('give both oldLogProbs and newLogProbs, or neither');
+    // per_rollout_mean's loss sees the normalised advantages; clipping decisions depend only on sign(A) and ρ,
+    // so the un-normalised advantages pick the same branch and c_r carries the normalisation.
+    const grads = ppoTokenLosses(
+      {
+        rows: batch,
+        oldLogProb: opts.oldLogProbs,
+        logProb: opts.newLogProbs,
+        advantages: materialise(),
+        rolloutIsWeights: w,
+      },
+      opts,
+    ).tokenGrads;
+    recordedWeights = new Float32Array(n);
+    for (let i = 0; i < batch.nRows; i++)
+      for (let t = off[i]; t < off[i + 1]; t++) recordedWeights[t] = mask[t] ? grads[t] * coef[i] : 0;
+  }
+  return {
+    get advantages() {
+      return materialise();
+    },
+    rowAdvantage,
+    weights,
+    recordedWeights,
+    rowSums,
+    rolloutSums,
+    groupSums,
+    groups: uids,
+  };
 }
 
 export interface AllLossModes {
-  advantages: Float32Array;
+  /** per-token advantages (materialised on first access at rollout level) */
+  readonly advantages: Float32Array;
   modes: Record<LossMode, { weights: Float32Array; rolloutTotals: Float64Array; total: number }>;
 }
 
@@ -181,34 +252,84 @@ export function allLossModes(
   const full = { ...opts, lossAggMode: 'token-mean' as LossMode };
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
-  const advantages = advantagesFor(batch, full, uids, rollouts);
+  const counts = rowTokenCounts(batch);
+  const mw = maskWords(batch.mask);
+  const adv = advantagesFor(batch, full, uids, rollouts, counts);
   const n = batch.offsets[batch.nRows];
-  const k = ALL_LOSS_MODES.length;
-  const coefs = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts));
-  const weights = ALL_LOSS_MODES.map(() => new Float32Array(n));
+  const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
+  const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
   const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
-  const w = opts.rolloutIsWeights ?? null;
+  const isw = opts.rolloutIsWeights ?? null;
+  if (isw && isw.length !== n)
+    throw new Error(`rolloutIsWeights has ${isw.length} values but the batch holds ${n} tokens`);
   const { offsets: off, mask } = batch;
-  const c = new Float64Array(k);
+  const perRow = adv.perRow;
   for (let i = 0; i < batch.nRows; i++) {
-    for (let j = 0; j < k; j++) c[j] = coefs[j][i];
+    const a0 = c0[i];
+    const a1 = c1[i];
+    const a2 = c2[i];
+    const a3 = c3[i];
+    const a4 = c4[i];
+    const e = off[i + 1];
     let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      if (!mask[t]) continue;
-      const g = -advantages[t] * (w ? w[t] : 1);
-      s += g;
-      for (let j = 0; j < k; j++) weights[j][t] = g * c[j];
+    if (perRow && !isw) {
+      // one advantage per row: −A is constant over the row; no branch per token
+      const g = -perRow[i];
+      const v0 = g * a0;
+      const v1 = g * a1;
+      const v2 = g * a2;
+      const v3 = g * a3;
+      const v4 = g * a4;
+      fillMasked(w0, v0, mw, off[i], e);
+      fillMasked(w1, v1, mw, off[i], e);
+      fillMasked(w2, v2, mw, off[i], e);
+      fillMasked(w3, v3, mw, off[i], e);
+      fillMasked(w4, v4, mw, off[i], e);
+      s = g * counts[i];
+    } else {
+      const ra = perRow ? -perRow[i] : 0;
+      const pt = adv.perToken;
+      for (let t = off[i]; t < e; t++) {
+        if (!mask[t]) continue;
+        const g = (pt ? -pt[t] : ra) * (isw ? isw[t] : 1);
+        s += g;
+        w0[t] = g * a0;
+        w1[t] = g * a1;
+        w2[t] = g * a2;
+        w3[t] = g * a3;
+        w4[t] = g * a4;
+      }
     }
     const r = rollouts.group[i];
-    for (let j = 0; j < k; j++) totals[j][r] += s * c[j];
+    totals[0][r] += s * a0;
+    totals[1][r] += s * a1;
+    totals[2][r] += s * a2;
+    totals[3][r] += s * a3;
+    totals[4][r] += s * a4;
   }
+  const ws = [w0, w1, w2, w3, w4];
   const modes = {} as AllLossModes['modes'];
   ALL_LOSS_MODES.forEach((m, j) => {
     let total = 0;
     for (const x of totals[j]) total += x;
-    modes[m] = { weights: weights[j], rolloutTotals: totals[j], total };
+    modes[m] = { weights: ws[j], rolloutTotals: totals[j], total };
   });
-  return { advantages, modes };
+  let perToken = adv.perToken;
+  return {
+    get advantages() {
+      if (!perToken) {
+        const a = new Float32Array(n);
+        const pr = perRow as Float64Array;
+        for (let i = 0; i < batch.nRows; i++) {
+          const v = pr[i];
+          for (let t = off[i]; t < off[i + 1]; t++) a[t] = v * mask[t];
+        }
+        perToken = a;
+      }
+      return perToken;
+    },
+    modes,
+  };
 }
 
 export { normalizeAdvantagesByRollout };

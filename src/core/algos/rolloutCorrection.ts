@@ -278,7 +278,7 @@ export function parseRsThresholds(
     throw new UpstreamError('ValueError', 'rollout_rs_threshold must be provided for rejection sampling.');
   let raw: string[] =
     typeof spec === 'number'
-      ? [pyFloatStr(spec)]
+      ? [String(spec)]
       : spec
           .split(',')
           .map((s) => s.trim())
@@ -323,9 +323,6 @@ export function parseRsThresholds(
   return out;
 }
 
-function pyFloatStr(x: number): string {
-  return String(x);
-}
 function parseNum(s: string, spec: string, opt: string): number {
   const v = s.trim() === '' ? Number.NaN : Number(s);
   if (Number.isNaN(v) && !/^\s*[+-]?nan\s*$/i.test(s))

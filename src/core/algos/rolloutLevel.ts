@@ -9,13 +9,19 @@
  * rollout must share its uid and its reward sum (allclose), and the representative must have a valid token.
  */
 import type { ResponseRows } from '../batch/types';
-import { type AdvantageOptions, computeAdvantage } from './advantage';
+import { type AdvantageOptions, computeAdvantage, getAdvEstimator } from './advantage';
 import { type Grouping, indexGroups } from './groups';
 import { type FloatDType, rounder, UpstreamError } from './numeric';
 
 export interface RolloutLevelInput {
   rows: ResponseRows;
-  tokenLevelRewards: Float32Array;
+  /** per-token rewards; or give `rowRewards` instead */
+  tokenLevelRewards?: Float32Array;
+  /**
+   * per-row outcome rewards, standing for token_level_rewards with the reward on each row's last response
+   * token (Agent Lightning's RolloutAdapter layout) without materialising a per-token array
+   */
+  rowRewards?: Float32Array;
   /** per row: uid (GRPO group) */
   uids: Grouping;
   /** per row: rollout grouping (dense ids; keys are the rollout ids used in messages) */
@@ -45,12 +51,25 @@ export function allclose(a: number, b: number): boolean {
 
 const pyRepr = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
+export interface RolloutLevelOptions extends AdvantageOptions {
+  /** false: only the per-rollout scalars (advantages/returns arrays left empty); default true */
+  broadcast?: boolean;
+}
+
 export function computeRolloutLevelAdvantage(
   estimator: string,
   input: RolloutLevelInput,
-  opts: AdvantageOptions = {},
+  opts: RolloutLevelOptions = {},
 ): RolloutLevelResult {
-  const { rows, tokenLevelRewards, uids, rollouts } = input;
+  const { rows, tokenLevelRewards, rowRewards, uids, rollouts } = input;
+  if (!tokenLevelRewards === !rowRewards)
+    throw new Error('give exactly one of tokenLevelRewards and rowRewards');
+  if (rowRewards && rowRewards.length !== rows.nRows)
+    throw new Error(`rowRewards has ${rowRewards.length} values but the batch has ${rows.nRows} rows`);
+  if (tokenLevelRewards && tokenLevelRewards.length !== rows.offsets[rows.nRows])
+    throw new Error(
+      `tokenLevelRewards has ${tokenLevelRewards.length} values but the rows hold ${rows.offsets[rows.nRows]} tokens`,
+    );
   const { offsets: off, mask } = rows;
   if (rollouts.group.length !== rows.nRows)
     throw new UpstreamError(
@@ -64,9 +83,13 @@ export function computeRolloutLevelAdvantage(
   const repSum = new Float64Array(nR);
   for (let i = 0; i < rows.nRows; i++) {
     const g = rollouts.group[i];
-    let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) s = Math.fround(s + tokenLevelRewards[t]);
-    s = R(s);
+    let s: number;
+    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
+    else {
+      s = 0;
+      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
+      s = R(s);
+    }
     rowsPer[g]++;
     if (rep[g] < 0) {
       rep[g] = i;
@@ -86,61 +109,88 @@ export function computeRolloutLevelAdvantage(
       );
   }
   // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
-  const subOff = new Int32Array(nR + 1);
-  for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
-  const subMask = new Uint8Array(subOff[nR]);
-  const subRew = new Float32Array(subOff[nR]);
   const subUid: string[] = new Array(nR);
+  for (let g = 0; g < nR; g++) subUid[g] = uids.keys[uids.group[rep[g]]];
+  const repGroups = indexGroups(subUid);
+  const repCount = new Int32Array(nR);
   for (let g = 0; g < nR; g++) {
     const i = rep[g];
-    subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
-    subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
-    subUid[g] = uids.keys[uids.group[i]];
+    let c = 0;
+    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    repCount[g] = c;
   }
-  const sub = { nRows: nR, offsets: subOff, mask: subMask };
-  const out = computeAdvantage(
-    estimator,
-    { rows: sub, tokenLevelRewards: subRew, groups: indexGroups(subUid) },
-    opts,
-  );
-  const extract = (values: Float32Array, key: string): Float64Array => {
-    const sc = new Float64Array(nR);
-    for (let g = 0; g < nR; g++) {
-      let first = Number.NaN;
-      let found = false;
-      for (let t = subOff[g]; t < subOff[g + 1]; t++) {
-        if (!subMask[t]) continue;
-        if (!found) {
-          first = values[t];
-          found = true;
-        } else if (!allclose(values[t], first))
-          throw new UpstreamError(
-            'RuntimeError',
-            `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
-          );
-      }
-      if (!found)
+  const est = getAdvEstimator(estimator);
+  let rolloutAdvantage: Float64Array;
+  let rolloutReturn: Float64Array;
+  if (est.rowScalars) {
+    // Outcome estimator: its advantage is one scalar per row, so "first valid token of the representative"
+    // is that scalar whenever the representative has a valid token.
+    rolloutAdvantage = est.rowScalars({ scores: repSum, groups: repGroups, lengths: () => repCount }, opts);
+    for (let g = 0; g < nR; g++)
+      if (repCount[g] === 0)
         throw new UpstreamError(
           'RuntimeError',
-          `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+          `rollout-level advantage cannot extract advantages for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
         );
-      sc[g] = first;
+    rolloutReturn = rolloutAdvantage;
+  } else {
+    const subOff = new Int32Array(nR + 1);
+    for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
+    const subMask = new Uint8Array(subOff[nR]);
+    const subRew = new Float32Array(subOff[nR]);
+    for (let g = 0; g < nR; g++) {
+      const i = rep[g];
+      subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
+      if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
+      else if (subOff[g + 1] > subOff[g]) subRew[subOff[g + 1] - 1] = (rowRewards as Float32Array)[i];
     }
-    return sc;
-  };
-  const rolloutAdvantage = extract(out.advantages, 'advantages');
-  const rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
-  const advantages = new Float32Array(off[rows.nRows]);
-  const returns = rolloutReturn === rolloutAdvantage ? advantages : new Float32Array(off[rows.nRows]);
-  for (let i = 0; i < rows.nRows; i++) {
-    const g = rollouts.group[i];
-    const a = rolloutAdvantage[g];
-    const r = rolloutReturn[g];
-    for (let t = off[i]; t < off[i + 1]; t++) {
-      advantages[t] = a * mask[t];
-      if (returns !== advantages) returns[t] = r * mask[t];
-    }
+    const sub = { nRows: nR, offsets: subOff, mask: subMask };
+    const out = computeAdvantage(
+      estimator,
+      { rows: sub, tokenLevelRewards: subRew, groups: repGroups },
+      opts,
+    );
+    const extract = (values: Float32Array, key: string): Float64Array => {
+      const sc = new Float64Array(nR);
+      for (let g = 0; g < nR; g++) {
+        let first = Number.NaN;
+        let found = false;
+        for (let t = subOff[g]; t < subOff[g + 1]; t++) {
+          if (!subMask[t]) continue;
+          if (!found) {
+            first = values[t];
+            found = true;
+          } else if (!allclose(values[t], first))
+            throw new UpstreamError(
+              'RuntimeError',
+              `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+            );
+        }
+        if (!found)
+          throw new UpstreamError(
+            'RuntimeError',
+            `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+          );
+        sc[g] = first;
+      }
+      return sc;
+    };
+    rolloutAdvantage = extract(out.advantages, 'advantages');
+    rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
   }
+  const broadcast = opts.broadcast ?? true;
+  const advantages = new Float32Array(broadcast ? off[rows.nRows] : 0);
+  const returns = new Float32Array(broadcast ? off[rows.nRows] : 0);
+  if (broadcast)
+    for (let i = 0; i < rows.nRows; i++) {
+      const g = rollouts.group[i];
+      const a = rolloutAdvantage[g];
+      const r = rolloutReturn[g];
+      for (let t = off[i]; t < off[i + 1]; t++) {
+        advantages[t] = a * mask[t];
+        returns[t] = r * mask[t];
+      }
+    }
   let multi = 0;
   let maxRows = 0;
   for (let g = 0; g < nR; g++) {
@@ -149,7 +199,7 @@ export function computeRolloutLevelAdvantage(
   }
   return {
     advantages,
-    returns: returns === advantages ? advantages.slice() : returns,
+    returns,
     rolloutAdvantage,
     rolloutReturn,
     metrics: {
@@ -167,6 +217,7 @@ export function rolloutDivisors(
   rollouts: Grouping,
   numTrainedRows: number,
   dtype: FloatDType = 'float32',
+  rowCounts?: Int32Array,
 ): Float64Array {
   if (!(numTrainedRows > 0)) throw new UpstreamError('ValueError', 'num_trained_rows must be positive');
   if (rollouts.group.length !== rows.nRows)
@@ -179,7 +230,8 @@ export function rolloutDivisors(
   const { offsets: off, mask } = rows;
   for (let i = 0; i < rows.nRows; i++) {
     let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    if (rowCounts) c = rowCounts[i];
+    else for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
     tokens[rollouts.group[i]] += R(c);
   }
   const out = new Float64Array(rows.nRows);

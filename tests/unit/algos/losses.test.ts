@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { aggLoss, getAggMode } from '../../../src/core/algos/aggLoss';
+import { aggLoss, getAggMode, rowTokenCounts } from '../../../src/core/algos/aggLoss';
 import { klPenalty } from '../../../src/core/algos/kl';
 import { UpstreamError } from '../../../src/core/algos/numeric';
 import { getPolicyLoss, ppoTokenLosses } from '../../../src/core/algos/policyLoss';
 import { computeRolloutCorrection, parseRsThresholds } from '../../../src/core/algos/rolloutCorrection';
+import { mulberry32 } from '../../../src/core/random';
 import { rowsOf } from './helpers';
 
 const rows = rowsOf([
@@ -12,6 +13,31 @@ const rows = rowsOf([
   [0, 0, 0],
 ]);
 const loss = new Float32Array([1, 2, 100, 4, 100, 100, 100, 100, 100]);
+
+describe('rowTokenCounts', () => {
+  it('matches a byte-by-byte count for any alignment and row length', () => {
+    const rand = mulberry32(11);
+    for (const shift of [0, 1, 2, 3]) {
+      const buf = new Uint8Array(600);
+      for (let i = 0; i < buf.length; i++) buf[i] = rand() < 0.6 ? 1 : 0;
+      const mask = buf.subarray(shift, shift + 590);
+      const lens = [0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 100, 200, 220];
+      const offsets = new Int32Array(lens.length + 1);
+      lens.forEach((l, i) => {
+        offsets[i + 1] = offsets[i] + l;
+      });
+      const got = rowTokenCounts({ nRows: lens.length, offsets, mask });
+      for (let i = 0; i < lens.length; i++) {
+        let c = 0;
+        for (let t = offsets[i]; t < offsets[i + 1]; t++) c += mask[t];
+        expect(got[i]).toBe(c);
+      }
+    }
+    expect(
+      Array.from(rowTokenCounts({ nRows: 1, offsets: Int32Array.of(0, 2), mask: Uint8Array.of(1, 1) })),
+    ).toEqual([2]);
+  });
+});
 
 describe('agg_loss', () => {
   it('token-mean: Σ m ℓ / Σ m × dp, or / batch_num_tokens', () => {
