@@ -140,7 +140,8 @@ export class RandomEngine implements ChatEngine {
     }
     const textIds = finishReason === 'stop' ? ids.slice(0, -1) : ids;
     return {
-      text: this.tok.decode(textIds),
+      // An immediate end-of-turn is a legal, empty answer (the HF decoder refuses an empty id list).
+      text: textIds.length ? this.tok.decode(textIds) : '',
       tokenIds: Int32Array.from(ids),
       logProbs: Float32Array.from(lps),
       finishReason,

@@ -22,7 +22,10 @@ export interface PoolOptions {
   spawn: () => WorkerHandle;
   /** serve the proxy on the pool's end of a new worker's channel */
   connect: (port: PortLike) => void;
+  /** per-rollout limit, counted from when the job is handed to a started worker */
   timeoutMs: number;
+  /** how long a new worker may take to load and say 'ready' (default 30 s) */
+  startTimeoutMs?: number;
   makeChannel?: () => { port1: PortLike; port2: PortLike };
 }
 
@@ -41,8 +44,9 @@ interface Slot {
   current: Pending | null;
   timer: ReturnType<typeof setTimeout> | null;
   dead: boolean;
-  /** the worker said 'ready' (its script loaded) */
+  /** the worker said 'ready' (its script loaded); jobs go only to started workers */
   started: boolean;
+  startTimer: ReturnType<typeof setTimeout> | null;
 }
 
 /** Workers that die before saying 'ready' this many times in a row mean a broken worker script: stop respawning. */
@@ -70,7 +74,17 @@ export class WorkerPool {
     )();
     this.opts.connect(port1);
     const handle = this.opts.spawn();
-    const slot: Slot = { handle, port: port1, current: null, timer: null, dead: false, started: false };
+    const slot: Slot = {
+      handle,
+      port: port1,
+      current: null,
+      timer: null,
+      dead: false,
+      started: false,
+      startTimer: null,
+    };
+    const startMs = this.opts.startTimeoutMs ?? 30_000;
+    slot.startTimer = setTimeout(() => this.fail(slot, `worker did not start within ${startMs} ms`), startMs);
     handle.onMessage((data) => this.onMessage(slot, data));
     handle.onFailure((reason) => this.fail(slot, `worker crashed: ${reason}`));
     handle.post({ type: 'init', port: port2 }, [port2]);
@@ -88,8 +102,11 @@ export class WorkerPool {
     }
     if (msg.type === 'ready') {
       slot.started = true;
+      if (slot.startTimer) clearTimeout(slot.startTimer);
+      slot.startTimer = null;
       this.startFailures = 0;
       if (this.slots.every((s) => s.started)) for (const w of this.readyWaiters.splice(0)) w();
+      this.pump();
       return;
     }
     const cur = slot.current;
@@ -112,6 +129,7 @@ export class WorkerPool {
   private fail(slot: Slot, reason: string): void {
     if (slot.dead) return;
     slot.dead = true;
+    if (slot.startTimer) clearTimeout(slot.startTimer);
     const cur = slot.current;
     if (cur) this.finish(slot, { type: 'failed', rolloutId: cur.job.rolloutId, error: reason });
     slot.handle.terminate();
@@ -133,7 +151,7 @@ export class WorkerPool {
   private pump(): void {
     if (this.closed) return;
     for (const slot of this.slots) {
-      if (slot.dead || slot.current) continue;
+      if (slot.dead || slot.current || !slot.started) continue;
       const next = this.queue.shift();
       if (!next) return;
       slot.current = next;
@@ -183,6 +201,7 @@ export class WorkerPool {
       p.resolve({ type: 'failed', rolloutId: p.job.rolloutId, error: 'worker pool closed' });
     for (const s of this.slots) {
       s.dead = true;
+      if (s.startTimer) clearTimeout(s.startTimer);
       if (s.current) {
         const cur = s.current;
         s.current = null;

@@ -56,6 +56,8 @@ export class LlmProxy {
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private nextCallIndex = new Map<string, number>();
+  /** rollouts already taken: later calls and events for them are refused (409) */
+  private readonly finished = new Set<string>();
   readonly handle = (req: HttpRequest): Promise<HttpResponse> => this.route(req);
 
   constructor(private readonly opts: ProxyOptions) {}
@@ -90,12 +92,23 @@ export class LlmProxy {
     return this.records.get(rolloutId);
   }
 
-  /** Removes and returns what was recorded for a rollout (the trainer consumes rollouts once). */
+  /**
+   * Removes and returns what was recorded for a rollout (the trainer consumes rollouts once). Calls still in
+   * flight (a timed-out or cancelled worker) are returned as copies marked 499, so the returned record never
+   * changes afterwards; later requests for the rollout get 409.
+   */
   take(rolloutId: string): RolloutRecord | undefined {
     const r = this.records.get(rolloutId);
     this.records.delete(rolloutId);
     this.nextCallIndex.delete(rolloutId);
-    return r;
+    this.finished.add(rolloutId);
+    if (!r) return r;
+    const calls = r.calls.map((c) =>
+      c.httpStatus === 0
+        ? { ...c, httpStatus: 499, error: 'the rollout ended while this call was in flight' }
+        : c,
+    );
+    return { ...r, calls, rewards: [...r.rewards] };
   }
 
   private recordFor(rid: string, aid: string, mode: 'train' | 'val'): RolloutRecord {
@@ -135,12 +148,18 @@ export class LlmProxy {
       const mode = m[3];
       if (mode !== 'train' && mode !== 'val')
         return errorResponse(404, `mode must be 'train' or 'val', got '${mode}'`, 'not_found_error');
-      return this.chat(decodeURIComponent(m[1]), decodeURIComponent(m[2]), mode, req.body);
+      const rid = decodeURIComponent(m[1]);
+      if (this.finished.has(rid))
+        return errorResponse(409, `rollout '${rid}' has already finished`, 'invalid_request_error');
+      return this.chat(rid, decodeURIComponent(m[2]), mode, req.body);
     }
     m = EVENTS.exec(path);
     if (m) {
       if (req.method !== 'POST') return errorResponse(405, `${req.method} not allowed; use POST`);
-      return this.event(decodeURIComponent(m[1]), decodeURIComponent(m[2]), req.body);
+      const rid = decodeURIComponent(m[1]);
+      if (this.finished.has(rid))
+        return errorResponse(409, `rollout '${rid}' has already finished`, 'invalid_request_error');
+      return this.event(rid, decodeURIComponent(m[2]), req.body);
     }
     return errorResponse(404, `no route for ${req.method} ${path}`, 'not_found_error');
   }

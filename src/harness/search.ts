@@ -247,7 +247,11 @@ export const searchHarness: Harness<SearchTask> = {
       });
       const choice = res.choices?.[0];
       const msg = choice?.message ?? { role: 'assistant', content: '' };
-      const assistant: ChatMessage = { role: 'assistant', content: msg.content ?? null };
+      // OpenAI allows a null content only next to tool calls; an empty answer is sent back as ''.
+      const assistant: ChatMessage = {
+        role: 'assistant',
+        content: msg.content ?? (msg.tool_calls?.length ? null : ''),
+      };
       if (msg.tool_calls?.length) assistant.tool_calls = msg.tool_calls;
       conv.add(assistant);
       if (choice?.finish_reason === 'length') {

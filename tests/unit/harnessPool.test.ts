@@ -118,11 +118,40 @@ describe('worker pool over node:worker_threads', () => {
     try {
       const pending = pool.run({ ...base.job, task: { ...base.job.task, id: 'hang:2' } }, ac.signal);
       // wait until the worker's one call is recorded, then cancel
-      for (let i = 0; i < 200 && !proxy.record(base.job.rolloutId)?.calls[0]?.response; i++)
+      for (let i = 0; i < 1200 && !proxy.record(base.job.rolloutId)?.calls[0]?.response; i++)
         await new Promise((r) => setTimeout(r, 25));
       ac.abort();
       expect(await pending).toEqual({ type: 'failed', rolloutId: base.job.rolloutId, error: 'cancelled' });
       expect(proxy.record(base.job.rolloutId)?.calls).toHaveLength(1);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a worker that never says ready is given up after the start timeout; the queue fails with the reason', async () => {
+    const proxy = new LlmProxy({ engine: new RandomEngine(tok, 1), tokenizer: tok });
+    const silent = new URL('data:text/javascript,setInterval(() => {}, 1000)');
+    const pool = new WorkerPool({
+      size: 1,
+      spawn: () => spawnNodeHarnessWorker(silent),
+      connect: (p) => serveChannel(p, proxy.handle),
+      timeoutMs: 60_000,
+      startTimeoutMs: 300,
+    });
+    const spec: RunSpec = {
+      harness: 'instruction',
+      split: 'train',
+      n: 2,
+      groupSize: 1,
+      seed: 0,
+      behaviours: [],
+    };
+    try {
+      const rs = await runRollouts(spec, planRollouts(spec), proxy, pool);
+      expect(rs.map((r) => r.error)).toEqual(
+        Array(2).fill('workers keep failing before they start (last: worker did not start within 300 ms)'),
+      );
+      expect(pool.replaced).toBe(2);
     } finally {
       pool.close();
     }

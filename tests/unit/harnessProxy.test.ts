@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import { ChatClient, clientFromAglEnv } from '../../src/harness/client';
-import { RemoteEngine, ScriptedEngine } from '../../src/harness/engines';
+import { RandomEngine, RemoteEngine, ScriptedEngine } from '../../src/harness/engines';
 import {
   channelTransport,
   type FetchLike,
@@ -47,6 +47,15 @@ describe('LLM proxy', () => {
       body.choices[0].logprobs?.content.map((c) => Math.fround(c.logprob)),
     );
     expect(proxy.record('r1')?.mode).toBe('train');
+  });
+
+  it('records an immediate end-of-turn from the random engine as an empty answer', async () => {
+    const proxy = new LlmProxy({ engine: new RandomEngine(tok, 0, 1), tokenizer: tok });
+    const body = (await proxy.handle(post(CHAT, { messages: [{ role: 'user', content: 'q' }] })))
+      .body as ChatCompletionResponse;
+    expect(body.choices[0].message.content).toBe('');
+    expect(body.choices[0].token_ids).toEqual([151645]);
+    expect(body.choices[0].logprobs?.content[0].logprob).toBe(0);
   });
 
   it('parses Qwen <tool_call> text into tool_calls like the hermes parser', async () => {
@@ -127,6 +136,8 @@ describe('LLM proxy', () => {
     expect(errMsg(bad.body).param).toBe('data.value');
     expect(errMsg((await proxy.handle(post(ev, { event_type: 'span' }))).body).param).toBe('event_type');
     expect(proxy.take('r9')?.rewards.map((r) => r.value)).toEqual([0.5]);
+    // a taken (finished) rollout accepts nothing more
+    expect((await proxy.handle(post(ev, { event_type: 'reward', data: { value: 1 } }))).status).toBe(409);
   });
 
   it('pauses with 429 + Retry-After; the client waits and retries until resumed', async () => {
@@ -179,8 +190,12 @@ describe('LLM proxy', () => {
     });
     await new Promise((r) => setTimeout(r, 10));
     expect(paused).toBe(false);
+    // taking the rollout mid-call freezes its record: the in-flight call is marked 499 in the copy returned
+    const taken = proxy.take('r1');
+    expect(taken?.calls.map((c) => c.httpStatus)).toEqual([499]);
     release();
     expect((await call).status).toBe(200);
+    expect(taken?.calls[0].response).toBeNull();
     await p;
     expect(paused).toBe(true);
   });

@@ -12,7 +12,7 @@ import type { Command } from '../lab';
 export const command: Command = {
   summary: 'run one harness task against AGL_OPENAI_BASE_URL and post its reward to AGL_EVENT_URL',
   usage: `AGL_OPENAI_BASE_URL=… [AGL_EVENT_URL=…] [AGL_KEY=…] lab agent --harness ${Object.keys(HARNESSES).join('|')}
-    [--split train|val] [--seed S=0] [--index I=0] [--behaviour NAME]... [--max-turns T]`,
+    [--split train|val] [--seed S=0] [--index I=0] [--behaviour NAME[,NAME]]... [--max-turns T]`,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       harness: { type: 'string' },
@@ -33,11 +33,13 @@ export const command: Command = {
     const index = (flags.index as number | undefined) ?? 0;
     if (!Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
     if (!Number.isInteger(index) || index < 0) throw new UsageError('--index must be a non-negative integer');
-    const behaviours = ((flags.behaviour as string[] | undefined) ?? []).map((b) => {
-      if (!isBehaviour(b))
-        throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
-      return b as Behaviour;
-    });
+    const behaviours = ((flags.behaviour as string[] | undefined) ?? [])
+      .flatMap((v) => v.split(','))
+      .map((b) => {
+        if (!isBehaviour(b))
+          throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
+        return b as Behaviour;
+      });
     const maxTurns = flags['max-turns'] as number | undefined;
     if (maxTurns !== undefined && (!Number.isInteger(maxTurns) || maxTurns < 1))
       throw new UsageError('--max-turns must be a positive integer');

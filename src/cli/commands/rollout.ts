@@ -16,7 +16,7 @@ import type { Command } from '../lab';
 import { loadTokenizer, spawnNodeHarnessWorker } from '../nodeWorkers';
 
 const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|URL --out FILE
-    [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME]... [--seed S=0] [--workers W=4]
+    [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
     [--timeout-ms MS=60000] [--fixed-clock]
   --n is the number of tasks; each runs --group-size times (n × K rollouts).
@@ -73,11 +73,13 @@ export const command: Command = {
     const split = (flags.split as string | undefined) ?? 'train';
     if (split !== 'train' && split !== 'val')
       throw new UsageError(`--split must be train or val, got '${split}'`);
-    const behaviours = ((flags.behaviour as string[] | undefined) ?? []).map((b) => {
-      if (!isBehaviour(b))
-        throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
-      return b as Behaviour;
-    });
+    const behaviours = ((flags.behaviour as string[] | undefined) ?? [])
+      .flatMap((v) => v.split(','))
+      .map((b) => {
+        if (!isBehaviour(b))
+          throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
+        return b as Behaviour;
+      });
     const seed = flags.seed === undefined ? 0 : (flags.seed as number);
     if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got ${seed}`);
     const spec: RunSpec = {
@@ -101,23 +103,28 @@ export const command: Command = {
     const taskOf = new Map(plan.map((p) => [p.job.rolloutId, p.task]));
     const h = getHarness(harness);
     let engine: ChatEngine;
-    if (engineSpec === 'scripted')
-      engine = new ScriptedEngine(
-        tokenizer,
-        (call) => {
-          const task = taskOf.get(call.rolloutId);
-          if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
-          return h.expert(task, call.messages, call.tools);
-        },
-        seed,
-      );
-    else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
-    else
-      engine = new RemoteEngine(
-        engineSpec,
-        (flags.model as string | undefined) ?? 'default',
-        process.env.OPENAI_API_KEY ?? '',
-      );
+    try {
+      if (engineSpec === 'scripted')
+        engine = new ScriptedEngine(
+          tokenizer,
+          (call) => {
+            const task = taskOf.get(call.rolloutId);
+            if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
+            return h.expert(task, call.messages, call.tools);
+          },
+          seed,
+        );
+      else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+      else
+        engine = new RemoteEngine(
+          engineSpec,
+          (flags.model as string | undefined) ?? 'default',
+          process.env.OPENAI_API_KEY ?? '',
+        );
+    } catch (e) {
+      // e.g. a --tokenizer without a known end-of-turn token
+      throw new UsageError(`--engine ${engineSpec}: ${(e as Error).message}`);
+    }
     const proxy = new LlmProxy({
       engine,
       tokenizer: engineSpec.startsWith('http') ? null : tokenizer,
