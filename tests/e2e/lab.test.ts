@@ -4,8 +4,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
 import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
-import { parseTraceText, toAglEventsBundle } from '../../src/core/trace/io';
+import { toAglEventsBundle, toJsonlTrace } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
+import { parseTrace } from '../../src/ui/lab/pipeline';
 import { launch, screenshot } from './browser';
 
 /** The first bundled sample: what the page opens with. */
@@ -15,24 +16,24 @@ function firstSample(): { name: string; text: string } {
   return { name: s.name, text: readFileSync(join('public', 'samples', s.file), 'utf8') };
 }
 
+/** Rollouts of a trace file, read as the page reads it (core's formats, or what `lab rollout` writes). */
+function readRollouts(text: string): Rollout[] {
+  return parseTrace(text, 'test', () => {}).trace.rollouts;
+}
+
 const sample = firstSample();
-const rollouts: Rollout[] = parseTraceText(sample.text).rollouts;
+const rollouts: Rollout[] = readRollouts(sample.text);
+/** The sample in our JSONL format (core's writer): the base of the hand-made files below. */
+const sampleJsonl = toJsonlTrace(rollouts);
 
 /**
  * A trace whose GRPO groups mix successes and failures: the coding tasks solved by the scripted expert and the
  * same tasks (same data ids) failed by the random engine, whose rollout ids get a suffix so they stay unique.
  */
 function mixedRewardTrace(): string {
-  const read = (f: string) =>
-    readFileSync(join('public', 'samples', f), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim());
-  const random = read('coding-random.jsonl').map((l) => {
-    const o = JSON.parse(l);
-    o.rollout_id = `${o.rollout_id}-random`;
-    return JSON.stringify(o);
-  });
-  return `${[...read('coding-scripted.jsonl'), ...random].join('\n')}\n`;
+  const read = (f: string) => readRollouts(readFileSync(join('public', 'samples', f), 'utf8'));
+  const random = read('coding-random.jsonl').map((r) => ({ ...r, rolloutId: `${r.rolloutId}-random` }));
+  return toJsonlTrace([...read('coding-scripted.jsonl'), ...random]);
 }
 
 /**
@@ -40,7 +41,7 @@ function mixedRewardTrace(): string {
  * trajectory level, 8192/8192 length limits, GRPO with std, rollout-level advantages.
  */
 function expectedWeights(text: string, lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<string, number> {
-  const rollouts = parseTraceText(text).rollouts;
+  const rollouts = readRollouts(text);
   const { batch } = buildTrainingBatch(rollouts, {
     level: 'trajectory',
     maxPromptLength: 8192,
@@ -270,7 +271,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
 
   it('imports a malformed file: keeps the valid lines and reports each bad one', async () => {
     const page = await openPage(browser, baseUrl, errors);
-    const lines = sample.text.split('\n').filter((l) => l.trim());
+    const lines = sampleJsonl.split('\n').filter((l) => l.trim());
     const good = JSON.parse(lines[0]);
     const lp = { ...good, rollout_id: 'bad-logprobs' };
     lp.calls = [
@@ -314,8 +315,8 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await page.getByTestId('call-tokens').locator('.tok').first().waitFor();
 
     // ~6 MB of our JSONL: the sample's lines again and again under fresh rollout ids
-    const lines = sample.text.split('\n').filter((l) => l.trim());
-    const copies = Math.ceil((6 << 20) / sample.text.length);
+    const lines = sampleJsonl.split('\n').filter((l) => l.trim());
+    const copies = Math.ceil((6 << 20) / sampleJsonl.length);
     const big: string[] = [];
     for (let k = 0; k < copies; k++)
       for (const l of lines) {

@@ -20,8 +20,9 @@ import {
 import type { TrainingBatch } from '../../core/batch/types';
 import type { TokenSource } from '../../core/tokenize/retokenize';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import { parseTraceText } from '../../core/trace/io';
+import { parseTraceText, TraceFormatError } from '../../core/trace/io';
 import type { TraceBatch } from '../../core/trace/types';
+import { looksLikeHarnessJsonl, parseHarnessJsonl } from './harnessJsonl';
 import type { ImportSummary } from './protocol';
 
 export interface ComputeOptions {
@@ -70,12 +71,21 @@ export function parseTrace(
   name: string,
   onProgress: (done: number, total: number) => void,
 ): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer' | 'tokenizerError'> } {
-  const parsed = parseTraceText(text, { onProgress });
-  const trace: TraceBatch = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
+  let trace: TraceBatch;
+  let format: string;
+  try {
+    const parsed = parseTraceText(text, { onProgress });
+    trace = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
+    format = parsed.format;
+  } catch (e) {
+    if (!(e instanceof TraceFormatError) || !looksLikeHarnessJsonl(text)) throw e;
+    trace = parseHarnessJsonl(text, onProgress);
+    format = 'harness-jsonl';
+  }
   let lines = 0;
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines++;
   if (text.length > 0 && !text.endsWith('\n')) lines++;
-  return { trace, summary: { name, lines, format: parsed.format } };
+  return { trace, summary: { name, lines, format } };
 }
 
 /** Per-rollout sums indexed by source rollout (rollouts that produced no row get 0). */
