@@ -104,6 +104,7 @@ export function CallView(props: {
           colorKey={view.v.available.has(colorBy) ? colorBy : ''}
           scale={scale}
           positionBase={view.start}
+          chipClass={(i) => (view.inBatch && view.v.quantities[3]?.values[i] === 0 ? 'obs' : undefined)}
           ariaLabel={`Tokens of call ${callIndex + 1}`}
           testId="call-tokens"
         />

@@ -41,7 +41,9 @@ export function MergeView(props: {
   return (
     <div className="mergeview" data-testid="merge-view">
       <p className="muted">
-        {rollout.calls.length} calls → {rows.length} training row{rows.length === 1 ? '' : 's'}
+        <span className="tok obs">observation</span> tokens (mask 0, from the next prompt) are italic; a dark
+        left edge marks where the next call's tokens start. {rollout.calls.length} calls → {rows.length}{' '}
+        training row{rows.length === 1 ? '' : 's'}
         {breaks.length > 0 && ` · ${breaks.length} merge break${breaks.length === 1 ? '' : 's'}`}
       </p>
       {breaks.length > 0 && (
@@ -102,7 +104,7 @@ export function MergeView(props: {
               chipClass={(i) => {
                 const p = a + i;
                 const c = batch.tokenCall[p];
-                const cls = c % 2 ? 'call-odd' : 'call-even';
+                const cls = batch.mask[p] ? 'call' : 'call obs';
                 return p > a && batch.tokenCall[p - 1] !== c ? `${cls} call-start` : cls;
               }}
               ariaLabel={`Tokens of training row ${r}`}
