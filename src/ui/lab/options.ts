@@ -48,6 +48,8 @@ const LEVELS: Record<TraceAggregatorLevel, string> = {
 const keysOf = <T extends string>(r: Record<T, string>) => Object.keys(r) as T[];
 
 const DEFAULT_ESTIMATOR = 'grpo';
+/** the store's default for both length limits (roomy: a viewer should not truncate unless asked) */
+const DEFAULT_MAX_LENGTH = 8192;
 const DEFAULT_LOSS: LossMode = 'token-mean';
 
 /** The options the worker computes with: URL values checked against core's registries. */
@@ -58,8 +60,8 @@ export function resolveOptions(v: ViewState): ComputeOptions {
   return {
     tokenSource: pick(v.tokenSource, keysOf(TOKEN_SOURCES), 'engine'),
     level: pick(v.level, keysOf(LEVELS), 'trajectory'),
-    maxPromptLength: Math.max(1, v.maxPromptLength),
-    maxResponseLength: Math.max(1, v.maxResponseLength),
+    maxPromptLength: v.maxPromptLength >= 1 ? v.maxPromptLength : DEFAULT_MAX_LENGTH,
+    maxResponseLength: v.maxResponseLength >= 1 ? v.maxResponseLength : DEFAULT_MAX_LENGTH,
     estimator: pick(v.estimator, estimators, DEFAULT_ESTIMATOR),
     normAdvByStd: v.normAdvByStd,
     rolloutLevel: v.rolloutLevel,
