@@ -61,7 +61,7 @@ function useSampleLoader() {
   }, []);
   useEffect(() => {
     const s = samples && sampleNamed(samples, sample);
-    if (s) importSource({ kind: 'url', url: s.url, name: s.name });
+    if (s) importSource({ kind: 'url', urls: s.urls, name: s.name });
   }, [samples, sample, importSource]);
 }
 
@@ -114,7 +114,7 @@ export function App() {
             const next = name === samples[0]?.name ? '' : name;
             const s = sampleNamed(samples, name);
             // re-selecting the sample the URL already names (after a file import) reloads it explicitly
-            if (next === sample && s) importSource({ kind: 'url', url: s.url, name: s.name });
+            if (next === sample && s) importSource({ kind: 'url', urls: s.urls, name: s.name });
             set({ sample: next, rollout: '', call: 0 });
           }}
         />

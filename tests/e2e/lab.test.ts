@@ -6,44 +6,44 @@ import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch'
 import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import { toAglEventsBundle, toJsonlTrace } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
-import { parseTrace } from '../../src/ui/lab/pipeline';
+import { combineTraces, parseTrace } from '../../src/ui/lab/pipeline';
 import { launch, screenshot } from './browser';
 
-/** The first bundled sample: what the page opens with. */
-function firstSample(): { name: string; text: string } {
+/** The first bundled sample (what the page opens with): its files, read and combined as the page does. */
+function firstSample(): { name: string; rollouts: Rollout[] } {
   const index = JSON.parse(readFileSync(join('public', 'samples', 'index.json'), 'utf8'));
   const s = index.samples[0];
-  return { name: s.name, text: readFileSync(join('public', 'samples', s.file), 'utf8') };
-}
-
-/** Rollouts of a trace file, read as the page reads it (core's formats, or what `lab rollout` writes). */
-function readRollouts(text: string): Rollout[] {
-  return parseTrace(text, 'test', () => {}).trace.rollouts;
+  const files: string[] = s.files ?? [s.file];
+  const parts = files.map((f) => {
+    const text = readFileSync(join('public', 'samples', f), 'utf8');
+    return { name: f, trace: parseTrace(text, f, () => {}).trace };
+  });
+  return { name: s.name, rollouts: combineTraces(parts).rollouts };
 }
 
 const sample = firstSample();
-const rollouts: Rollout[] = readRollouts(sample.text);
-/** The sample in our JSONL format (core's writer): the base of the hand-made files below. */
+const rollouts: Rollout[] = sample.rollouts;
+/** The sample in our JSONL format (core's writer): what the hand-made files below are built from. */
 const sampleJsonl = toJsonlTrace(rollouts);
 
 /**
- * A trace whose GRPO groups mix successes and failures: the coding tasks solved by the scripted expert and the
- * same tasks (same data ids) failed by the random engine, whose rollout ids get a suffix so they stay unique.
+ * Core's per-rollout total weights on a trace, with the page's options spelled out here: engine ids, 8192/8192
+ * length limits, normalize by std, and by default trajectory level, GRPO, rollout-level advantages.
  */
-function mixedRewardTrace(): string {
-  const read = (f: string) => readRollouts(readFileSync(join('public', 'samples', f), 'utf8'));
-  const random = read('coding-random.jsonl').map((r) => ({ ...r, rolloutId: `${r.rolloutId}-random` }));
-  return toJsonlTrace([...read('coding-scripted.jsonl'), ...random]);
+interface Choice {
+  advEstimator: string;
+  rolloutLevel: boolean;
+  level: 'trajectory' | 'transition';
 }
+const DEFAULTS: Choice = { advEstimator: 'grpo', rolloutLevel: true, level: 'trajectory' };
 
-/**
- * Core's per-rollout total weights on a trace, with the page's default options spelled out here: engine ids,
- * trajectory level, 8192/8192 length limits, GRPO with std, rollout-level advantages.
- */
-function expectedWeights(text: string, lossAggMode: (typeof ALL_LOSS_MODES)[number]): Map<string, number> {
-  const rollouts = readRollouts(text);
+function expectedWeights(
+  rollouts: Rollout[],
+  lossAggMode: (typeof ALL_LOSS_MODES)[number],
+  choice: Choice = DEFAULTS,
+): Map<string, number> {
   const { batch } = buildTrainingBatch(rollouts, {
-    level: 'trajectory',
+    level: choice.level,
     maxPromptLength: 8192,
     maxResponseLength: 8192,
     padTokenId: 0,
@@ -51,9 +51,9 @@ function expectedWeights(text: string, lossAggMode: (typeof ALL_LOSS_MODES)[numb
     tokenSource: 'engine',
   });
   const ew = effectiveWeights(batch, {
-    advEstimator: 'grpo',
+    advEstimator: choice.advEstimator,
     normAdvByStd: true,
-    rolloutLevel: true,
+    rolloutLevel: choice.rolloutLevel,
     lossAggMode,
   });
   const out = new Map<string, number>();
@@ -102,11 +102,11 @@ describe('trace stepper and advantage explorer in Chromium', () => {
   });
 
   /** Switches every loss mode and compares each rollout's displayed weight with core's number. */
-  async function checkAllModes(page: Page, text: string) {
+  async function checkAllModes(page: Page, rs: Rollout[], choice: Choice = DEFAULTS) {
     const select = page.getByLabel('Loss aggregation', { exact: true });
     for (const mode of [...ALL_LOSS_MODES.slice(1), ALL_LOSS_MODES[0]]) {
       await select.selectOption(mode);
-      const want = expectedWeights(text, mode);
+      const want = expectedWeights(rs, mode, choice);
       await expect
         .poll(
           async () => {
@@ -125,6 +125,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
       await expect
         .poll(() => page.url())
         .toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
+      if (mode === 'token-mean') expect(page.url()).not.toContain('loss=');
     }
   }
 
@@ -135,19 +136,16 @@ describe('trace stepper and advantage explorer in Chromium', () => {
       .locator('option')
       .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(offered).toEqual([...ALL_LOSS_MODES]);
-    await checkAllModes(page, sample.text);
-    // The bundled samples' groups each share one reward; a mixed-reward trace makes the weights non-zero.
-    const mixed = mixedRewardTrace();
-    expect([...expectedWeights(mixed, 'token-mean').values()].filter((w) => w !== 0).length).toBeGreaterThan(
-      4,
-    );
-    await page.getByTestId('trace-file').setInputFiles({
-      name: 'coding-mixed.jsonl',
-      mimeType: 'application/json',
-      buffer: Buffer.from(mixed),
-    });
-    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('coding-mixed.jsonl');
-    await checkAllModes(page, mixed);
+    // the first sample mixes successes and failures within groups, so the weights are not all zero
+    expect(
+      [...expectedWeights(rollouts, 'token-mean').values()].filter((w) => w !== 0).length,
+    ).toBeGreaterThan(4);
+    await checkAllModes(page, rollouts);
+    // other estimator, merge level and rollout-level setting: still core's numbers
+    await page.getByLabel('Advantage estimator', { exact: true }).selectOption('rloo');
+    await page.getByLabel('Rollout-level advantage', { exact: true }).uncheck();
+    await page.getByLabel('Aggregation level', { exact: true }).selectOption('transition');
+    await checkAllModes(page, rollouts, { advEstimator: 'rloo', rolloutLevel: false, level: 'transition' });
     await select.selectOption('per_rollout_mean');
     await screenshot(page, 'advantages');
     await page.close();

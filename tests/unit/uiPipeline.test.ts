@@ -110,3 +110,22 @@ describe('lab pipeline over core', () => {
     expect('batch' in weights).toBe(false);
   });
 });
+
+describe('a sample of several files', () => {
+  it('keeps every rollout, renames taken ids after their file, and names the file of each issue', () => {
+    const a = { rollouts: [rollouts[0], rollouts[1]], issues: [], counters: { n: 1 } };
+    const b = {
+      rollouts: [rollouts[0], rollouts[2]],
+      issues: [{ where: 'line 3', message: 'is not valid JSON' }],
+      counters: { n: 2 },
+    };
+    const t = combineTraces([
+      { name: 'expert.jsonl', trace: a },
+      { name: 'random.jsonl', trace: b },
+    ]);
+    expect(t.rollouts.map((r) => r.rolloutId)).toEqual(['r0', 'r1', 'r0@random', 'r2']);
+    expect(t.rollouts[2].calls).toBe(rollouts[0].calls);
+    expect(t.issues).toEqual([{ where: 'random.jsonl line 3', message: 'is not valid JSON' }]);
+    expect(t.counters.n).toBe(3);
+  });
+});

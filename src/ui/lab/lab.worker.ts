@@ -6,7 +6,7 @@
  */
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
-import { compute, newBuildCache, parseTrace, splitResult } from './pipeline';
+import { combineTraces, compute, newBuildCache, parseTrace, splitResult } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
 import { retokView } from './retokView';
@@ -52,20 +52,47 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   tokLoad.catch(() => {}); // awaited (and reported) below
   const progress = (phase: 'read' | 'parse', done: number, total: number) =>
     post({ type: 'progress', id, phase, done, total });
-  let stream: ReadableStream<Uint8Array>;
-  let total: number;
-  if (source.kind === 'url') {
-    const res = await fetch(source.url);
-    if (!res.ok || !res.body) throw new Error(`HTTP ${res.status} ${res.statusText}`.trim());
-    total = Number(res.headers.get('content-length') ?? 0);
-    stream = res.body;
-  } else {
-    total = source.file.size;
-    stream = source.file.stream();
+  // A sample may be several files (e.g. an expert's and a random engine's attempts at the same tasks): each is
+  // read and parsed on its own, then combined into one trace.
+  const parts: { name: string; trace: TraceBatch; text: string; format: string; lines: number }[] = [];
+  const inputs =
+    source.kind === 'url'
+      ? source.urls.map((u) => ({ url: u, name: u.slice(u.lastIndexOf('/') + 1) }))
+      : [{ url: null, name: source.name }];
+  for (const input of inputs) {
+    let stream: ReadableStream<Uint8Array>;
+    let total: number;
+    if (input.url !== null) {
+      const res = await fetch(input.url);
+      if (!res.ok || !res.body) throw new Error(`${input.name}: HTTP ${res.status} ${res.statusText}`.trim());
+      total = Number(res.headers.get('content-length') ?? 0);
+      stream = res.body;
+    } else {
+      const file = (source as Extract<typeof source, { kind: 'file' }>).file;
+      total = file.size;
+      stream = file.stream();
+    }
+    const text = await readStreamText(stream, total, (d, t) => progress('read', d, t));
+    progress('parse', 0, text.length);
+    const one = parseTrace(text, input.name, (d, t) => progress('parse', d, t));
+    parts.push({
+      name: input.name,
+      trace: one.trace,
+      text,
+      format: one.summary.format,
+      lines: one.summary.lines,
+    });
   }
-  const text = await readStreamText(stream, total, (d, t) => progress('read', d, t));
-  progress('parse', 0, text.length);
-  const parsed = parseTrace(text, source.name, (d, t) => progress('parse', d, t));
+  const combined = parts.length === 1 ? parts[0].trace : combineTraces(parts);
+  const parsed = {
+    trace: combined,
+    summary: {
+      name: source.name,
+      lines: parts.reduce((n, p) => n + p.lines, 0),
+      format: [...new Set(parts.map((p) => p.format))].join(' + '),
+    },
+  };
+  const chars = parts.reduce((n, p) => n + p.text.length, 0);
   const ids: ArrayLike<number>[] = [];
   for (const r of parsed.trace.rollouts)
     for (const c of r.calls) {
@@ -87,7 +114,7 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
     id,
     summary: {
       ...parsed.summary,
-      bytes: text.length,
+      bytes: chars,
       tokenizer: ids.length && tok ? tok.name : null,
       tokenizerError: tokError,
     },

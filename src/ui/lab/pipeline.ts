@@ -88,6 +88,30 @@ export function parseTrace(
   return { trace, summary: { name, lines, format } };
 }
 
+/**
+ * Several traces as one: rollouts in file order; a rollout id already taken gets `@<file stem>` appended (two
+ * runs of the same harness reuse ids), and each issue names its file.
+ */
+export function combineTraces(parts: { name: string; trace: TraceBatch }[]): TraceBatch {
+  const seen = new Set<string>();
+  const rollouts: TraceBatch['rollouts'] = [];
+  const issues: TraceBatch['issues'] = [];
+  const counters: Record<string, number> = {};
+  for (const { name, trace } of parts) {
+    const stem = name.replace(/\.[^.]*$/, '');
+    for (const r of trace.rollouts) {
+      let id = r.rolloutId;
+      if (seen.has(id)) id = `${id}@${stem}`;
+      for (let k = 2; seen.has(id); k++) id = `${r.rolloutId}@${stem}#${k}`;
+      seen.add(id);
+      rollouts.push(id === r.rolloutId ? r : { ...r, rolloutId: id });
+    }
+    for (const i of trace.issues) issues.push({ ...i, where: `${name} ${i.where}` });
+    for (const [k, v] of Object.entries(trace.counters)) counters[k] = (counters[k] ?? 0) + v;
+  }
+  return { rollouts, issues, counters };
+}
+
 /** Per-rollout sums indexed by source rollout (rollouts that produced no row get 0). */
 function perSourceRollout(sums: Float64Array, nRollouts: number): Float64Array {
   const out = new Float64Array(nRollouts);

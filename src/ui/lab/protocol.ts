@@ -7,7 +7,7 @@ import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
 import type { RetokCallView } from './retokView';
 
 export type ImportSource =
-  | { kind: 'url'; url: string; name: string }
+  | { kind: 'url'; urls: string[]; name: string }
   | { kind: 'file'; file: Blob; name: string };
 
 export type ToWorker =
@@ -60,9 +60,17 @@ export function checkToWorker(v: unknown): ToWorker {
   if (v.type === 'import') {
     const s = v.source;
     if (!isObj(s) || typeof s.name !== 'string') throw new Error('lab worker: import.source needs a name');
-    if (s.kind === 'url' && typeof s.url === 'string') return v as ToWorker;
+    if (
+      s.kind === 'url' &&
+      Array.isArray(s.urls) &&
+      s.urls.length > 0 &&
+      s.urls.every((u) => typeof u === 'string')
+    )
+      return v as ToWorker;
     if (s.kind === 'file' && s.file instanceof Blob) return v as ToWorker;
-    throw new Error(`lab worker: import.source.kind must be 'url' (with url) or 'file' (with a Blob)`);
+    throw new Error(
+      `lab worker: import.source.kind must be 'url' (with a non-empty urls list) or 'file' (with a Blob)`,
+    );
   }
   if (v.type === 'compute') {
     if (!isObj(v.options)) throw new Error('lab worker: compute.options is not an object');

@@ -6,7 +6,8 @@ import { create } from 'zustand';
 
 export interface Sample {
   name: string;
-  url: string;
+  /** one file, or several read as one trace */
+  urls: string[];
   description: string;
 }
 
@@ -20,13 +21,15 @@ export const useSamples = create<SamplesState>(() => ({ samples: null, error: nu
 function checkManifest(v: unknown, base: string): Sample[] {
   const list = (v as { samples?: unknown })?.samples;
   if (!Array.isArray(list)) throw new Error('samples/index.json: expected {"samples": [...]}');
+  const plain = (f: unknown) => typeof f === 'string' && !/[/\\]|^\./.test(f);
   return list.map((s, i) => {
     const o = s as Record<string, unknown>;
-    if (typeof o?.name !== 'string' || typeof o.file !== 'string' || /[/\\]|^\./.test(o.file))
-      throw new Error(`samples/index.json: samples[${i}] needs a name and a plain file name`);
+    const files = o?.files ?? (o?.file === undefined ? undefined : [o.file]);
+    if (typeof o?.name !== 'string' || !Array.isArray(files) || files.length === 0 || !files.every(plain))
+      throw new Error(`samples/index.json: samples[${i}] needs a name and a plain "file" name (or "files")`);
     return {
       name: o.name,
-      url: `${base}samples/${o.file}`,
+      urls: files.map((f) => `${base}samples/${f}`),
       description: typeof o.description === 'string' ? o.description : '',
     };
   });
