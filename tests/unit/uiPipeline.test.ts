@@ -5,6 +5,7 @@ import { toJsonlTrace } from '../../src/core/trace/io';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
 import {
   type ComputeOptions,
+  combineTraces,
   compute,
   newBuildCache,
   parseTrace,
