@@ -48,9 +48,9 @@ describe('batch index for the views', () => {
 
 describe('lab worker messages', () => {
   it('accepts well-formed messages and names what is wrong otherwise', () => {
-    expect(checkToWorker({ type: 'import', id: 1, source: { kind: 'url', url: '/x', name: 'x' } }).type).toBe(
-      'import',
-    );
+    expect(
+      checkToWorker({ type: 'import', id: 1, source: { kind: 'url', urls: ['/x'], name: 'x' } }).type,
+    ).toBe('import');
     expect(() => checkToWorker({ type: 'import', id: 1, source: { kind: 'file', name: 'x' } })).toThrow(
       /Blob/,
     );
