@@ -122,11 +122,11 @@ describe('a sample of several files', () => {
     };
     const t = combineTraces([
       { name: 'expert.jsonl', trace: a },
-      { name: 'random.jsonl', trace: b },
+      { name: 'coding-random.jsonl', trace: b },
     ]);
     expect(t.rollouts.map((r) => r.rolloutId)).toEqual(['r0', 'r1', 'r0@random', 'r2']);
     expect(t.rollouts[2].calls).toBe(rollouts[0].calls);
-    expect(t.issues).toEqual([{ where: 'random.jsonl line 3', message: 'is not valid JSON' }]);
+    expect(t.issues).toEqual([{ where: 'coding-random.jsonl line 3', message: 'is not valid JSON' }]);
     expect(t.counters.n).toBe(3);
   });
 });

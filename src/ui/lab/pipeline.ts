@@ -89,8 +89,8 @@ export function parseTrace(
 }
 
 /**
- * Several traces as one: rollouts in file order; a rollout id already taken gets `@<file stem>` appended (two
- * runs of the same harness reuse ids), and each issue names its file.
+ * Several traces as one: rollouts in file order; a rollout id already taken gets `@<end of the file name>`
+ * appended (two runs of the same harness reuse ids), and each issue names its file.
  */
 export function combineTraces(parts: { name: string; trace: TraceBatch }[]): TraceBatch {
   const seen = new Set<string>();
@@ -98,7 +98,12 @@ export function combineTraces(parts: { name: string; trace: TraceBatch }[]): Tra
   const issues: TraceBatch['issues'] = [];
   const counters: Record<string, number> = {};
   for (const { name, trace } of parts) {
-    const stem = name.replace(/\.[^.]*$/, '');
+    // the distinguishing end of the file name: coding-random.jsonl → random
+    const stem =
+      name
+        .replace(/\.[^.]*$/, '')
+        .split(/[-_]/)
+        .pop() || name;
     for (const r of trace.rollouts) {
       let id = r.rolloutId;
       if (seen.has(id)) id = `${id}@${stem}`;

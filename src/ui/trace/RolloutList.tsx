@@ -52,7 +52,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         title={failure || undefined}
       >
         <span className="c-id" title={r.rolloutId}>
-          {middleEllipsis(r.rolloutId, 24)}
+          {middleEllipsis(r.rolloutId, 28)}
         </span>
         <span
           className="c-num"
@@ -63,7 +63,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         </span>
         <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>
         <span className="c-grp" title={r.dataId}>
-          {middleEllipsis(r.dataId, 20)}
+          {middleEllipsis(r.dataId, 16)}
         </span>
         <span className="c-num">{r.calls.length}</span>
         <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
