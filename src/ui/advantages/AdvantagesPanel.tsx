@@ -75,6 +75,8 @@ export function AdvantagesPanel() {
                 breaks={derived?.breaks}
                 weight={res.rolloutWeight}
                 testPrefix="adv-rollout"
+                idChars={48}
+                groupChars={32}
               />
             </section>
             <section className="card">

@@ -14,6 +14,9 @@ export interface RolloutListProps {
   /** per rollout total effective gradient weight under the selected loss mode */
   weight?: Float64Array;
   testPrefix: string;
+  /** longest id and group shown before the middle is cut (the full text is in the title) */
+  idChars?: number;
+  groupChars?: number;
 }
 
 const ROW_HEIGHT = 26;
@@ -52,7 +55,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         title={failure || undefined}
       >
         <span className="c-id" title={r.rolloutId}>
-          {middleEllipsis(r.rolloutId, 28)}
+          {middleEllipsis(r.rolloutId, props.idChars ?? 28)}
         </span>
         <span
           className="c-num"
@@ -63,7 +66,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         </span>
         <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>
         <span className="c-grp" title={r.dataId}>
-          {middleEllipsis(r.dataId, 16)}
+          {middleEllipsis(r.dataId, props.groupChars ?? 16)}
         </span>
         <span className="c-num">{r.calls.length}</span>
         <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
