@@ -298,14 +298,16 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await page.close();
   });
 
-  it('imports Agent Lightning events, and a large file with a progress bar', async () => {
+  it('imports dropped Agent Lightning events, and a large file with a progress bar', async () => {
     const page = await openPage(browser, baseUrl, errors);
     const bundle = JSON.stringify(toAglEventsBundle(rollouts));
-    await page.getByTestId('trace-file').setInputFiles({
-      name: 'events.json',
-      mimeType: 'application/json',
-      buffer: Buffer.from(bundle),
-    });
+    // dropped on the import bar, as a user drags a file in
+    const dataTransfer = await page.evaluateHandle((text) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], 'events.json', { type: 'application/json' }));
+      return dt;
+    }, bundle);
+    await page.getByRole('region', { name: 'Trace source' }).dispatchEvent('drop', { dataTransfer });
     await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('events.json');
     expect(await page.getByTestId('import-summary').textContent()).toContain(
       `agl-events · ${rollouts.length} rollouts`,
