@@ -126,3 +126,13 @@ export function ImportBar(props: {
     </section>
   );
 }
+
+/** What a view shows before any trace is loaded. */
+export function NoTrace() {
+  const loading = useLab((s) => s.progress !== null);
+  return (
+    <p className="muted">
+      {loading ? 'Loading a trace…' : 'No trace loaded: choose or drop a trace file above.'}
+    </p>
+  );
+}

@@ -1,4 +1,5 @@
 import { useCallback } from 'react';
+import { NoTrace } from '../ImportBar';
 import { useLab } from '../lab/labStore';
 import { controlSpecs, resolveOptions } from '../lab/options';
 import { useView } from '../store';
@@ -54,7 +55,7 @@ export function AdvantagesPanel() {
         data-result-loss={resOpts?.lossMode}
       >
         {!trace ? (
-          <p className="muted">Loading a trace…</p>
+          <NoTrace />
         ) : !res ? (
           <p className="muted">Computing weights…</p>
         ) : (

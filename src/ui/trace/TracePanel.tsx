@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import { NoTrace } from '../ImportBar';
 import { isTypingTarget } from '../keyboard';
 import { indexBatch } from '../lab/derive';
 import { useLab } from '../lab/labStore';
@@ -117,7 +118,7 @@ export function TracePanel() {
     return s;
   }, [res, rollouts]);
 
-  if (!trace) return <p className="muted">Loading a trace…</p>;
+  if (!trace) return <NoTrace />;
   return (
     <div className="trace-layout">
       <aside className="side">
