@@ -4,20 +4,28 @@ import type { BatchIndex } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import { fmt } from '../tokens/colorScale';
 
-/** Per call of one rollout: trainable tokens, Σ advantage·mask and total effective gradient weight. */
+/** Per call of one rollout: trainable and observation tokens, mean advantage and total effective weight. */
 export function callWeights(res: ComputeResult, index: BatchIndex, rollout: number, nCalls: number) {
   const weight = new Float64Array(nCalls);
+  const advantage = new Float64Array(nCalls);
   const tokens = new Int32Array(nCalls);
+  const observations = new Int32Array(nCalls);
   const { batch } = res;
   for (const r of index.rowsOfRollout[rollout] ?? []) {
     for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
       const c = batch.tokenCall[p];
-      if (c < 0 || c >= nCalls || !batch.mask[p]) continue;
+      if (c < 0 || c >= nCalls) continue;
+      if (!batch.mask[p]) {
+        observations[c]++;
+        continue;
+      }
       weight[c] += res.tokenWeight[p];
+      advantage[c] += res.tokenAdvantage[p];
       tokens[c]++;
     }
   }
-  return { weight, tokens };
+  for (let c = 0; c < nCalls; c++) advantage[c] = tokens[c] ? advantage[c] / tokens[c] : Number.NaN;
+  return { weight, advantage, tokens, observations };
 }
 
 export const CallWeights = memo(function CallWeights(props: {
@@ -28,7 +36,7 @@ export const CallWeights = memo(function CallWeights(props: {
   onSelectCall: (k: number) => void;
 }) {
   const { rollout, rolloutIndex, res, index } = props;
-  const { weight, tokens } = useMemo(
+  const { weight, advantage, tokens, observations } = useMemo(
     () => callWeights(res, index, rolloutIndex, rollout.calls.length),
     [res, index, rolloutIndex, rollout.calls.length],
   );
@@ -40,6 +48,8 @@ export const CallWeights = memo(function CallWeights(props: {
         <tr>
           <th>call</th>
           <th className="c-num">trainable</th>
+          <th className="c-num">observation</th>
+          <th className="c-num">mean advantage</th>
           <th className="c-num">weight</th>
           <th />
         </tr>
@@ -54,6 +64,8 @@ export const CallWeights = memo(function CallWeights(props: {
               </button>
             </td>
             <td className="c-num">{tokens[k]}</td>
+            <td className="c-num">{observations[k]}</td>
+            <td className="c-num">{fmt(advantage[k], 4)}</td>
             <td className="c-num" data-testid={`call-weight-${k}`}>
               {fmt(weight[k], 6)}
             </td>
