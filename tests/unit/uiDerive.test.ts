@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TrainingBatch } from '../../src/core/batch/types';
+import { callWeights } from '../../src/ui/advantages/CallWeights';
 import { callPositions, gather, indexBatch, rowOfCall } from '../../src/ui/lab/derive';
+import type { ComputeResult } from '../../src/ui/lab/pipeline';
 import { checkFromWorker, checkToWorker } from '../../src/ui/lab/protocol';
 
 /** Rollout 0: calls 0–1 merged into row 0 (call 1 has 2 observation tokens), call 2 in row 1. Rollout 2: row 2. */
@@ -58,5 +60,26 @@ describe('lab worker messages', () => {
     expect(() => checkToWorker({ type: 'compute', id: 1.5, options: {} })).toThrow(/id is not an integer/);
     expect(() => checkFromWorker({ type: 'imported', id: 2, summary: {}, trace: {} })).toThrow(/malformed/);
     expect(checkFromWorker({ type: 'failed', id: 2, message: 'x' }).type).toBe('failed');
+  });
+});
+
+describe('per-call totals', () => {
+  it('sum trainable weights per call, count observation tokens apart, average the advantage', () => {
+    const b = batch();
+    const idx = indexBatch(b, 3);
+    const res = {
+      batch: b,
+      tokenWeight: Float32Array.from([1, 2, 9, 9, 3, 4, 5, 6, 7, 8]),
+      tokenAdvantage: Float32Array.from([0.5, 0.5, 9, 9, 1, 1, 2, 2, 3, 3]),
+    } as unknown as ComputeResult;
+    const c = callWeights(res, idx, 0, 3);
+    // call 0: positions 0,1; call 1: observations 2,3 (mask 0) then 4,5; call 2: row 1
+    expect(Array.from(c.weight)).toEqual([3, 7, 11]);
+    expect(Array.from(c.tokens)).toEqual([2, 2, 2]);
+    expect(Array.from(c.observations)).toEqual([0, 2, 0]);
+    expect(Array.from(c.advantage)).toEqual([0.5, 1, 2]);
+    const none = callWeights(res, idx, 1, 1);
+    expect(none.weight[0]).toBe(0);
+    expect(Number.isNaN(none.advantage[0])).toBe(true);
   });
 });
