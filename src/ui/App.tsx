@@ -1,7 +1,13 @@
 import { useEffect } from 'react';
+import { AdvantagesPanel } from './advantages/AdvantagesPanel';
 import { describeGpu, useGpu } from './gpuStatus';
+import { ImportBar } from './ImportBar';
+import { useLab, warmLabWorker } from './lab/labStore';
+import { resolveOptions } from './lab/options';
+import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
+import { TracePanel } from './trace/TracePanel';
 
 function Placeholder(props: { title: string; children: string }) {
   return (
@@ -16,22 +22,12 @@ const tabs: TabDef<Tab>[] = [
   {
     id: 'trace',
     label: 'Trace',
-    render: () => (
-      <Placeholder title="Trace">
-        Step through a rollout call by call and token by token: messages, tool calls, engine versus
-        retokenized ids, and where sample merging breaks.
-      </Placeholder>
-    ),
+    render: () => <TracePanel />,
   },
   {
     id: 'advantages',
     label: 'Advantages',
-    render: () => (
-      <Placeholder title="Advantages">
-        Toggle advantage estimators, loss aggregation modes and merge levels and see every token's gradient
-        weight change.
-      </Placeholder>
-    ),
+    render: () => <AdvantagesPanel />,
   },
   {
     id: 'train',
@@ -54,9 +50,43 @@ const tabs: TabDef<Tab>[] = [
   },
 ];
 
+/** Loads the sample the URL names (the first bundled one by default) at start-up and when it changes. */
+function useSampleLoader() {
+  const sample = useView((s) => s.sample);
+  const samples = useSamples((s) => s.samples);
+  const importSource = useLab((s) => s.importSource);
+  useEffect(() => {
+    warmLabWorker();
+    void loadSamples();
+  }, []);
+  useEffect(() => {
+    const s = samples && sampleNamed(samples, sample);
+    if (s) importSource({ kind: 'url', urls: s.urls, name: s.name });
+  }, [samples, sample, importSource]);
+}
+
+/**
+ * Recomputes the batch and weights in the worker whenever the trace or an algorithm option changes. A component
+ * of its own (rendering nothing), so a view change re-renders it alone, not the whole page.
+ */
+function ComputeSync() {
+  const key = useView((v) => JSON.stringify(resolveOptions(v)));
+  const trace = useLab((s) => s.trace);
+  const compute = useLab((s) => s.compute);
+  useEffect(() => {
+    if (trace) compute(JSON.parse(key));
+  }, [trace, key, compute]);
+  return null;
+}
+
 export function App() {
   const tab = useView((s) => s.tab);
   const set = useView((s) => s.set);
+  const sample = useView((s) => s.sample);
+  const samples = useSamples((s) => s.samples) ?? [];
+  const samplesError = useSamples((s) => s.error);
+  const importSource = useLab((s) => s.importSource);
+  useSampleLoader();
   const gpu = useGpu((s) => s.status);
   const probe = useGpu((s) => s.probe);
   useEffect(() => {
@@ -75,6 +105,19 @@ export function App() {
         </output>
       </header>
       <main>
+        <ComputeSync />
+        <ImportBar
+          samples={samples}
+          samplesError={samplesError}
+          sample={sampleNamed(samples, sample)?.name ?? ''}
+          onSample={(name) => {
+            const next = name === samples[0]?.name ? '' : name;
+            const s = sampleNamed(samples, name);
+            // re-selecting the sample the URL already names (after a file import) reloads it explicitly
+            if (next === sample && s) importSource({ kind: 'url', urls: s.urls, name: s.name });
+            set({ sample: next, rollout: '', call: 0 });
+          }}
+        />
         <Tabs tabs={tabs} selected={tab} onSelect={(id) => set({ tab: id })} />
       </main>
     </div>

@@ -1,0 +1,147 @@
+/**
+ * The loaded data (not view state: nothing here goes into the URL): the imported trace, the import's progress
+ * and report, and the latest computed batch and weights. All heavy work happens in the lab worker; replies to
+ * superseded requests are dropped by id.
+ */
+import { create } from 'zustand';
+import type { TraceBatch } from '../../core/trace/types';
+import type { BuiltRows, ComputeOptions, ComputeResult } from './pipeline';
+import {
+  checkFromWorker,
+  type FromWorker,
+  type ImportSource,
+  type ImportSummary,
+  type Phase,
+} from './protocol';
+import type { RetokCallView } from './retokView';
+
+export interface LabState {
+  /** name of the loaded (or loading) source */
+  source: string | null;
+  progress: { phase: Phase; done: number; total: number } | null;
+  importError: string | null;
+  summary: ImportSummary | null;
+  trace: TraceBatch | null;
+  /** text of every token id in the trace (empty when it has no ids) */
+  tokenText: Map<number, string>;
+  result: ComputeResult | null;
+  /** options the current result was computed with */
+  resultOptions: ComputeOptions | null;
+  computeError: string | null;
+  /** the retokenization view last asked for, and any error computing it */
+  retok: RetokCallView | null;
+  retokError: string | null;
+  importSource: (source: ImportSource) => void;
+  compute: (options: ComputeOptions) => void;
+  requestRetok: (rollout: number, call: number) => void;
+}
+
+let worker: Worker | null = null;
+let nextId = 1;
+let importId = 0;
+let computeId = 0;
+let retokId = 0;
+/** the rows the worker sent last (replies that only carry weights refer to them) */
+let lastRows: BuiltRows | null = null;
+const computeOptions = new Map<number, ComputeOptions>();
+
+function getWorker(): Worker {
+  if (worker) return worker;
+  worker = new Worker(new URL('./lab.worker.ts', import.meta.url), { type: 'module', name: 'lab' });
+  worker.onmessage = (e) => {
+    let m: FromWorker;
+    try {
+      m = checkFromWorker(e.data);
+    } catch (err) {
+      useLab.setState({ computeError: (err as Error).message });
+      return;
+    }
+    onReply(m);
+  };
+  worker.onerror = (e) => {
+    useLab.setState({ importError: `lab worker crashed: ${e.message}`, progress: null });
+  };
+  return worker;
+}
+
+/** Token texts are global per tokenizer: every reply's new texts are kept, even a superseded one's. */
+function addTexts(texts: Map<number, string>) {
+  if (texts.size === 0) return;
+  const merged = new Map(useLab.getState().tokenText);
+  for (const [id, t] of texts) merged.set(id, t);
+  useLab.setState({ tokenText: merged });
+}
+
+function onReply(m: FromWorker) {
+  const set = useLab.setState;
+  if (m.type === 'computed' || m.type === 'retok') addTexts(m.tokenText);
+  if (m.type === 'computed' && m.rows) lastRows = m.rows;
+  if (m.id === retokId) {
+    if (m.type === 'retok') set({ retok: m.view, retokError: null });
+    else if (m.type === 'failed') set({ retokError: m.message });
+    return;
+  }
+  if (m.id === importId) {
+    if (m.type === 'progress') set({ progress: { phase: m.phase, done: m.done, total: m.total } });
+    else if (m.type === 'imported')
+      set({
+        progress: null,
+        summary: m.summary,
+        trace: m.trace,
+        tokenText: m.tokenText,
+        result: null,
+        resultOptions: null,
+        retok: null,
+      });
+    else if (m.type === 'failed') set({ progress: null, importError: m.message });
+    return;
+  }
+  if (m.id === computeId) {
+    if (m.type === 'computed') {
+      if (!lastRows || lastRows.buildSerial !== m.weights.buildSerial) {
+        set({
+          computeError: `lab worker: weights for rows build ${m.weights.buildSerial} arrived without those rows`,
+        });
+        return;
+      }
+      const result: ComputeResult = { ...lastRows, ...m.weights };
+      set({ result, resultOptions: computeOptions.get(m.id) ?? null, computeError: null });
+    } else if (m.type === 'failed') set({ computeError: m.message });
+  }
+  computeOptions.delete(m.id);
+}
+
+/** Starts the worker (and its tokenizer download) ahead of the first import. */
+export function warmLabWorker(): void {
+  getWorker();
+}
+
+export const useLab = create<LabState>((set) => ({
+  source: null,
+  progress: null,
+  importError: null,
+  summary: null,
+  trace: null,
+  tokenText: new Map(),
+  result: null,
+  resultOptions: null,
+  computeError: null,
+  retok: null,
+  retokError: null,
+  importSource: (source) => {
+    importId = nextId++;
+    set({ source: source.name, importError: null, progress: { phase: 'read', done: 0, total: 0 } });
+    getWorker().postMessage({ type: 'import', id: importId, source });
+  },
+  compute: (options) => {
+    computeId = nextId++;
+    computeOptions.clear();
+    computeOptions.set(computeId, options);
+    getWorker().postMessage({ type: 'compute', id: computeId, options });
+  },
+  requestRetok: (rollout, call) => {
+    retokId = nextId++;
+    set({ retokError: null });
+    getWorker().postMessage({ type: 'retok', id: retokId, rollout, call });
+  },
+}));

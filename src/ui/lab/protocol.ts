@@ -1,0 +1,110 @@
+/**
+ * Messages between the page and the lab worker (import, sample building, weights). Defined once here and
+ * checked at both ends: a malformed message is answered with a specific error, never acted on.
+ */
+import type { TraceBatch } from '../../core/trace/types';
+import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
+import type { RetokCallView } from './retokView';
+
+export type ImportSource =
+  | { kind: 'url'; urls: string[]; name: string }
+  | { kind: 'file'; file: Blob; name: string };
+
+export type ToWorker =
+  | { type: 'import'; id: number; source: ImportSource }
+  | { type: 'compute'; id: number; options: ComputeOptions }
+  | { type: 'retok'; id: number; rollout: number; call: number };
+
+export type Phase = 'read' | 'parse' | 'build';
+
+export interface ImportSummary {
+  name: string;
+  bytes: number;
+  lines: number;
+  format: string;
+  /** tokenizer used to show token texts, or null when the trace has no token ids */
+  tokenizer: string | null;
+  /** why token texts are missing (ids are then shown as <id>) */
+  tokenizerError: string | null;
+}
+
+export type FromWorker =
+  | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
+  | {
+      type: 'imported';
+      id: number;
+      summary: ImportSummary;
+      trace: TraceBatch;
+      tokenText: Map<number, string>;
+    }
+  | {
+      type: 'computed';
+      id: number;
+      /** null when the rows are the ones sent last (only the weights changed) */
+      rows: BuiltRows | null;
+      weights: WeightsPart;
+      tokenText: Map<number, string>;
+    }
+  | { type: 'retok'; id: number; view: RetokCallView; tokenText: Map<number, string> }
+  | { type: 'failed'; id: number; message: string };
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Checks a message the worker received; throws with what is wrong. */
+export function checkToWorker(v: unknown): ToWorker {
+  if (!isObj(v)) throw new Error('lab worker: message is not an object');
+  if (typeof v.id !== 'number' || !Number.isInteger(v.id))
+    throw new Error('lab worker: message id is not an integer');
+  if (v.type === 'import') {
+    const s = v.source;
+    if (!isObj(s) || typeof s.name !== 'string') throw new Error('lab worker: import.source needs a name');
+    if (
+      s.kind === 'url' &&
+      Array.isArray(s.urls) &&
+      s.urls.length > 0 &&
+      s.urls.every((u) => typeof u === 'string')
+    )
+      return v as ToWorker;
+    if (s.kind === 'file' && s.file instanceof Blob) return v as ToWorker;
+    throw new Error(
+      `lab worker: import.source.kind must be 'url' (with a non-empty urls list) or 'file' (with a Blob)`,
+    );
+  }
+  if (v.type === 'compute') {
+    if (!isObj(v.options)) throw new Error('lab worker: compute.options is not an object');
+    return v as ToWorker;
+  }
+  if (v.type === 'retok') {
+    if (!Number.isInteger(v.rollout) || !Number.isInteger(v.call))
+      throw new Error('lab worker: retok needs integer rollout and call indices');
+    return v as ToWorker;
+  }
+  throw new Error(`lab worker: unknown message type ${JSON.stringify(v.type)}`);
+}
+
+/** Checks a message the page received from the worker. */
+export function checkFromWorker(v: unknown): FromWorker {
+  if (!isObj(v) || typeof v.id !== 'number') throw new Error('lab worker reply is not an object with an id');
+  switch (v.type) {
+    case 'progress':
+      if (typeof v.done === 'number' && typeof v.total === 'number') return v as FromWorker;
+      break;
+    case 'imported':
+      if (isObj(v.summary) && isObj(v.trace) && Array.isArray(v.trace.rollouts) && v.tokenText instanceof Map)
+        return v as FromWorker;
+      break;
+    case 'computed':
+      if ((v.rows === null || isObj(v.rows)) && isObj(v.weights) && v.tokenText instanceof Map)
+        return v as FromWorker;
+      break;
+    case 'retok':
+      if (isObj(v.view) && v.tokenText instanceof Map) return v as FromWorker;
+      break;
+    case 'failed':
+      if (typeof v.message === 'string') return v as FromWorker;
+      break;
+  }
+  throw new Error(`lab worker reply of type ${JSON.stringify(v.type)} is malformed`);
+}

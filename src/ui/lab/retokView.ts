@@ -1,0 +1,101 @@
+/**
+ * The retokenization view of one call: engine ids (what the policy sampled) against the ids a text-only
+ * trainer rebuilds (core `retokenizeCall`), aligned run by run, each differing hunk classified by core's
+ * `compareTokens` as if it were the only difference (so every hunk gets its own cause, not just the first).
+ */
+import {
+  compareTokens,
+  type RetokenizationCause,
+  type RetokenizationReport,
+  retokenizeCall,
+} from '../../core/tokenize/retokenize';
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import type { TraceBatch } from '../../core/trace/types';
+import { alignIds, type Segment } from './align';
+
+export interface RetokHunk extends Segment {
+  cause: RetokenizationCause | null;
+  engineText: string;
+  retokenizedText: string;
+}
+
+export interface RetokCallView {
+  rollout: number;
+  call: number;
+  /** prompt ++ response, each side */
+  engine: Int32Array;
+  enginePromptLength: number;
+  retokenized: Int32Array;
+  retokenizedPromptLength: number;
+  /** core's report for the whole call (first difference and its cause) */
+  report: RetokenizationReport | null;
+  segments: RetokHunk[];
+  /** why there is nothing to compare, when there is not */
+  unavailable: string | null;
+}
+
+function concat(a: Int32Array, b: Int32Array): Int32Array {
+  const out = new Int32Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+const EMPTY = new Int32Array(0);
+const CONTEXT = 256;
+
+export function retokView(
+  tok: ChatTokenizer,
+  trace: TraceBatch,
+  rollout: number,
+  call: number,
+): RetokCallView {
+  const base = {
+    rollout,
+    call,
+    engine: EMPTY,
+    enginePromptLength: 0,
+    retokenized: EMPTY,
+    retokenizedPromptLength: 0,
+    report: null,
+    segments: [],
+  };
+  const c = trace.rollouts[rollout]?.calls[call];
+  if (!c) return { ...base, unavailable: `rollout ${rollout} has no call ${call}` };
+  if (!c.promptTokenIds || !c.responseTokenIds)
+    return { ...base, unavailable: 'the engine returned no token ids for this call' };
+  const re = retokenizeCall(tok, c);
+  if (!re) return { ...base, unavailable: 'the call has no messages or no response message to render' };
+  const engineIds = { promptIds: c.promptTokenIds, responseIds: c.responseTokenIds };
+  const e = concat(engineIds.promptIds, engineIds.responseIds);
+  const t = concat(re.promptIds, re.responseIds);
+  const report = compareTokens(tok, engineIds, re);
+  const segments: RetokHunk[] = alignIds(e, t).map((s) => {
+    if (s.equal) return { ...s, cause: null, engineText: '', retokenizedText: '' };
+    // The hunk as the only difference: the same engine context before it on both sides (bounded, so a call
+    // with many hunks stays linear; 256 tokens reach back to an open <tool_call> in practice).
+    const from = Math.max(0, s.a0 - CONTEXT);
+    const r = compareTokens(
+      tok,
+      { promptIds: e.subarray(from, s.a1), responseIds: EMPTY },
+      { promptIds: concat(e.subarray(from, s.a0), t.subarray(s.b0, s.b1)), responseIds: EMPTY },
+    );
+    return {
+      ...s,
+      cause: r.cause,
+      engineText: tok.decode(e.subarray(s.a0, s.a1)),
+      retokenizedText: tok.decode(t.subarray(s.b0, s.b1)),
+    };
+  });
+  return {
+    rollout,
+    call,
+    engine: e,
+    enginePromptLength: engineIds.promptIds.length,
+    retokenized: t,
+    retokenizedPromptLength: re.promptIds.length,
+    report,
+    segments,
+    unavailable: null,
+  };
+}

