@@ -20,9 +20,8 @@ import {
 import type { TrainingBatch } from '../../core/batch/types';
 import type { TokenSource } from '../../core/tokenize/retokenize';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import { parseTraceText, TraceFormatError } from '../../core/trace/io';
+import { parseTraceText } from '../../core/trace/io';
 import type { TraceBatch } from '../../core/trace/types';
-import { looksLikeHarnessJsonl, parseHarnessJsonl } from './harnessJsonl';
 import type { ImportSummary } from './protocol';
 
 export interface ComputeOptions {
@@ -71,17 +70,9 @@ export function parseTrace(
   name: string,
   onProgress: (done: number, total: number) => void,
 ): { trace: TraceBatch; summary: Omit<ImportSummary, 'bytes' | 'tokenizer' | 'tokenizerError'> } {
-  let trace: TraceBatch;
-  let format: string;
-  try {
-    const parsed = parseTraceText(text, { onProgress });
-    trace = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
-    format = parsed.format;
-  } catch (e) {
-    if (!(e instanceof TraceFormatError) || !looksLikeHarnessJsonl(text)) throw e;
-    trace = parseHarnessJsonl(text, onProgress);
-    format = 'harness-jsonl';
-  }
+  const parsed = parseTraceText(text, { onProgress });
+  const trace: TraceBatch = { rollouts: parsed.rollouts, issues: parsed.issues, counters: parsed.counters };
+  const format: string = parsed.format;
   let lines = 0;
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines++;
   if (text.length > 0 && !text.endsWith('\n')) lines++;
