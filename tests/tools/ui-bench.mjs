@@ -3,7 +3,7 @@
 // bundled sample, or the JSONL file given as argument) and times, in the page, from the select's change event to
 // the frame that shows the new per-rollout weights (the panel names the loss mode of the result it shows).
 // Also reports the longest main-thread task seen meanwhile.
-// Usage: node tests/tools/ui-bench.mjs [trace.jsonl]
+// Usage: npm run bench:ui [-- trace.jsonl]
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { chromium } from 'playwright-core';
