@@ -4,7 +4,6 @@
 // the frame that shows the new per-rollout weights (the panel names the loss mode of the result it shows).
 // Also reports the longest main-thread task seen meanwhile.
 // Usage: npm run bench:ui [-- trace.jsonl]
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { chromium } from 'playwright-core';
 import { build, preview } from 'vite';
@@ -32,11 +31,8 @@ try {
   await page.getByTestId('import-summary').waitFor({ timeout: 60_000 });
   if (file) {
     const t0 = Date.now();
-    await page.getByTestId('trace-file').setInputFiles({
-      name: basename(file),
-      mimeType: 'application/json',
-      buffer: readFileSync(file),
-    });
+    // A path lets Chromium read the file itself (playwright refuses in-memory buffers over 50 MB).
+    await page.getByTestId('trace-file').setInputFiles(file);
     await page.getByText(basename(file), { exact: true }).waitFor({ timeout: 120_000 });
     await page.locator('[data-testid^="rollout-weight-"]').first().waitFor({ timeout: 120_000 });
     console.log(`import + first compute of ${basename(file)}: ${Date.now() - t0} ms`);
