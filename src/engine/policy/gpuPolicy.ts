@@ -132,6 +132,46 @@ export class GpuPolicy implements PolicyEngine {
     return t.offset;
   }
 
+  /** out (M, n) = x (M, k) · W + b for the linear layer `name` (`name.w` stored (in, out), `name.b`). */
+  private linear(
+    p: Program,
+    M: number,
+    n: number,
+    k: number,
+    x: GPUBuffer,
+    name: string,
+    out: GPUBuffer,
+    accumulate = false,
+  ): Promise<GPUBuffer[]> {
+    const { params } = this;
+    return K.matmul(p, {
+      mode: 'nn',
+      M,
+      N: n,
+      K: k,
+      a: x,
+      b: params,
+      bOff: this.off(`${name}.w`),
+      c: out,
+      bias: params,
+      biasOff: this.off(`${name}.b`),
+      accumulate,
+    });
+  }
+
+  /** LayerNorm `name` (`name.w`, `name.b`) over N rows of width C; `stats` keeps mean and rstd per row. */
+  private layernorm(p: Program, N: number, name: string, x: GPUBuffer, out: GPUBuffer, stats: GPUBuffer) {
+    const C = this.config.width;
+    return K.layernormForward(
+      p,
+      { N, C, wOff: this.off(`${name}.w`), bOff: this.off(`${name}.b`) },
+      x,
+      this.params,
+      out,
+      stats,
+    );
+  }
+
   private graph(B: number, T: number): Promise<Graph> {
     const key = `${B}x${T}`;
     let g = this.graphs.get(key);
@@ -202,78 +242,18 @@ export class GpuPolicy implements PolicyEngine {
     for (let l = 0; l < L; l++) {
       const a = layers[l];
       const h = `h${l}.`;
-      await K.layernormForward(
-        fwd,
-        { N, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
-        res[l],
-        params,
-        a.ln1,
-        a.ln1s,
-      );
-      await K.matmul(fwd, {
-        mode: 'nn',
-        M: N,
-        N: 3 * C,
-        K: C,
-        a: a.ln1,
-        b: params,
-        bOff: o(`${h}attn.qkv.w`),
-        c: a.qkv,
-        bias: params,
-        biasOff: o(`${h}attn.qkv.b`),
-      });
+      await this.layernorm(fwd, N, `${h}ln1`, res[l], a.ln1, a.ln1s);
+      await this.linear(fwd, N, 3 * C, C, a.ln1, `${h}attn.qkv`, a.qkv);
       await K.attentionForward(fwd, { B, T, C, H }, a.qkv, a.att, a.atty);
       fwd.copy(res[l], 0, a.resMid, 0, N * C * F);
-      await K.matmul(fwd, {
-        mode: 'nn',
-        M: N,
-        N: C,
-        K: C,
-        a: a.atty,
-        b: params,
-        bOff: o(`${h}attn.proj.w`),
-        c: a.resMid,
-        bias: params,
-        biasOff: o(`${h}attn.proj.b`),
-        accumulate: true,
-      });
-      await K.layernormForward(
-        fwd,
-        { N, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
-        a.resMid,
-        params,
-        a.ln2,
-        a.ln2s,
-      );
-      await K.matmul(fwd, {
-        mode: 'nn',
-        M: N,
-        N: 4 * C,
-        K: C,
-        a: a.ln2,
-        b: params,
-        bOff: o(`${h}mlp.fc.w`),
-        c: a.fch,
-        bias: params,
-        biasOff: o(`${h}mlp.fc.b`),
-      });
+      await this.linear(fwd, N, C, C, a.atty, `${h}attn.proj`, a.resMid, true);
+      await this.layernorm(fwd, N, `${h}ln2`, a.resMid, a.ln2, a.ln2s);
+      await this.linear(fwd, N, 4 * C, C, a.ln2, `${h}mlp.fc`, a.fch);
       await K.geluForward(fwd, N * 4 * C, a.fch, a.fcg);
       fwd.copy(a.resMid, 0, res[l + 1], 0, N * C * F);
-      await K.matmul(fwd, {
-        mode: 'nn',
-        M: N,
-        N: C,
-        K: 4 * C,
-        a: a.fcg,
-        b: params,
-        bOff: o(`${h}mlp.proj.w`),
-        c: res[l + 1],
-        bias: params,
-        biasOff: o(`${h}mlp.proj.b`),
-        accumulate: true,
-      });
+      await this.linear(fwd, N, C, 4 * C, a.fcg, `${h}mlp.proj`, res[l + 1], true);
     }
-    await K.layernormForward(fwd, { N, C, wOff: o('lnf.w'), bOff: o('lnf.b') }, res[L], params, lnf, lnfs);
+    await this.layernorm(fwd, N, 'lnf', res[L], lnf, lnfs);
     await K.matmul(fwd, { mode: 'nt', M: N, N: V, K: C, a: lnf, b: params, bOff: o('wte'), c: logits });
     const lpDims = { B, T, V, temperature: 1 };
     const [lpFwdUniform] = await K.logprobForward(fwd, lpDims, logits, tokens, mask, lse, logp, entropy);
@@ -593,78 +573,18 @@ export class GpuPolicy implements PolicyEngine {
     const copies: { dstOffset?: number }[] = [];
     for (let l = 0; l < L; l++) {
       const h = `h${l}.`;
-      await K.layernormForward(
-        p,
-        { N: 1, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
-        res,
-        params,
-        ln,
-        stats,
-      );
-      await K.matmul(p, {
-        mode: 'nn',
-        M: 1,
-        N: 3 * C,
-        K: C,
-        a: ln,
-        b: params,
-        bOff: o(`${h}attn.qkv.w`),
-        c: qkv,
-        bias: params,
-        biasOff: o(`${h}attn.qkv.b`),
-      });
+      await this.layernorm(p, 1, `${h}ln1`, res, ln, stats);
+      await this.linear(p, 1, 3 * C, C, ln, `${h}attn.qkv`, qkv);
       copies.push(p.copy(qkv, 0, cache[l], 0, 3 * C * F));
       const [u] = await K.attentionForward(p, { B: 1, T, C, H, t0: 0, nq: 1 }, cache[l], att, atty);
       attnUniforms.push(u);
-      await K.matmul(p, {
-        mode: 'nn',
-        M: 1,
-        N: C,
-        K: C,
-        a: atty,
-        b: params,
-        bOff: o(`${h}attn.proj.w`),
-        c: res,
-        bias: params,
-        biasOff: o(`${h}attn.proj.b`),
-        accumulate: true,
-      });
-      await K.layernormForward(
-        p,
-        { N: 1, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
-        res,
-        params,
-        ln,
-        stats,
-      );
-      await K.matmul(p, {
-        mode: 'nn',
-        M: 1,
-        N: 4 * C,
-        K: C,
-        a: ln,
-        b: params,
-        bOff: o(`${h}mlp.fc.w`),
-        c: fch,
-        bias: params,
-        biasOff: o(`${h}mlp.fc.b`),
-      });
+      await this.linear(p, 1, C, C, atty, `${h}attn.proj`, res, true);
+      await this.layernorm(p, 1, `${h}ln2`, res, ln, stats);
+      await this.linear(p, 1, 4 * C, C, ln, `${h}mlp.fc`, fch);
       await K.geluForward(p, 4 * C, fch, fcg);
-      await K.matmul(p, {
-        mode: 'nn',
-        M: 1,
-        N: C,
-        K: 4 * C,
-        a: fcg,
-        b: params,
-        bOff: o(`${h}mlp.proj.w`),
-        c: res,
-        bias: params,
-        biasOff: o(`${h}mlp.proj.b`),
-        accumulate: true,
-      });
+      await this.linear(p, 1, C, 4 * C, fcg, `${h}mlp.proj`, res, true);
     }
-    await K.layernormForward(p, { N: 1, C, wOff: o('lnf.w'), bOff: o('lnf.b') }, res, params, ln, stats);
+    await this.layernorm(p, 1, 'lnf', res, ln, stats);
     await K.matmul(p, { mode: 'nt', M: 1, N: V, K: C, a: ln, b: params, bOff: o('wte'), c: logits });
     return { program: p, token, logits, embedUniform, attnUniforms, copies, cache, buffers };
   }
