@@ -42,8 +42,9 @@ export function finiteDifference(
     x[i] = orig;
     const numeric = (lp - lm) / (2 * eps);
     const rel = Math.abs(grad[i] - numeric) / Math.max(Math.abs(grad[i]), Math.abs(numeric), floor);
-    if (rel >= maxRelError) {
-      maxRelError = rel;
+    // `!(rel < max)` also catches NaN (a NaN gradient or loss), which must fail the check, not vanish.
+    if (!(rel < maxRelError)) {
+      maxRelError = Number.isNaN(rel) ? Number.POSITIVE_INFINITY : rel;
       worst = { name: opts.name ? opts.name(i) : String(i), index: i, analytic: grad[i], numeric };
     }
   }

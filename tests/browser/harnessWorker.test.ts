@@ -63,6 +63,7 @@ describe('harnesses in Web Workers against the in-page proxy', () => {
           for (const c of r.calls) {
             expect(c.httpStatus).toBe(200);
             expect(c.promptTokenIds?.[0]).toBe(tok.addedTokens.get('<|im_start|>'));
+            expect(c.responseTokenIds?.length).toBeGreaterThan(0);
             expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
           }
         }

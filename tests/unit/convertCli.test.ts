@@ -82,6 +82,13 @@ describe('lab convert', () => {
     writeFileSync(none, '{"rollout_id": "a", "calls": 3}\n');
     expect(await convert.run([none, join(dir, 'o')])).toBe(1);
     expect(errors.join('\n')).toContain('line 1: calls must be an array, got a number');
+    // --from naming the wrong format: a clear format error, not a stack trace
+    const ev = join(dir, 'ev.json');
+    writeFileSync(ev, JSON.stringify(events));
+    expect(await convert.run([ev, join(dir, 'o'), '--from', 'completed-rollouts'])).toBe(1);
+    expect(errors.at(-1)).toContain(
+      'not a completed-rollouts document: document must be an object, got an array',
+    );
   });
 });
 

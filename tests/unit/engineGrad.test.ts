@@ -172,3 +172,26 @@ describe('CPU reference backward vs finite differences', () => {
     expect(r.maxRelError, JSON.stringify(r.worst)).toBeLessThan(1e-2);
   });
 });
+
+describe('finiteDifference', () => {
+  it('fails on NaN gradients and NaN losses instead of ignoring them', () => {
+    const x = Float32Array.of(0.5, -1, 2);
+    const good = finiteDifference(
+      x,
+      Float32Array.from(x, (v) => 2 * v),
+      () => x.reduce((a, v) => a + v * v, 0),
+    );
+    expect(good.maxRelError).toBeLessThan(1e-3);
+    const nanGrad = finiteDifference(x, new Float32Array(3).fill(Number.NaN), () =>
+      x.reduce((a, v) => a + v * v, 0),
+    );
+    expect(nanGrad.maxRelError).toBe(Number.POSITIVE_INFINITY);
+    expect(nanGrad.worst).not.toBeNull();
+    const nanLoss = finiteDifference(
+      x,
+      Float32Array.from(x, (v) => 2 * v),
+      () => Number.NaN,
+    );
+    expect(nanLoss.maxRelError).toBe(Number.POSITIVE_INFINITY);
+  });
+});

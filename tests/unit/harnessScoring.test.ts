@@ -53,6 +53,7 @@ describe('toy harnesses on validation tasks', () => {
         for (const c of r.calls) {
           expect(c.httpStatus).toBe(200);
           expect(c.promptTokenIds?.length).toBeGreaterThan(0);
+          expect(c.responseTokenIds?.length).toBeGreaterThan(0);
           expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
         }
     });

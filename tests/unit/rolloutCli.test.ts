@@ -90,6 +90,7 @@ describe('lab rollout', () => {
       expect(r.finalReward).toBe(0);
       for (const c of r.calls) {
         expect(c.promptTokenIds).toBeInstanceOf(Int32Array);
+        expect(c.responseTokenIds?.length).toBeGreaterThan(0);
         expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
       }
     }

@@ -56,7 +56,7 @@ export function compareValues(got: unknown, expected: unknown, tol: Tolerance, l
   };
   const walk = (g: unknown, e: unknown, path: string): void => {
     if (e === null) {
-      if (g !== null && g !== undefined) add(path, g, e);
+      if (g !== null) add(path, g, e);
       return;
     }
     const en = asNumber(e);

@@ -8,7 +8,7 @@
  * - `completed-rollouts`: `{"rollouts": [{rollout_id, …, triplets}]}` (golden agl_trajectory input shape).
  */
 import type { TraceBatch } from '../types';
-import { isObject } from '../validate';
+import { isObject, RecordInvalid } from '../validate';
 import { readAglEventLines, readAglEvents } from './aglEvents';
 import { readCompletedRollouts } from './completedRollouts';
 import { type ParseOptions, parseJsonlTrace } from './jsonl';
@@ -110,6 +110,20 @@ export function parseTraceText(
 } {
   const format = opts.format ?? detectFormat(text);
   let batch: TraceBatch;
+  try {
+    batch = parseAs(format, text, opts);
+  } catch (e) {
+    // A document that is not of the named format at all (e.g. --from names the wrong one) is a format error,
+    // not a bad record.
+    if (e instanceof RecordInvalid) throw new TraceFormatError(`not a ${format} document: ${e.message}`);
+    throw e;
+  }
+  if (format !== 'jsonl') opts.onProgress?.(text.length, text.length);
+  return { ...batch, format };
+}
+
+function parseAs(format: TraceFormat, text: string, opts: ParseOptions): TraceBatch {
+  let batch: TraceBatch;
   switch (format) {
     case 'jsonl':
       batch = parseJsonlTrace(text, opts);
@@ -124,8 +138,7 @@ export function parseTraceText(
       batch = readCompletedRollouts(parseWhole(text));
       break;
   }
-  if (format !== 'jsonl') opts.onProgress?.(text.length, text.length);
-  return { ...batch, format };
+  return batch;
 }
 
 function parseWhole(text: string): unknown {
