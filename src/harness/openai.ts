@@ -89,18 +89,17 @@ function validateMessage(v: unknown, i: number): ChatMessage {
       `'${where}.role' must be one of system, user, assistant, tool; got ${JSON.stringify(role)}`,
       `${where}.role`,
     );
-  const content = v.content;
-  if (content !== null && content !== undefined && typeof content !== 'string')
-    throw new RequestError(`'${where}.content' must be a string or null`, `${where}.content`);
+  const content = textContent(v.content, `${where}.content`);
   if ((content === null || content === undefined) && !(role === 'assistant' && Array.isArray(v.tool_calls)))
     throw new RequestError(`'${where}.content' is required for role '${role}'`, `${where}.content`);
   const msg: ChatMessage = { role, content: (content as string | null | undefined) ?? null };
-  if (v.name !== undefined) {
+  // OpenAI clients send null for absent optional fields; treat it as absent.
+  if (v.name != null) {
     if (typeof v.name !== 'string')
       throw new RequestError(`'${where}.name' must be a string`, `${where}.name`);
     msg.name = v.name;
   }
-  if (v.tool_calls !== undefined) {
+  if (v.tool_calls != null) {
     if (role !== 'assistant')
       throw new RequestError(
         `'${where}.tool_calls' is only allowed on assistant messages`,
@@ -147,12 +146,35 @@ function validateTool(v: unknown, i: number): ToolDefinition {
 }
 
 /** Validates a chat-completions body; throws RequestError naming the first bad field. */
+/**
+ * Message content as text: a string, null/absent, or the OpenAI list form with `{type: 'text', text}` parts
+ * (joined, as chat templates render them); any other part type is refused by name.
+ */
+function textContent(v: unknown, where: string): string | null | undefined {
+  if (v === null || v === undefined || typeof v === 'string') return v;
+  if (!Array.isArray(v))
+    throw new RequestError(`'${where}' must be a string, null or a list of text parts`, where);
+  return v
+    .map((part, i) => {
+      if (!isRecord(part) || part.type !== 'text' || typeof part.text !== 'string')
+        throw new RequestError(
+          `'${where}[${i}]' must be a text part {"type": "text", "text": …}` +
+            (isRecord(part) && typeof part.type === 'string'
+              ? `; '${part.type}' parts are not supported`
+              : ''),
+          `${where}[${i}]`,
+        );
+      return part.text;
+    })
+    .join('');
+}
+
 export function validateChatRequest(body: unknown): ChatCompletionRequest {
   if (!isRecord(body)) throw new RequestError('request body must be a JSON object', 'body');
   if (!Array.isArray(body.messages) || body.messages.length === 0)
     throw new RequestError("'messages' must be a non-empty array", 'messages');
   const req: ChatCompletionRequest = { messages: body.messages.map(validateMessage) };
-  if (body.model !== undefined) {
+  if (body.model != null) {
     if (typeof body.model !== 'string') throw new RequestError("'model' must be a string", 'model');
     req.model = body.model;
   }
@@ -160,6 +182,9 @@ export function validateChatRequest(body: unknown): ChatCompletionRequest {
     if (!Array.isArray(body.tools)) throw new RequestError("'tools' must be an array", 'tools');
     req.tools = body.tools.map(validateTool);
   }
+  // One choice per call: the trace model records one response per request.
+  if (body.n != null && body.n !== 1)
+    throw new RequestError(`'n' must be 1 (one choice per call), got ${JSON.stringify(body.n)}`, 'n');
   req.temperature = optNumber(body, 'temperature', 0, 2);
   req.top_p = optNumber(body, 'top_p', 0, 1);
   req.max_tokens = optNumber(body, 'max_tokens', 1, 1 << 20, true);

@@ -49,6 +49,15 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return { status, headers: { 'content-type': 'application/json', ...headers }, body };
 }
 
+/** A percent-decoded path segment, or null when its encoding is malformed. */
+function decodePart(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
 export class LlmProxy {
   private readonly records = new Map<string, RolloutRecord>();
   private paused = false;
@@ -148,18 +157,22 @@ export class LlmProxy {
       const mode = m[3];
       if (mode !== 'train' && mode !== 'val')
         return errorResponse(404, `mode must be 'train' or 'val', got '${mode}'`, 'not_found_error');
-      const rid = decodeURIComponent(m[1]);
+      const rid = decodePart(m[1]);
+      const aid = decodePart(m[2]);
+      if (rid === null || aid === null) return errorResponse(400, `malformed percent-encoding in ${path}`);
       if (this.finished.has(rid))
         return errorResponse(409, `rollout '${rid}' has already finished`, 'invalid_request_error');
-      return this.chat(rid, decodeURIComponent(m[2]), mode, req.body);
+      return this.chat(rid, aid, mode, req.body);
     }
     m = EVENTS.exec(path);
     if (m) {
       if (req.method !== 'POST') return errorResponse(405, `${req.method} not allowed; use POST`);
-      const rid = decodeURIComponent(m[1]);
+      const rid = decodePart(m[1]);
+      const aid = decodePart(m[2]);
+      if (rid === null || aid === null) return errorResponse(400, `malformed percent-encoding in ${path}`);
       if (this.finished.has(rid))
         return errorResponse(409, `rollout '${rid}' has already finished`, 'invalid_request_error');
-      return this.event(rid, decodeURIComponent(m[2]), req.body);
+      return this.event(rid, aid, req.body);
     }
     return errorResponse(404, `no route for ${req.method} ${path}`, 'not_found_error');
   }

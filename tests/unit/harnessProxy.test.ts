@@ -108,6 +108,56 @@ describe('LLM proxy', () => {
     expect(proxy.record('r1')).toBeUndefined();
   });
 
+  it('takes OpenAI list content and nulls for absent fields; refuses n > 1 and malformed paths', async () => {
+    const proxy = new LlmProxy({ engine: scripted('ok'), tokenizer: tok });
+    const listForm = await proxy.handle(
+      post(CHAT, {
+        model: null,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'h' },
+              { type: 'text', text: 'i' },
+            ],
+            name: null,
+          },
+          { role: 'assistant', content: 'yes', tool_calls: null },
+          { role: 'user', content: 'again' },
+        ],
+      }),
+    );
+    expect(listForm.status).toBe(200);
+    const call = proxy.record('r1')?.calls[0];
+    expect(call?.request.messages[0].content).toBe('hi');
+    // the recorded prompt is the template over the joined text
+    const expected = tok.encodeChat(
+      [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'yes' },
+        { role: 'user', content: 'again' },
+      ],
+      { addGenerationPrompt: true },
+    );
+    expect(Array.from(call?.promptTokenIds ?? [])).toEqual(Array.from(expected));
+    const image = await proxy.handle(
+      post(CHAT, { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
+    );
+    expect(image.status).toBe(400);
+    expect(errMsg(image.body).message).toContain("'image_url' parts are not supported");
+    expect(errMsg(image.body).param).toBe('messages[0].content[0]');
+    const n3 = await proxy.handle(post(CHAT, { n: 3, messages: [{ role: 'user', content: 'q' }] }));
+    expect(n3.status).toBe(400);
+    expect(errMsg(n3.body).param).toBe('n');
+    const badPath = await proxy.handle(
+      post('/rollout/%E0%A4%A/attempt/0/mode/train/openai/v1/chat/completions', {
+        messages: [{ role: 'user', content: 'q' }],
+      }),
+    );
+    expect(badPath.status).toBe(400);
+    expect(errMsg(badPath.body).message).toContain('malformed percent-encoding');
+  });
+
   it('checks the API key except on /healthz', async () => {
     const proxy = new LlmProxy({ engine: scripted('x'), tokenizer: tok, apiKey: 'k1' });
     expect((await proxy.handle({ method: 'GET', path: '/healthz', headers: {} })).body).toEqual({
