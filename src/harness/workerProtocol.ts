@@ -92,7 +92,8 @@ export function parseFromWorker(data: unknown): FromWorker {
     const { reward, turns } = data;
     if (typeof reward !== 'number' || !Number.isFinite(reward))
       throw new Error('done.reward must be a finite number');
-    if (typeof turns !== 'number') throw new Error('done.turns must be a number');
+    if (typeof turns !== 'number' || !Number.isInteger(turns) || turns < 0)
+      throw new Error('done.turns must be a non-negative integer');
     return {
       type: 'done',
       rolloutId: str(data, 'rolloutId', 'done'),

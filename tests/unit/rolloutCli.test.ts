@@ -52,6 +52,10 @@ describe('lab rollout', () => {
         /checkpoint \/nonexistent.safetensors does not exist/,
       ],
       [['--harness', 'search', '--frobnicate'], /unknown flag --frobnicate/],
+      [
+        ['--harness', 'search', '--engine', 'random', '--out', 'x', '--timeout-ms', '3000000000'],
+        /--timeout-ms must be at most 2147483647/,
+      ],
     ];
     for (const [argv, re] of bad) {
       const p = command.run(argv);

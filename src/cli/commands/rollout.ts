@@ -124,6 +124,9 @@ export const command: Command = {
     };
     const workers = posInt(flags.workers, 'workers', 4);
     const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000);
+    // setTimeout fires at once for delays past 2^31−1 ms, which would fail every rollout.
+    if (timeoutMs > 2 ** 31 - 1)
+      throw new UsageError(`--timeout-ms must be at most ${2 ** 31 - 1}, got ${timeoutMs}`);
     let tokenizer: ReturnType<typeof loadTokenizer>;
     try {
       tokenizer = loadTokenizer(
