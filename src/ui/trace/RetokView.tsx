@@ -24,6 +24,18 @@ function Ids(props: { ids: Int32Array; from: number; to: number; cls?: string; t
   return <>{out}</>;
 }
 
+/** One side of a difference: a few ids of context, the differing ids [from, to), a few ids of context. */
+function HunkSide(props: { ids: Int32Array; from: number; to: number; texts: Map<number, string> }) {
+  const { ids, from, to, texts } = props;
+  return (
+    <div className="hunk-ids">
+      <Ids ids={ids} from={Math.max(0, from - CONTEXT)} to={from} cls="ctx" texts={texts} />
+      <Ids ids={ids} from={from} to={to} cls="diff" texts={texts} />
+      <Ids ids={ids} from={to} to={Math.min(ids.length, to + CONTEXT)} cls="ctx" texts={texts} />
+    </div>
+  );
+}
+
 function part(v: RetokCallView, enginePos: number): string {
   return enginePos < v.enginePromptLength
     ? `prompt token ${enginePos}`
@@ -86,41 +98,9 @@ export function RetokView(props: { rollout: number; call: number }) {
             </div>
             <div className="hunk-grid">
               <span className="muted">engine</span>
-              <div className="hunk-ids">
-                <Ids
-                  ids={retok.engine}
-                  from={Math.max(0, h.a0 - CONTEXT)}
-                  to={h.a0}
-                  cls="ctx"
-                  texts={texts}
-                />
-                <Ids ids={retok.engine} from={h.a0} to={h.a1} cls="diff" texts={texts} />
-                <Ids
-                  ids={retok.engine}
-                  from={h.a1}
-                  to={Math.min(retok.engine.length, h.a1 + CONTEXT)}
-                  cls="ctx"
-                  texts={texts}
-                />
-              </div>
+              <HunkSide ids={retok.engine} from={h.a0} to={h.a1} texts={texts} />
               <span className="muted">retokenized</span>
-              <div className="hunk-ids">
-                <Ids
-                  ids={retok.retokenized}
-                  from={Math.max(0, h.b0 - CONTEXT)}
-                  to={h.b0}
-                  cls="ctx"
-                  texts={texts}
-                />
-                <Ids ids={retok.retokenized} from={h.b0} to={h.b1} cls="diff" texts={texts} />
-                <Ids
-                  ids={retok.retokenized}
-                  from={h.b1}
-                  to={Math.min(retok.retokenized.length, h.b1 + CONTEXT)}
-                  cls="ctx"
-                  texts={texts}
-                />
-              </div>
+              <HunkSide ids={retok.retokenized} from={h.b0} to={h.b1} texts={texts} />
             </div>
           </li>
         ))}
