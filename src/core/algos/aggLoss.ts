@@ -1,18 +1,22 @@
 /**
- * Loss aggregation, keyed by verl's `loss_agg_mode` (verl/trainer/ppo/core_algos.py:agg_loss). Every mode is a
- * weighted sum Σ_t c_t·ℓ_t with a per-row coefficient c_r, which is also what the effective weights use:
+ * Loss aggregation, keyed by verl's `loss_agg_mode` (verl 0.8.0 verl/trainer/ppo/core_algos.py:agg_loss). Every
+ * mode is a weighted sum Σ_t c_r·m_t·ℓ_t with a per-row coefficient c_r, which is also what the effective weights
+ * use (G = global_batch_size ?? #non-empty rows, N = batch_num_tokens ?? Σ m, T = the padded response width):
  *
  * | mode | c_r for a valid token of row r |
  * |---|---|
- * | token-mean | dp / (batch_num_tokens ?? Σ m) |
- * | seq-mean-token-sum | dp / (global_batch_size ?? #non-empty rows) |
- * | seq-mean-token-mean | dp / ((global_batch_size ?? #non-empty rows) · (T_r + 1e-8)) |
- * | seq-mean-token-sum-norm | 1 / (loss_scale_factor ?? T), dp and the batch sizes ignored |
+ * | token-mean | dp / N |
+ * | seq-mean-token-sum | dp / G |
+ * | seq-mean-token-mean | dp / (G · (T_r + 1e-8)) |
+ * | seq-mean-token-sum-norm | dp / (G · (loss_scale_factor ?? T)) |
  *
- * An all-masked batch gives 0/0 = NaN for the mean modes and 0 for seq-mean-token-sum-norm, as upstream.
+ * With dp_size > 1, token-mean needs batch_num_tokens and the seq-mean modes need global_batch_size (ValueError
+ * otherwise, as upstream). An all-masked batch gives 0/0 = NaN in every mode. (A development version of verl
+ * before 0.8.0 divided the plain masked sum by T in seq-mean-token-sum-norm; 0.8.0 divides the seq-mean.)
  */
 import type { ResponseRows } from '../batch/types';
 import { countRange, maskWords } from './maskOps';
+import { UpstreamError } from './numeric';
 
 export const LOSS_AGG_MODES = [
   'token-mean',
@@ -26,9 +30,12 @@ export interface AggOptions {
   dpSize?: number;
   batchNumTokens?: number | null;
   globalBatchSize?: number | null;
-  /** seq-mean-token-sum-norm divisor; default: the padded width T (longest row when ragged) */
+  /** seq-mean-token-sum-norm divisor; default: the padded width T */
   lossScaleFactor?: number | null;
-  /** padded width T when the rows came from a [B,T] tensor (default: longest row) */
+  /**
+   * padded response width T (`loss_mask.shape[-1]`): on Agent Lightning's path the adapter pads every row to
+   * max_response_length; default here, for rows without a tensor behind them, is the longest row
+   */
   paddedWidth?: number;
   /** per-row valid-token counts when the caller already has them (saves a pass over the mask) */
   rowCounts?: Int32Array;
@@ -38,6 +45,8 @@ export interface AggMode {
   name: LossAggMode;
   label: string;
   formula: string;
+  /** where upstream implements it */
+  source: string;
   /** per-row coefficients c_r (0 for rows without valid tokens) */
   rowCoefficients: (rows: ResponseRows, opts: AggOptions) => Float64Array;
 }
@@ -57,17 +66,31 @@ export function paddedWidthOf(rows: ResponseRows, opts: AggOptions): number {
   return w;
 }
 
-function seqCoefficients(rows: ResponseRows, opts: AggOptions, perToken: boolean): Float64Array {
+/** dp_size > 1 needs the global count upstream (it cannot be derived from one rank's micro-batch). */
+function requireGlobal(opts: AggOptions, key: 'batchNumTokens' | 'globalBatchSize'): void {
+  if ((opts.dpSize ?? 1) > 1 && opts[key] == null)
+    throw new UpstreamError(
+      'ValueError',
+      key === 'batchNumTokens'
+        ? '(global) batch_num_tokens is required when dp_size > 1'
+        : 'global_batch_size is required when dp_size > 1',
+    );
+}
+
+/** seq-mean coefficients: dp / G per non-empty row, × 1/(T_r + 1e-8) (token-mean) or × 1/C (sum-norm). */
+function seqCoefficients(
+  rows: ResponseRows,
+  opts: AggOptions,
+  perRow: (count: number) => number,
+): Float64Array {
+  requireGlobal(opts, 'globalBatchSize');
   const counts = opts.rowCounts ?? rowTokenCounts(rows);
   let nonEmpty = 0;
   for (let i = 0; i < rows.nRows; i++) if (counts[i] > 0) nonEmpty++;
   const gbs = opts.globalBatchSize ?? nonEmpty;
   const dp = opts.dpSize ?? 1;
   const out = new Float64Array(rows.nRows);
-  for (let i = 0; i < rows.nRows; i++) {
-    if (counts[i] === 0) continue;
-    out[i] = perToken ? dp / (gbs * Math.fround(counts[i] + 1e-8)) : dp / gbs;
-  }
+  for (let i = 0; i < rows.nRows; i++) if (counts[i] > 0) out[i] = (dp / gbs) * perRow(counts[i]);
   return out;
 }
 
@@ -76,11 +99,15 @@ function registerAggMode(m: AggMode) {
   modes.set(m.name, m);
 }
 
+const AGG_SOURCE = 'verl 0.8.0 core_algos.agg_loss';
+
 registerAggMode({
   name: 'token-mean',
   label: 'token-mean',
   formula: 'L = dp · Σ_t m_t ℓ_t / (batch_num_tokens ?? Σ_t m_t)',
+  source: AGG_SOURCE,
   rowCoefficients(rows, opts) {
+    requireGlobal(opts, 'batchNumTokens');
     let n = 0;
     if (opts.rowCounts) for (let i = 0; i < rows.nRows; i++) n += opts.rowCounts[i];
     else for (let t = 0; t < rows.mask.length; t++) n += rows.mask[t];
@@ -92,23 +119,31 @@ registerAggMode({
   name: 'seq-mean-token-sum',
   label: 'seq-mean-token-sum',
   formula: 'L = dp · Σ_r Σ_t m ℓ / (global_batch_size ?? #non-empty rows)',
-  rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, false),
+  source: AGG_SOURCE,
+  rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, () => 1),
 });
 registerAggMode({
   name: 'seq-mean-token-mean',
   label: 'seq-mean-token-mean',
   formula: 'L = dp · Σ_r (Σ_t m ℓ / (T_r + 1e-8)) / (global_batch_size ?? #non-empty rows)',
-  rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, true),
+  source: AGG_SOURCE,
+  rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, (c) => 1 / Math.fround(c + 1e-8)),
 });
 registerAggMode({
   name: 'seq-mean-token-sum-norm',
   label: 'seq-mean-token-sum-norm (Dr. GRPO)',
-  formula: 'L = Σ_r Σ_t m ℓ / (loss_scale_factor ?? T)',
+  formula:
+    'L = dp · Σ_r Σ_t m ℓ / (global_batch_size ?? #non-empty rows) / (loss_scale_factor ?? T), T = padded response width',
+  source: AGG_SOURCE,
   rowCoefficients(rows, opts) {
-    const c = 1 / (opts.lossScaleFactor ?? paddedWidthOf(rows, opts));
-    return new Float64Array(rows.nRows).fill(c);
+    const C = opts.lossScaleFactor ?? paddedWidthOf(rows, opts);
+    return seqCoefficients(rows, opts, () => 1 / C);
   },
 });
+
+export function listAggModes(): AggMode[] {
+  return [...modes.values()];
+}
 
 export function getAggMode(name: string): AggMode {
   const m = modes.get(name as LossAggMode);
@@ -127,13 +162,9 @@ export function aggLoss(
   const { offsets: off, mask } = rows;
   if (lossMat.length !== off[rows.nRows])
     throw new Error(`loss has ${lossMat.length} values but the rows hold ${off[rows.nRows]} tokens`);
-  if (m.name === 'seq-mean-token-sum-norm') {
-    let s = 0;
-    for (let t = 0; t < lossMat.length; t++) if (mask[t]) s += lossMat[t];
-    return Math.fround(s / (opts.lossScaleFactor ?? paddedWidthOf(rows, opts)));
-  }
   const dp = opts.dpSize ?? 1;
   if (m.name === 'token-mean') {
+    requireGlobal(opts, 'batchNumTokens');
     let s = 0;
     let n = 0;
     for (let t = 0; t < lossMat.length; t++)
@@ -143,6 +174,7 @@ export function aggLoss(
       }
     return Math.fround((s / (opts.batchNumTokens ?? n)) * dp);
   }
+  requireGlobal(opts, 'globalBatchSize');
   let total = 0;
   let nonEmpty = 0;
   for (let i = 0; i < rows.nRows; i++) {
@@ -157,5 +189,7 @@ export function aggLoss(
     nonEmpty++;
     total += m.name === 'seq-mean-token-mean' ? Math.fround(s) / Math.fround(c + 1e-8) : s;
   }
-  return Math.fround((total / (opts.globalBatchSize ?? nonEmpty)) * dp);
+  const seqMean = Math.fround((total / (opts.globalBatchSize ?? nonEmpty)) * dp);
+  if (m.name !== 'seq-mean-token-sum-norm') return seqMean;
+  return Math.fround(seqMean / (opts.lossScaleFactor ?? paddedWidthOf(rows, opts)));
 }

@@ -6,8 +6,10 @@
  *   mse/k2: ½x²                      ∂ = x
  *   low_var_kl/k3: clamp(e^{−x'} + x' − 1, −10, 10), x' = clamp(x, −20, 20)
  *                                    ∂ = (1 − e^{−x'}) inside both clamps, 0 where a clamp is active
- * At the pinned verl commit every straight-through '+' variant and 'full' raise NotImplementedError: the
- * suffixed name reaches kl_penalty_forward unchanged and is not recognised there.
+ * verl 0.8.0 `kl_penalty` strips a trailing '+' before dispatching: the value is the base estimator's, and
+ * (except for `mse+`/`k2+`, whose own gradient already is k2's) the gradient is k2's, ∂ = x, by the straight-through
+ * trick `k2 − k2.detach() + base.detach()`. 'full' (needs full-vocabulary logits) and unknown names raise
+ * NotImplementedError.
  */
 import { UpstreamError } from './numeric';
 
@@ -19,9 +21,23 @@ export interface KlResult {
   gradLogprob: Float32Array;
 }
 
+/** Every name `kl_penalty` accepts: the base estimators and their straight-through '+' variants. */
+export const KL_PENALTY_NAMES = [...KL_PENALTIES, ...KL_PENALTIES.map((k) => `${k}+`)];
+
 export function klPenalty(logprob: Float32Array, refLogprob: Float32Array, kind: string): KlResult {
   if (logprob.length !== refLogprob.length)
     throw new Error(`logprob has ${logprob.length} values but ref_logprob has ${refLogprob.length}`);
+  if (kind.endsWith('+')) {
+    const out = klForward(logprob, refLogprob, kind.slice(0, -1));
+    const g = out.gradLogprob;
+    // straight-through: value of the base estimator, gradient of k2 (½x², ∂ = x)
+    for (let i = 0; i < g.length; i++) g[i] = Math.fround(logprob[i] - refLogprob[i]);
+    return out;
+  }
+  return klForward(logprob, refLogprob, kind);
+}
+
+function klForward(logprob: Float32Array, refLogprob: Float32Array, kind: string): KlResult {
   const n = logprob.length;
   const kl = new Float32Array(n);
   const grad = new Float32Array(n);
@@ -65,7 +81,7 @@ export function klPenalty(logprob: Float32Array, refLogprob: Float32Array, kind:
         'NotImplementedError',
         kind === 'full'
           ? "kl_penalty 'full' needs full-vocabulary logits; not implemented upstream"
-          : `kl_penalty '${kind}' is not implemented upstream (kl_penalty_forward knows ${KL_PENALTIES.join(', ')}; '+' straight-through variants raise there)`,
+          : `kl_penalty '${kind}' is not implemented upstream (kl_penalty_forward knows ${KL_PENALTIES.join(', ')}, each also with a '+' suffix)`,
       );
   }
   return { kl, gradLogprob: grad };

@@ -32,7 +32,7 @@ export function rounder(dtype: FloatDType): (x: number) => number {
 /** An error that mirrors where upstream raises; `kind` is the upstream exception class. */
 export class UpstreamError extends Error {
   constructor(
-    readonly kind: 'ValueError' | 'RuntimeError' | 'NotImplementedError' | 'AssertionError',
+    readonly kind: 'ValueError' | 'RuntimeError' | 'NotImplementedError' | 'AssertionError' | 'TypeError',
     message: string,
   ) {
     super(message);

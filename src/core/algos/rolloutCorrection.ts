@@ -31,7 +31,8 @@ const RS_OPTIONS = new Set([
 
 export interface RolloutCorrectionConfig {
   rolloutIs?: 'token' | 'sequence' | null;
-  rolloutIsThreshold?: number | null;
+  /** TIS upper bound, or "lo_hi" for IcePop (weights outside [lo, hi] become 0); null disables IS */
+  rolloutIsThreshold?: number | string | null;
   rolloutIsBatchNormalize?: boolean;
   /** one option or a comma-separated list */
   rolloutRs?: string | null;
@@ -164,37 +165,96 @@ function checkInputs(rows: ResponseRows, old: Float32Array, rollout: Float32Arra
 
 // ---------- truncated importance sampling ----------
 
+/**
+ * `_parse_rollout_is_threshold`: a number (or number string) is the TIS upper bound; "lo_hi" is IcePop's kept
+ * range [lo, hi] (weights outside it become 0).
+ */
+export function parseIsThreshold(spec: number | string | boolean): { upper: number; lower: number | null } {
+  if (typeof spec === 'boolean')
+    throw new UpstreamError(
+      'TypeError',
+      'rollout_is_threshold must be specified as a float or a string threshold specification, not a boolean.',
+    );
+  let upper: number;
+  let lower: number | null = null;
+  if (typeof spec === 'number') upper = spec;
+  else {
+    const t = spec.trim();
+    if (!t) throw new UpstreamError('ValueError', 'rollout_is_threshold must not be an empty string.');
+    const bad = () => new UpstreamError('ValueError', `Invalid rollout_is_threshold '${spec}'.`);
+    if (t.includes('_')) {
+      const u = t.indexOf('_');
+      lower = pyFloat(t.slice(0, u), bad);
+      upper = pyFloat(t.slice(u + 1), bad);
+    } else upper = pyFloat(t, bad);
+  }
+  if (!(upper > 0))
+    throw new UpstreamError('ValueError', `rollout_is_threshold upper bound must be positive, got ${upper}.`);
+  if (lower !== null) {
+    if (!(lower > 0))
+      throw new UpstreamError(
+        'ValueError',
+        `rollout_is_threshold lower bound must be positive, got ${lower}.`,
+      );
+    if (lower > upper)
+      throw new UpstreamError('ValueError', 'rollout_is_threshold lower bound must be <= upper bound.');
+  }
+  return { upper, lower };
+}
+
+/** Python's float(str) for the forms a threshold takes (surrounding spaces allowed, nan/inf spelled out). */
+function pyFloat(s: string, bad: () => Error): number {
+  const t = s.trim().toLowerCase();
+  if (/^[+-]?(nan|inf|infinity)$/.test(t))
+    return t.includes('nan') ? Number.NaN : t.startsWith('-') ? -Infinity : Infinity;
+  if (!/^[+-]?(\d+(_?\d+)*\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(t)) throw bad();
+  return Number(t.replace(/_/g, ''));
+}
+
+/**
+ * compute_rollout_correction_weights + compute_is_metrics (verl 0.8.0): raw weights exp(clamp(log ρ, ±20)) per
+ * token or per row (from the row's masked log-ratio sum), × mask; truncated at the upper bound (TIS) or zeroed
+ * outside [lower, upper] (IcePop). The statistics describe the truncated weights; the high/low fractions
+ * are measured on the raw ones (on the row log-ratio sums at sequence level).
+ */
 function isWeightsAndMetrics(
   rows: ResponseRows,
   logRatio: Float32Array,
   st: Stats,
   level: 'token' | 'sequence',
-  threshold: number,
+  threshold: { upper: number; lower: number | null },
   batchNormalize: boolean,
   metrics: Record<string, number>,
 ): Float32Array {
   const { mask, offsets: off } = rows;
   const n = logRatio.length;
-  const w = new Float32Array(n);
-  const thrLower = 1 / threshold;
-  const fThr = f(threshold);
-  const fThrLower = f(thrLower);
+  const raw = new Float32Array(n);
   let seqLog: Float64Array | null = null;
   if (level === 'token') {
-    for (let t = 0; t < n; t++) w[t] = mask[t] ? Math.exp(clampSafe(logRatio[t])) : 0;
+    for (let t = 0; t < n; t++) raw[t] = mask[t] ? Math.exp(clampSafe(logRatio[t])) : 0;
   } else {
     seqLog = rowMaskedSum(rows, logRatio);
     for (let i = 0; i < rows.nRows; i++) {
       const v = f(Math.exp(clampSafe(seqLog[i])));
-      for (let t = off[i]; t < off[i + 1]; t++) w[t] = mask[t] ? v : 0;
+      for (let t = off[i]; t < off[i + 1]; t++) raw[t] = mask[t] ? v : 0;
     }
   }
-  // compute_is_metrics, on the untruncated weights
+  const fUp = f(threshold.upper);
+  const icepop = threshold.lower !== null;
+  const fLoKeep = icepop ? f(threshold.lower as number) : 0;
+  const w = new Float32Array(n);
+  for (let t = 0; t < n; t++) {
+    const r = raw[t];
+    w[t] = icepop ? (r >= fLoKeep && r <= fUp ? r : 0) : r > fUp ? fUp : r;
+  }
+  // compute_is_metrics
   if (st.nValid === 0)
     throw new UpstreamError('ValueError', 'response_mask must contain at least one valid token (1).');
+  const lowerThr = threshold.lower ?? 1 / threshold.upper;
+  const fLow = f(lowerThr);
   if (seqLog) {
-    const logUpper = f(Math.log(fThr));
-    const logLower = f(Math.log(fThrLower));
+    const logUpper = f(Math.log(fUp));
+    const logLower = f(Math.log(fLow));
     metrics.rollout_is_max = f(Math.exp(Math.min(max(seqLog), SAFETY_BOUND)));
     metrics.rollout_is_min = f(Math.exp(min(seqLog)));
     metrics.rollout_is_mean = maskedMean(w, mask);
@@ -206,8 +266,8 @@ function isWeightsAndMetrics(
     let loC = 0;
     for (let t = 0; t < n; t++)
       if (mask[t]) {
-        if (w[t] > fThr) hiC++;
-        if (w[t] < fThrLower) loC++;
+        if (raw[t] > fUp) hiC++;
+        if (raw[t] < fLow) loC++;
       }
     const den = f(st.nValid + 1e-8);
     metrics.rollout_is_ratio_fraction_high = f(hiC / den);
@@ -215,10 +275,10 @@ function isWeightsAndMetrics(
     metrics.rollout_is_max = maskedMax(w, mask);
     metrics.rollout_is_min = maskedMin(w, mask);
   }
-  metrics.rollout_is_std = clampedStd(w, mask, fThrLower, fThr, st.nValid);
+  metrics.rollout_is_std = clampedStd(w, mask, 0, fUp, st.nValid);
   {
     const c = new Float64Array(n);
-    for (let t = 0; t < n; t++) c[t] = w[t] < fThrLower ? fThrLower : Math.min(w[t], fThr);
+    for (let t = 0; t < n; t++) c[t] = w[t] < 0 ? 0 : Math.min(w[t], fUp);
     const mc = maskedMean(c, mask);
     const sq = new Float64Array(n);
     const d = f(mc + 1e-8);
@@ -234,11 +294,13 @@ function isWeightsAndMetrics(
   metrics.rollout_is_seq_max = max(seqMean);
   metrics.rollout_is_seq_min = min(seqMean);
   metrics.rollout_is_seq_max_deviation = max(seqMean.map((x) => f(Math.abs(x - 1))));
-  metrics.rollout_is_seq_fraction_high = fraction(seqMean, (x) => x > fThr);
-  metrics.rollout_is_seq_fraction_low = fraction(seqMean, (x) => x < fThrLower);
-
-  // truncation: clamp(max = threshold)
-  for (let t = 0; t < n; t++) if (w[t] > fThr) w[t] = fThr;
+  metrics.rollout_is_seq_fraction_high = fraction(seqMean, (x) => x > fUp);
+  metrics.rollout_is_seq_fraction_low = fraction(seqMean, (x) => x < fLow);
+  if (icepop) {
+    let oob = 0;
+    for (let t = 0; t < n; t++) if (mask[t] && (raw[t] < fLoKeep || raw[t] > fUp)) oob++;
+    metrics.rollout_is_oob_ratio = f(oob / f(st.nValid + 1e-8));
+  }
 
   if (batchNormalize) {
     let wm: number;
@@ -561,13 +623,12 @@ export function computeRolloutCorrection(
         'ValueError',
         `Invalid rollout_is: ${cfg.rolloutIs}. Must be one of {'token', 'sequence'}.`,
       );
-    if (thr <= 0) throw new UpstreamError('ValueError', `rollout_is_threshold must be positive, got ${thr}.`);
     weights = isWeightsAndMetrics(
       rows,
       logRatio,
       st,
       cfg.rolloutIs,
-      thr,
+      parseIsThreshold(thr),
       cfg.rolloutIsBatchNormalize ?? false,
       m,
     );

@@ -52,16 +52,25 @@ describe('agg_loss', () => {
       5,
     );
   });
-  it('seq-mean-token-sum-norm divides by loss_scale_factor or the padded width, ignoring dp', () => {
-    expect(aggLoss(rows, loss, 'seq-mean-token-sum-norm', { dpSize: 4 })).toBeCloseTo(7 / 3, 6);
-    expect(aggLoss(rows, loss, 'seq-mean-token-sum-norm', { lossScaleFactor: 7 })).toBeCloseTo(1, 6);
+  it('seq-mean-token-sum-norm (verl 0.8.0): the seq-mean divided by loss_scale_factor or the padded width', () => {
+    // row sums 3 and 4 over 2 non-empty rows, padded width 3
+    expect(aggLoss(rows, loss, 'seq-mean-token-sum-norm')).toBeCloseTo(7 / 2 / 3, 6);
+    expect(aggLoss(rows, loss, 'seq-mean-token-sum-norm', { lossScaleFactor: 7 })).toBeCloseTo(0.5, 6);
+    expect(aggLoss(rows, loss, 'seq-mean-token-sum-norm', { paddedWidth: 10 })).toBeCloseTo(0.35, 6);
+    expect(
+      aggLoss(rows, loss, 'seq-mean-token-sum-norm', { dpSize: 2, globalBatchSize: 4, lossScaleFactor: 7 }),
+    ).toBeCloseTo(((7 / 4) * 2) / 7, 6);
   });
-  it('all-masked batches: NaN for the mean modes, 0 for sum-norm', () => {
+  it('dp_size > 1 needs the global counts, as upstream', () => {
+    expect(() => aggLoss(rows, loss, 'token-mean', { dpSize: 2 })).toThrow(/batch_num_tokens is required/);
+    for (const m of ['seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
+      expect(() => aggLoss(rows, loss, m, { dpSize: 2 })).toThrow(/global_batch_size is required/);
+  });
+  it('all-masked batches: NaN in every mode', () => {
     const empty = rowsOf([[0, 0]]);
     const l = new Float32Array([1, 1]);
-    expect(aggLoss(empty, l, 'token-mean')).toBeNaN();
-    expect(aggLoss(empty, l, 'seq-mean-token-mean')).toBeNaN();
-    expect(aggLoss(empty, l, 'seq-mean-token-sum-norm')).toBe(0);
+    for (const m of ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
+      expect(aggLoss(empty, l, m)).toBeNaN();
   });
   it('rejects unknown modes and bad shapes', () => {
     expect(() => getAggMode('mean')).toThrow(/Invalid loss_agg_mode: mean/);
@@ -74,11 +83,12 @@ describe('agg_loss', () => {
       'seq-mean-token-mean',
       'seq-mean-token-sum-norm',
     ]) {
-      const c = getAggMode(mode).rowCoefficients(rows, { dpSize: 2 });
+      const o = { dpSize: 2, batchNumTokens: 5, globalBatchSize: 3 };
+      const c = getAggMode(mode).rowCoefficients(rows, o);
       let s = 0;
       for (let i = 0; i < rows.nRows; i++)
         for (let t = rows.offsets[i]; t < rows.offsets[i + 1]; t++) s += rows.mask[t] ? c[i] * loss[t] : 0;
-      expect(s).toBeCloseTo(aggLoss(rows, loss, mode, { dpSize: 2 }), 5);
+      expect(s).toBeCloseTo(aggLoss(rows, loss, mode, o), 5);
     }
   });
 });
@@ -133,8 +143,15 @@ describe('kl penalties', () => {
     expect(k3.kl[2]).toBe(10); // clamped log-ratio 20 → e^20 − 21 → output clamp 10
     expect(k3.gradLogprob[2]).toBe(0);
   });
-  it('straight-through and full variants raise NotImplementedError', () => {
-    for (const k of ['k1+', 'k3+', 'k2+', 'full', 'bogus']) {
+  it("'+' variants: the base estimator's value with k2's gradient (straight-through)", () => {
+    for (const base of ['k1', 'abs', 'k2', 'k3', 'low_var_kl']) {
+      const plus = klPenalty(lp, ref, `${base}+`);
+      expect(Array.from(plus.kl)).toEqual(Array.from(klPenalty(lp, ref, base).kl));
+      expect(Array.from(plus.gradLogprob)).toEqual([0.5, -1, -30]);
+    }
+  });
+  it('full and unknown names raise NotImplementedError', () => {
+    for (const k of ['full', 'full+', 'bogus', 'bogus+']) {
       try {
         klPenalty(lp, ref, k);
         expect.unreachable();
@@ -156,8 +173,9 @@ describe('rollout correction', () => {
   it('token-level truncated IS with metrics', () => {
     const r = computeRolloutCorrection(rr, old, roll, { rolloutIs: 'token', rolloutIsThreshold: 2 });
     expect(Array.from(r.rolloutIsWeights ?? []).map((x) => +x.toFixed(5))).toEqual([2, 1, 0.5, 0]);
-    expect(r.metrics['rollout_corr/rollout_is_mean']).toBeCloseTo((3 + 1 + 0.5) / 3, 5);
-    expect(r.metrics['rollout_corr/rollout_is_max']).toBeCloseTo(3, 5);
+    // verl 0.8.0: the statistics describe the truncated weights; the high/low fractions the raw ones
+    expect(r.metrics['rollout_corr/rollout_is_mean']).toBeCloseTo((2 + 1 + 0.5) / 3, 5);
+    expect(r.metrics['rollout_corr/rollout_is_max']).toBeCloseTo(2, 5);
     expect(r.metrics['rollout_corr/rollout_is_ratio_fraction_high']).toBeCloseTo(1 / 3, 5);
     expect(r.metrics['rollout_corr/kl']).toBeCloseTo((-Math.log(3) + Math.log(2)) / 3, 5);
   });
@@ -172,6 +190,15 @@ describe('rollout correction', () => {
     expect(w[0]).toBeCloseTo(3 / 1.75, 5);
     expect(w[2]).toBeCloseTo(0.5 / 1.75, 5);
     expect(r.metrics['rollout_corr/rollout_is_batch_norm_factor']).toBeCloseTo(1.75, 5);
+  });
+  it('IcePop thresholds "lo_hi" zero the weights outside the range', () => {
+    const r = computeRolloutCorrection(rr, old, roll, { rolloutIs: 'token', rolloutIsThreshold: '0.6_2.5' });
+    expect(Array.from(r.rolloutIsWeights ?? []).map((x) => +x.toFixed(5))).toEqual([0, 1, 0, 0]);
+    expect(r.metrics['rollout_corr/rollout_is_oob_ratio']).toBeCloseTo(2 / 3, 5);
+    for (const bad of ['', '2_1', 'x', '-1'])
+      expect(() =>
+        computeRolloutCorrection(rr, old, roll, { rolloutIs: 'token', rolloutIsThreshold: bad }),
+      ).toThrow(/rollout_is_threshold/);
   });
   it('rejection sampling masks tokens and sequences', () => {
     const tok = computeRolloutCorrection(rr, old, roll, {
