@@ -1,12 +1,16 @@
 /**
- * Outcome advantage estimators, keyed by verl's `AdvantageEstimator` names
- * (verl/trainer/ppo/core_algos.py, `register_adv_est`). Each one reads per-token `token_level_rewards` on
- * CSR response rows plus a per-row group id (verl's `uid`), and writes per-token advantages and returns.
+ * Outcome advantage estimators, keyed by verl's `AdvantageEstimator` names (verl 0.8.0
+ * verl/trainer/ppo/core_algos.py, `register_adv_est`). Each one reads per-token `token_level_rewards` on CSR
+ * response rows plus a per-row group id (verl's `uid`), and writes per-token advantages and returns.
  *
- * Arithmetic follows upstream's tensors: every op result is rounded to the working dtype (float32, or bf16 on
- * Agent Lightning's bf16 reward path), reductions over a few group members accumulate in that dtype the way
- * torch's CPU `sum`/`mean` do, and `torch.std` (Welford in double, then cast) is a double computation rounded
- * once. Sums over many tokens run in double and are rounded once at the end (within float32 tolerance).
+ * Arithmetic follows upstream's tensors in the rewards' dtype: float32, or bfloat16 on Agent Lightning's path
+ * (its RolloutAdapter builds `token_level_scores` as a bf16 tensor, so every estimator runs in bf16 there).
+ * Element-wise ops on tensors of the working dtype round their result to it (torch computes bf16 ops in float32
+ * and rounds once); a scalar added to or subtracted from a bf16 tensor is rounded to bf16 first, one it multiplies
+ * or divides by is not (torch's CPU kernels, measured on torch 2.9); reductions (`sum`, `mean`) accumulate in float32 and round once; `torch.std` is computed in
+ * higher precision and rounded once; an op between 0-dim tensors of different float dtypes (a bf16 score and a
+ * float32 `torch.tensor(0.0)`) runs in float32 and is rounded only when stored back. Sums over many tokens run in
+ * double and are rounded once at the end (within float32 tolerance).
  */
 import type { ResponseRows } from '../batch/types';
 import { type Grouping, groupMembers } from './groups';
@@ -23,9 +27,9 @@ export interface AdvantageInput {
 }
 
 export interface AdvantageOptions {
-  /** GRPO / pass@k: divide by the group std (verl `norm_adv_by_std_in_grpo`, default true) */
+  /** GRPO / pass@k: divide by the group std (verl `algorithm.norm_adv_by_std_in_grpo`, default true) */
   normAdvByStd?: boolean;
-  /** default 1e-6 */
+  /** default 1e-6 (upstream's default; the trainer never passes another) */
   epsilon?: number;
   /** REINFORCE++ discount (verl `algorithm.gamma`), default 1 */
   gamma?: number;
@@ -36,9 +40,25 @@ export interface AdvantageOptions {
 export interface AdvantageOutput {
   advantages: Float32Array;
   returns: Float32Array;
+  /** the dtype of upstream's advantages tensor (float32 values are exact either way) */
+  dtype: FloatDType;
 }
 
-export type AdvantageOption = 'normAdvByStd' | 'epsilon' | 'gamma' | 'rewardBaselines';
+/** An estimator option: the upstream config key, its field in AdvantageOptions and its default. */
+export interface EstimatorOption {
+  field: 'normAdvByStd' | 'gamma';
+  /** upstream key, e.g. `algorithm.norm_adv_by_std_in_grpo` */
+  key: string;
+  default: boolean | number;
+  help: string;
+}
+
+/** An input an estimator needs beyond per-token rewards and groups, and whether a recorded trace has it. */
+export interface EstimatorInput {
+  name: 'reward_baselines';
+  /** why a trace cannot give it, shown in the page and in the CLI's error */
+  unavailable: string;
+}
 
 export interface AdvEstimator {
   name: string;
@@ -47,7 +67,10 @@ export interface AdvEstimator {
   formula: string;
   /** upstream function */
   source: string;
-  options: AdvantageOption[];
+  /** the options it reads, with upstream keys and defaults (the page's controls and the CLI's flags) */
+  options: EstimatorOption[];
+  /** inputs beyond rewards and groups */
+  requires: EstimatorInput[];
   compute: (input: AdvantageInput, opts: AdvantageOptions) => AdvantageOutput;
   /**
    * Outcome estimators (one scalar per row, broadcast over the mask) also expose the per-row scalars, so that
@@ -64,7 +87,10 @@ export interface RowScoreInput {
   lengths: () => ArrayLike<number>;
 }
 
-type EstimatorSpec = Omit<AdvEstimator, 'name' | 'compute'> & { compute?: AdvEstimator['compute'] };
+type EstimatorSpec = Omit<AdvEstimator, 'name' | 'compute' | 'requires'> & {
+  compute?: AdvEstimator['compute'];
+  requires?: EstimatorInput[];
+};
 
 const registry = new Map<string, AdvEstimator>();
 
@@ -75,12 +101,13 @@ export function registerAdvEstimator(name: string, est: EstimatorSpec): void {
   if (!compute) {
     if (!rowScalars) throw new Error(`advantage estimator '${name}' needs compute or rowScalars`);
     compute = ({ rows, tokenLevelRewards, groups }, opts) => {
-      const scores = rowScores(rows, tokenLevelRewards, rounder(opts.dtype ?? 'float32'));
+      const dtype = opts.dtype ?? 'float32';
+      const scores = rowScores(rows, tokenLevelRewards, rounder(dtype));
       const adv = rowScalars({ scores, groups, lengths: () => maskCounts(rows) }, opts);
-      return same(broadcastRows(rows, adv));
+      return same(broadcastRows(rows, adv), dtype);
     };
   }
-  registry.set(name, { ...est, name, compute });
+  registry.set(name, { ...est, requires: est.requires ?? [], name, compute });
 }
 
 function maskCounts(rows: ResponseRows): Int32Array {
@@ -104,6 +131,11 @@ export function listAdvEstimators(): AdvEstimator[] {
   return [...registry.values()];
 }
 
+/** Why an estimator cannot run on a recorded trace (an input it needs that traces do not hold), or null. */
+export function traceUnavailable(est: AdvEstimator): string | null {
+  return est.requires.length ? est.requires.map((r) => r.unavailable).join('; ') : null;
+}
+
 export function computeAdvantage(
   name: string,
   input: AdvantageInput,
@@ -122,19 +154,21 @@ export function computeAdvantage(
 
 // ---------- shared pieces ----------
 
-/** `token_level_rewards.sum(dim=-1)` in the working dtype. */
+const f = Math.fround;
+
+/** `token_level_rewards.sum(dim=-1)`: float32 accumulation, stored in the working dtype. */
 function rowScores(rows: ResponseRows, r: Float32Array, R: (x: number) => number): Float64Array {
   const out = new Float64Array(rows.nRows);
   const off = rows.offsets;
   for (let i = 0; i < rows.nRows; i++) {
     let s = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) s = Math.fround(s + r[t]);
+    for (let t = off[i]; t < off[i + 1]; t++) s = f(s + r[t]);
     out[i] = R(s);
   }
   return out;
 }
 
-/** Group mean as torch CPU computes `torch.mean(stack)`: a float32 sum, then one division, stored in dtype. */
+/** `torch.mean(torch.stack(group))`: a float32 sum, one division, stored in the working dtype. */
 function groupMean(
   scores: Float64Array,
   members: Int32Array,
@@ -143,11 +177,11 @@ function groupMean(
   R: (x: number) => number,
 ) {
   let s = 0;
-  for (let k = a; k < b; k++) s = Math.fround(s + scores[members[k]]);
+  for (let k = a; k < b; k++) s = f(s + scores[members[k]]);
   return R(s / (b - a));
 }
 
-/** Unbiased std (`torch.std`), computed in double and stored once in dtype. */
+/** Unbiased std (`torch.std`), computed in double and stored once in the working dtype. */
 function groupStd(scores: Float64Array, members: Int32Array, a: number, b: number, R: (x: number) => number) {
   const n = b - a;
   let m = 0;
@@ -173,10 +207,17 @@ function broadcastRows(rows: ResponseRows, perRow: Float64Array): Float32Array {
 }
 
 /**
- * verl_F.masked_whiten(values, mask) * mask: whiten by the masked mean and the unbiased masked variance of the
- * whole batch; raises as `masked_var` does when fewer than two tokens are valid.
+ * `verl_F.masked_whiten(values, mask) * mask` with `values` in the working dtype: masked_mean is a masked sum
+ * stored in that dtype divided by the float32 token count (+1e-8), so the mean is float32; centring (which
+ * rounds the mean to the dtype first, a subtraction) and the scaling by rsqrt(var + 1e-8) are ops on the
+ * values' tensor, rounded to its dtype; the variance (the masked mean of the squared centred values, times the
+ * Bessel factor) stays float32. Raises as `masked_var` does when fewer than two tokens are valid.
  */
-function maskedWhitenTimesMask(values: Float32Array, mask: Uint8Array): Float32Array {
+function maskedWhitenTimesMask(
+  values: Float32Array,
+  mask: Uint8Array,
+  R: (x: number) => number,
+): Float32Array {
   let cnt = 0;
   let sum = 0;
   for (let t = 0; t < values.length; t++)
@@ -184,26 +225,40 @@ function maskedWhitenTimesMask(values: Float32Array, mask: Uint8Array): Float32A
       cnt++;
       sum += values[t];
     }
-  const mean = Math.fround(sum / (cnt + 1e-8));
+  const den = f(cnt + 1e-8);
+  const mean = R(f(R(sum) / den));
   let ss = 0;
   for (let t = 0; t < values.length; t++)
     if (mask[t]) {
-      const d = values[t] - mean;
-      ss += d * d;
+      const d = R(values[t] - mean);
+      ss += R(d * d);
     }
   if (cnt === 0) throw new UpstreamError('ValueError', 'At least one element in the mask has to be 1.');
   if (cnt === 1)
     throw new UpstreamError('ValueError', 'The sum of the mask is one, which can cause a division by zero.');
-  const variance = Math.fround(Math.fround(ss / (cnt + 1e-8)) * (cnt / (cnt - 1)));
-  const rs = Math.fround(1 / Math.sqrt(Math.fround(variance + 1e-8)));
+  const variance = f(f(R(ss) / den) * f(cnt / (cnt - 1)));
+  const rs = f(1 / Math.sqrt(f(variance + 1e-8)));
   const out = new Float32Array(values.length);
-  for (let t = 0; t < values.length; t++) out[t] = mask[t] ? Math.fround(values[t] - mean) * rs : 0;
+  for (let t = 0; t < values.length; t++) out[t] = mask[t] ? R(R(values[t] - mean) * rs) : 0;
   return out;
 }
 
-function same(a: Float32Array): AdvantageOutput {
-  return { advantages: a, returns: a };
+function same(a: Float32Array, dtype: FloatDType): AdvantageOutput {
+  return { advantages: a, returns: a, dtype };
 }
+
+const NORM_STD: EstimatorOption = {
+  field: 'normAdvByStd',
+  key: 'algorithm.norm_adv_by_std_in_grpo',
+  default: true,
+  help: 'divide by the group std (false: Dr. GRPO)',
+};
+const GAMMA: EstimatorOption = {
+  field: 'gamma',
+  key: 'algorithm.gamma',
+  default: 1,
+  help: 'discount of the running return',
+};
 
 // ---------- estimators ----------
 
@@ -212,7 +267,7 @@ registerAdvEstimator('grpo', {
   formula:
     'A_i = (R_i − mean_g R) / (std_g R + ε) (or R_i − mean_g R without std), broadcast over the response mask; a singleton group uses mean 0, std 1',
   source: 'verl core_algos.compute_grpo_outcome_advantage',
-  options: ['normAdvByStd', 'epsilon'],
+  options: [NORM_STD],
   rowScalars({ scores, groups }, opts) {
     const R = rounder(opts.dtype ?? 'float32');
     const norm = opts.normAdvByStd ?? true;
@@ -225,12 +280,12 @@ registerAdvEstimator('grpo', {
       if (b - a === 1) {
         // torch.tensor(0.0)/(1.0) are float32 scalars: the op runs in float32 and is stored in dtype once.
         const i = members[a];
-        adv[i] = norm ? R(Math.fround(scores[i] / Math.fround(1 + eps))) : R(scores[i]);
+        adv[i] = norm ? R(f(scores[i] / f(1 + eps))) : R(scores[i]);
         continue;
       }
       const mean = groupMean(scores, members, a, b, R);
       const std = groupStd(scores, members, a, b, R);
-      const den = R(std + eps);
+      const den = R(std + R(eps));
       for (let k = a; k < b; k++) {
         const i = members[k];
         const c = R(scores[i] - mean);
@@ -275,18 +330,20 @@ registerAdvEstimator('reinforce_plus_plus_baseline', {
   formula: 'A = whiten_batch((R_i − mean_g R)·m) · m  (mean over the group, whitening over all valid tokens)',
   source: 'verl core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage',
   options: [],
-  compute({ rows, tokenLevelRewards, groups }) {
-    const R = Math.fround;
+  compute({ rows, tokenLevelRewards, groups }, opts) {
+    const dtype = opts.dtype ?? 'float32';
+    const R = rounder(dtype);
     const scores = rowScores(rows, tokenLevelRewards, R);
     const { start, members } = groupMembers(groups);
     const centred = new Float64Array(rows.nRows);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
+      // a singleton's mean is the float32 torch.tensor(0.0): the difference is the score itself
       const mean = b - a === 1 ? 0 : groupMean(scores, members, a, b, R);
       for (let k = a; k < b; k++) centred[members[k]] = R(scores[members[k]] - mean);
     }
-    return same(maskedWhitenTimesMask(broadcastRows(rows, centred), rows.mask));
+    return same(maskedWhitenTimesMask(broadcastRows(rows, centred), rows.mask, R), dtype);
   },
 });
 
@@ -295,24 +352,27 @@ registerAdvEstimator('opo', {
   formula: 'A_i = R_i − Σ_g(|o_j|·R_j)/Σ_g|o_j|  (length-weighted group baseline; 0 baseline for singletons)',
   source: 'verl core_algos.compute_opo_outcome_advantage',
   options: [],
-  rowScalars({ scores, groups, lengths }) {
-    const R = Math.fround;
+  rowScalars({ scores, groups, lengths }, opts) {
+    const R = rounder(opts.dtype ?? 'float32');
     const len = lengths();
     const { start, members } = groupMembers(groups);
     const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
-      let bsl = 0;
-      if (b - a > 1) {
-        let num = 0;
-        let den = 0;
-        for (let k = a; k < b; k++) {
-          num = R(num + R(len[members[k]] * scores[members[k]]));
-          den += len[members[k]];
-        }
-        bsl = R(num / den);
+      if (b - a === 1) {
+        adv[members[a]] = scores[members[a]]; // minus the float32 torch.tensor(0.0)
+        continue;
       }
+      // (len_tensor * score_tensor).sum() / len_tensor.sum(): products in dtype, a float32 sum stored in dtype,
+      // then a division by the integer total stored in dtype
+      let num = 0;
+      let den = 0;
+      for (let k = a; k < b; k++) {
+        num = f(num + R(len[members[k]] * scores[members[k]]));
+        den += len[members[k]];
+      }
+      const bsl = R(R(num) / den);
       for (let k = a; k < b; k++) adv[members[k]] = R(scores[members[k]] - bsl);
     }
     return adv;
@@ -324,18 +384,24 @@ registerAdvEstimator('gpg', {
   formula: 'A_i = α·(R_i − mean_g R) with α = B / max(1, #{i: R_i ≠ 0}); singleton mean 0',
   source: 'verl core_algos.compute_gpg_outcome_advantage',
   options: [],
-  rowScalars({ scores, groups }) {
-    const R = Math.fround;
+  rowScalars({ scores, groups }, opts) {
+    const R = rounder(opts.dtype ?? 'float32');
     let nz = 0;
     for (let i = 0; i < scores.length; i++) if (scores[i] !== 0) nz++;
-    const alpha = R(scores.length / Math.max(1, nz));
+    // bsz / count.clamp(min=1) is a float32 0-dim tensor, computed by Tensor.__rtruediv__ as
+    // reciprocal(count) · bsz; α·(·) runs in float32 and is stored in dtype
+    const alpha = f(f(1 / Math.max(1, nz)) * scores.length);
     const { start, members } = groupMembers(groups);
     const adv = new Float64Array(scores.length);
     for (let g = 0; g < groups.nGroups; g++) {
       const a = start[g];
       const b = start[g + 1];
-      const mean = b - a === 1 ? 0 : groupMean(scores, members, a, b, R);
-      for (let k = a; k < b; k++) adv[members[k]] = R(alpha * R(scores[members[k]] - mean));
+      if (b - a === 1) {
+        adv[members[a]] = R(f(alpha * scores[members[a]]));
+        continue;
+      }
+      const mean = groupMean(scores, members, a, b, R);
+      for (let k = a; k < b; k++) adv[members[k]] = R(f(alpha * R(scores[members[k]] - mean)));
     }
     return adv;
   },
@@ -346,9 +412,9 @@ registerAdvEstimator('grpo_passk', {
   formula:
     'only the best row of each group gets A = (R_max − R_second) [/ (std_g R + ε)]; every other row gets 0; groups need ≥ 2 rows',
   source: 'verl core_algos.compute_grpo_passk_outcome_advantage',
-  options: ['normAdvByStd', 'epsilon'],
+  options: [NORM_STD],
   rowScalars({ scores, groups }, opts) {
-    const R = Math.fround;
+    const R = rounder(opts.dtype ?? 'float32');
     const norm = opts.normAdvByStd ?? true;
     const eps = opts.epsilon ?? 1e-6;
     const { start, members } = groupMembers(groups);
@@ -369,7 +435,7 @@ registerAdvEstimator('grpo_passk', {
       for (let k = a; k < b; k++)
         if (members[k] !== best && scores[members[k]] > second) second = scores[members[k]];
       let v = R(first - second);
-      if (norm) v = R(v / R(groupStd(scores, members, a, b, R) + eps));
+      if (norm) v = R(v / R(groupStd(scores, members, a, b, R) + R(eps)));
       adv[best] = v;
     }
     return adv;
@@ -381,20 +447,23 @@ registerAdvEstimator('reinforce_plus_plus', {
   formula:
     'G_t = r_t + γ·G_{t+1}·m_{t+1} (the running return restarts at every mask-0 position), A = whiten_batch(G)·m; returns = G',
   source: 'verl core_algos.compute_reinforce_plus_plus_outcome_advantage',
-  options: ['gamma'],
+  options: [GAMMA],
   compute({ rows, tokenLevelRewards }, opts) {
+    const dtype = opts.dtype ?? 'float32';
+    const R = rounder(dtype);
     const gamma = opts.gamma ?? 1;
+    const g32 = f(gamma);
     const { offsets: off, mask } = rows;
     const returns = new Float32Array(off[rows.nRows]);
     for (let i = 0; i < rows.nRows; i++) {
       let run = 0;
       for (let t = off[i + 1] - 1; t >= off[i]; t--) {
-        run = Math.fround(tokenLevelRewards[t] + Math.fround(gamma * run));
+        run = R(tokenLevelRewards[t] + R(g32 * run));
         returns[t] = run;
         if (!mask[t]) run = 0;
       }
     }
-    return { advantages: maskedWhitenTimesMask(returns, mask), returns };
+    return { advantages: maskedWhitenTimesMask(returns, mask, R), returns, dtype };
   },
 });
 
@@ -402,25 +471,35 @@ registerAdvEstimator('remax', {
   label: 'ReMax',
   formula: 'G_t = Σ_{s≥t} r_s·m_s,  A_t = G_t − b·m_t  (b = reward of the greedy baseline response)',
   source: 'verl core_algos.compute_remax_outcome_advantage',
-  options: ['rewardBaselines'],
-  compute({ rows, tokenLevelRewards, rewardBaselines }) {
+  options: [],
+  requires: [
+    {
+      name: 'reward_baselines',
+      unavailable:
+        "ReMax needs reward_baselines (the reward of a greedy decode of each prompt), which a recorded trace does not hold; Agent Lightning's trainer raises NotImplementedError for it",
+    },
+  ],
+  compute({ rows, tokenLevelRewards, rewardBaselines }, opts) {
     if (!rewardBaselines) throw new Error('remax needs rewardBaselines (one per row)');
     if (rewardBaselines.length !== rows.nRows)
       throw new Error(
         `rewardBaselines has ${rewardBaselines.length} values but the batch has ${rows.nRows} rows`,
       );
+    const R = rounder(opts.dtype ?? 'float32');
     const { offsets: off, mask } = rows;
     const returns = new Float32Array(off[rows.nRows]);
     const advantages = new Float32Array(off[rows.nRows]);
     for (let i = 0; i < rows.nRows; i++) {
+      // cumsum accumulates in float32; each partial sum is stored in the rewards' dtype
       let run = 0;
       const b = rewardBaselines[i];
       for (let t = off[i + 1] - 1; t >= off[i]; t--) {
-        run = Math.fround(run + (mask[t] ? tokenLevelRewards[t] : 0));
-        returns[t] = run;
-        advantages[t] = Math.fround(run - b * mask[t]);
+        run = f(run + (mask[t] ? tokenLevelRewards[t] : 0));
+        returns[t] = R(run);
+        // returns (dtype) − float32 baselines·mask: a float32 tensor
+        advantages[t] = f(returns[t] - f(b * mask[t]));
       }
     }
-    return { advantages, returns };
+    return { advantages, returns, dtype: 'float32' };
   },
 });

@@ -1,6 +1,7 @@
 /**
- * Effective weights: the gradient weight ∂L/∂logπ_t each token receives, i.e. what a loss mode and an
- * advantage estimator do to every token. From the loss definitions (see aggLoss.ts and policyLoss.ts):
+ * Effective weights on an already-built batch (no is_drop removal, trimming or balancing: for those, and for
+ * everything the trainer does in its order, use core/pipeline's computeTrainerView): the gradient weight
+ * ∂L/∂logπ_t each token receives, i.e. what a loss mode and an advantage estimator do to every token. From the loss definitions (see aggLoss.ts and policyLoss.ts):
  *
  *   L = Σ_t c_r(t) · m_t · ℓ_t,    ℓ_t = clipped(−A_t ρ_t) · w_IS,t,    ρ_t = exp(logπ_t − logπ_old,t)
  *   ∂L/∂logπ_t = c_r · m_t · ∂ℓ_t/∂logπ_t,   and at ρ = 1 (nothing clipped):  ∂ℓ_t/∂logπ_t = −A_t · w_IS,t
@@ -14,15 +15,18 @@
  */
 import type { TrainingBatch } from '../batch/types';
 import { computeAdvantage, getAdvEstimator } from './advantage';
-import { type AggOptions, getAggMode, LOSS_AGG_MODES, type LossAggMode, rowTokenCounts } from './aggLoss';
+import { rowTokenCounts } from './aggLoss';
 import { type Grouping, groupingFromIds, indexGroups } from './groups';
+import { getLossMode, listLossModes } from './lossModes';
 import { fillMasked, maskWords } from './maskOps';
 import { type FloatDType, rounder } from './numeric';
 import { type ClipOptions, ppoTokenLosses } from './policyLoss';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout, rolloutDivisors } from './rolloutLevel';
 
-export type LossMode = LossAggMode | 'per_rollout_mean';
-export const ALL_LOSS_MODES: LossMode[] = [...LOSS_AGG_MODES, 'per_rollout_mean'];
+/** A loss-mode registry name (lossModes.ts). */
+export type LossMode = string;
+/** Every registered loss mode, in registry order. */
+export const ALL_LOSS_MODES: readonly LossMode[] = listLossModes().map((m) => m.name);
 
 export interface EffectiveWeightOptions extends ClipOptions {
   advEstimator: string;
@@ -36,6 +40,8 @@ export interface EffectiveWeightOptions extends ClipOptions {
   lossScaleFactor?: number | null;
   batchNumTokens?: number | null;
   globalBatchSize?: number | null;
+  /** the padded response width (the adapter's max_response_length); default: the longest row */
+  paddedWidth?: number;
   /** per_rollout_mean's N (upstream passes len(batch)); default nRows */
   numTrainedRows?: number;
   /** reward dtype (bf16 on Agent Lightning's path); default float32 */
@@ -92,13 +98,15 @@ function advantagesFor(
     dtype: opts.rewardDType,
   };
   if (opts.rolloutLevel) {
+    // by rollout id: errors name the rollout, and rollouts without rows are simply absent
+    const byId = indexGroups(batch.rolloutIds);
     const r = computeRolloutLevelAdvantage(
       opts.advEstimator,
-      { rows: batch, rowRewards: batch.reward, uids, rollouts },
+      { rows: batch, rowRewards: batch.reward, uids, rollouts: byId },
       { ...aopts, broadcast: false },
     );
     const perRow = new Float64Array(batch.nRows);
-    for (let i = 0; i < batch.nRows; i++) perRow[i] = r.rolloutAdvantage[rollouts.group[i]];
+    for (let i = 0; i < batch.nRows; i++) perRow[i] = r.rolloutAdvantage[byId.group[i]];
     return { perToken: null, perRow };
   }
   const est = getAdvEstimator(opts.advEstimator);
@@ -118,7 +126,7 @@ function advantagesFor(
   };
 }
 
-/** Per-row coefficient c_r of a loss mode (per_rollout_mean: dp / max(1, T_rollout·N)). */
+/** Per-row coefficient c_r of a loss mode (per_rollout_mean: dp / max(1, T_rollout·N)), on the raw advantages. */
 export function rowCoefficients(
   batch: TrainingBatch,
   mode: LossMode,
@@ -127,25 +135,29 @@ export function rowCoefficients(
   rowCounts?: Int32Array,
 ) {
   const dp = opts.dpSize ?? 1;
-  if (mode === 'per_rollout_mean') {
+  const m = getLossMode(mode);
+  const counts = rowCounts ?? rowTokenCounts(batch);
+  const c = m.rowCoefficients({
+    rows: batch,
+    rowCounts: counts,
+    dpSize: dp,
+    lossScaleFactor: opts.lossScaleFactor,
+    batchNumTokens: opts.batchNumTokens,
+    globalBatchSize: opts.globalBatchSize,
+    paddedWidth: opts.paddedWidth,
+  });
+  if (m.normalizesAdvantages) {
+    // the loss sees A / max(1, T_rollout·N): fold the divisor into the coefficient of the raw advantages
     const div = rolloutDivisors(
       batch,
       rollouts,
       opts.numTrainedRows ?? batch.nRows,
       opts.rewardDType ?? 'float32',
-      rowCounts,
+      counts,
     );
-    for (let i = 0; i < div.length; i++) div[i] = dp / div[i];
-    return div;
+    for (let i = 0; i < c.length; i++) c[i] /= div[i];
   }
-  const agg: AggOptions = {
-    dpSize: dp,
-    lossScaleFactor: opts.lossScaleFactor,
-    batchNumTokens: opts.batchNumTokens,
-    globalBatchSize: opts.globalBatchSize,
-    rowCounts,
-  };
-  return getAggMode(mode).rowCoefficients(batch, agg);
+  return c;
 }
 
 export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOptions): EffectiveWeights {
@@ -241,6 +253,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
 export interface AllLossModes {
   /** per-token advantages (materialised on first access at rollout level) */
   readonly advantages: Float32Array;
+  /** every registered loss mode, by name */
   modes: Record<LossMode, { weights: Float32Array; rolloutTotals: Float64Array; total: number }>;
 }
 
@@ -249,42 +262,29 @@ export function allLossModes(
   batch: TrainingBatch,
   opts: Omit<EffectiveWeightOptions, 'lossAggMode'>,
 ): AllLossModes {
-  const full = { ...opts, lossAggMode: 'token-mean' as LossMode };
+  const full = { ...opts, lossAggMode: ALL_LOSS_MODES[0] };
   const uids = indexGroups(batch.dataIds);
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
   const mw = maskWords(batch.mask);
   const adv = advantagesFor(batch, full, uids, rollouts, counts);
   const n = batch.offsets[batch.nRows];
-  const [c0, c1, c2, c3, c4] = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
-  const [w0, w1, w2, w3, w4] = ALL_LOSS_MODES.map(() => new Float32Array(n));
+  const coefs = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
+  const ws = ALL_LOSS_MODES.map(() => new Float32Array(n));
   const totals = ALL_LOSS_MODES.map(() => new Float64Array(rollouts.nGroups));
   const isw = opts.rolloutIsWeights ?? null;
   if (isw && isw.length !== n)
     throw new Error(`rolloutIsWeights has ${isw.length} values but the batch holds ${n} tokens`);
   const { offsets: off, mask } = batch;
   const perRow = adv.perRow;
+  const K = coefs.length;
   for (let i = 0; i < batch.nRows; i++) {
-    const a0 = c0[i];
-    const a1 = c1[i];
-    const a2 = c2[i];
-    const a3 = c3[i];
-    const a4 = c4[i];
     const e = off[i + 1];
     let s = 0;
     if (perRow && !isw) {
       // one advantage per row: −A is constant over the row; no branch per token
       const g = -perRow[i];
-      const v0 = g * a0;
-      const v1 = g * a1;
-      const v2 = g * a2;
-      const v3 = g * a3;
-      const v4 = g * a4;
-      fillMasked(w0, v0, mw, off[i], e);
-      fillMasked(w1, v1, mw, off[i], e);
-      fillMasked(w2, v2, mw, off[i], e);
-      fillMasked(w3, v3, mw, off[i], e);
-      fillMasked(w4, v4, mw, off[i], e);
+      for (let k = 0; k < K; k++) fillMasked(ws[k], g * coefs[k][i], mw, off[i], e);
       s = g * counts[i];
     } else {
       const ra = perRow ? -perRow[i] : 0;
@@ -293,21 +293,12 @@ export function allLossModes(
         if (!mask[t]) continue;
         const g = (pt ? -pt[t] : ra) * (isw ? isw[t] : 1);
         s += g;
-        w0[t] = g * a0;
-        w1[t] = g * a1;
-        w2[t] = g * a2;
-        w3[t] = g * a3;
-        w4[t] = g * a4;
+        for (let k = 0; k < K; k++) ws[k][t] = g * coefs[k][i];
       }
     }
     const r = rollouts.group[i];
-    totals[0][r] += s * a0;
-    totals[1][r] += s * a1;
-    totals[2][r] += s * a2;
-    totals[3][r] += s * a3;
-    totals[4][r] += s * a4;
+    for (let k = 0; k < K; k++) totals[k][r] += s * coefs[k][i];
   }
-  const ws = [w0, w1, w2, w3, w4];
   const modes = {} as AllLossModes['modes'];
   ALL_LOSS_MODES.forEach((m, j) => {
     let total = 0;

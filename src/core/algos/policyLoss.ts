@@ -12,7 +12,8 @@
  * log-ratio), pg_clipfrac_lower = masked_mean(1[max(ℓ1,ℓ2) > −A·c]·1[A<0]); all unweighted by w_IS.
  */
 import type { ResponseRows } from '../batch/types';
-import { type AggOptions, aggLoss } from './aggLoss';
+import { type AggOptions, aggLoss, rowTokenCounts } from './aggLoss';
+import { getLossMode } from './lossModes';
 import { bf16, type FloatDType, UpstreamError } from './numeric';
 
 export interface ClipOptions {
@@ -175,3 +176,44 @@ registerPolicyLoss({
     return { pgLoss: Math.fround(s * (opts.dpSize || 1)), ...r };
   },
 });
+
+export interface PolicyGradientOptions extends ClipOptions, AggOptions {
+  /** a loss-mode registry name (lossModes.ts): an agg_loss mode, or per_rollout_mean */
+  lossMode: string;
+}
+
+export interface PolicyGradient {
+  /** the scalar loss L of this mini-batch (what verl's policy loss returns) */
+  loss: number;
+  /** ∂L/∂logπ_t per token (0 at masked tokens): the gradient each token's log-prob receives */
+  grad: Float32Array;
+  pgClipfrac: number;
+  ppoKl: number;
+  pgClipfracLower: number;
+}
+
+/**
+ * One mini-batch's policy loss and its gradient with respect to every token's log-prob, for a trainer:
+ * `logProb` from the current policy, `oldLogProb` from the policy that computed the advantages' old log-probs,
+ * `advantages` as the loss sees them (after the trainer's order of operations, e.g. divided by T_rollout·N for
+ * per_rollout_mean), `rows.mask` the response mask (after rejection sampling). ∂L/∂logπ_t = c_r·m_t·∂ℓ_t/∂logπ_t
+ * with c_r from the loss-mode registry and torch's subgradient conventions at clip boundaries. Pass the verl 0.8.0
+ * engine's global batch info (batchNumTokens, globalBatchSize, dpSize) to reproduce a mini-batch of a larger step.
+ */
+export function policyLossGradient(input: PolicyLossInput, opts: PolicyGradientOptions): PolicyGradient {
+  const mode = getLossMode(opts.lossMode);
+  const r = ppoTokenLosses(input, opts);
+  const rows = input.rows;
+  const coef = mode.rowCoefficients({ ...opts, rows, rowCounts: rowTokenCounts(rows) });
+  const grad = new Float32Array(r.tokenGrads.length);
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++) {
+    const c = coef[i];
+    for (let t = off[i]; t < off[i + 1]; t++) grad[t] = mask[t] ? r.tokenGrads[t] * c : 0;
+  }
+  const loss =
+    mode.policyLoss === 'per_rollout_mean'
+      ? getPolicyLoss('per_rollout_mean').compute(input, opts).pgLoss
+      : aggLoss(rows, r.tokenLosses, mode.name, opts);
+  return { loss, grad, pgClipfrac: r.pgClipfrac, ppoKl: r.ppoKl, pgClipfracLower: r.pgClipfracLower };
+}

@@ -7,6 +7,8 @@
  * estimator runs once per rollout, on its FIRST row (the representative), grouped by uid; the representative's
  * first valid advantage is then broadcast to every row of the rollout, times that row's mask. Every row of a
  * rollout must share its uid and its reward sum (allclose), and the representative must have a valid token.
+ * A rollout that produced no rows is not part of the batch (upstream's adapter logs and skips it): a grouping
+ * that names it (e.g. by source rollout index) leaves it out. Errors name the rollout by its key (its id).
  */
 import type { ResponseRows } from '../batch/types';
 import { type AdvantageOptions, computeAdvantage, getAdvEstimator } from './advantage';
@@ -38,7 +40,7 @@ export interface RolloutLevelMetrics {
 export interface RolloutLevelResult {
   advantages: Float32Array;
   returns: Float32Array;
-  /** per rollout: the advantage and return scalars that were broadcast */
+  /** per rollout: the advantage and return scalars that were broadcast (NaN for a rollout without rows) */
   rolloutAdvantage: Float64Array;
   rolloutReturn: Float64Array;
   metrics: RolloutLevelMetrics;
@@ -108,54 +110,61 @@ export function computeRolloutLevelAdvantage(
           `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
       );
   }
+  // Rollouts without rows are not in upstream's batch at all (the adapter skipped them): leave them out here too.
   // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
-  const subUid: string[] = new Array(nR);
-  for (let g = 0; g < nR; g++) subUid[g] = uids.keys[uids.group[rep[g]]];
+  const present: number[] = [];
+  for (let g = 0; g < nR; g++) if (rep[g] >= 0) present.push(g);
+  const nP = present.length;
+  const subUid: string[] = new Array(nP);
+  for (let k = 0; k < nP; k++) subUid[k] = uids.keys[uids.group[rep[present[k]]]];
   const repGroups = indexGroups(subUid);
-  const repCount = new Int32Array(nR);
-  for (let g = 0; g < nR; g++) {
-    const i = rep[g];
+  const repCount = new Int32Array(nP);
+  for (let k = 0; k < nP; k++) {
+    const i = rep[present[k]];
     let c = 0;
     for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
-    repCount[g] = c;
+    repCount[k] = c;
   }
+  const repScores = new Float64Array(nP);
+  for (let k = 0; k < nP; k++) repScores[k] = repSum[present[k]];
   const est = getAdvEstimator(estimator);
-  let rolloutAdvantage: Float64Array;
-  let rolloutReturn: Float64Array;
+  let subAdvantage: Float64Array;
+  let subReturn: Float64Array;
   if (est.rowScalars) {
     // Outcome estimator: its advantage is one scalar per row, so "first valid token of the representative"
     // is that scalar whenever the representative has a valid token.
-    rolloutAdvantage = est.rowScalars({ scores: repSum, groups: repGroups, lengths: () => repCount }, opts);
-    for (let g = 0; g < nR; g++)
-      if (repCount[g] === 0)
+    subAdvantage = est.rowScalars({ scores: repScores, groups: repGroups, lengths: () => repCount }, opts);
+    for (let k = 0; k < nP; k++)
+      if (repCount[k] === 0)
         throw new UpstreamError(
           'RuntimeError',
-          `rollout-level advantage cannot extract advantages for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+          `rollout-level advantage cannot extract advantages for empty rollout_id=${pyRepr(rollouts.keys[present[k]])}`,
         );
-    rolloutReturn = rolloutAdvantage;
+    subReturn = subAdvantage;
   } else {
-    const subOff = new Int32Array(nR + 1);
-    for (let g = 0; g < nR; g++) subOff[g + 1] = subOff[g] + (off[rep[g] + 1] - off[rep[g]]);
-    const subMask = new Uint8Array(subOff[nR]);
-    const subRew = new Float32Array(subOff[nR]);
-    for (let g = 0; g < nR; g++) {
-      const i = rep[g];
-      subMask.set(mask.subarray(off[i], off[i + 1]), subOff[g]);
-      if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[g]);
-      else if (subOff[g + 1] > subOff[g]) subRew[subOff[g + 1] - 1] = (rowRewards as Float32Array)[i];
+    const subOff = new Int32Array(nP + 1);
+    for (let k = 0; k < nP; k++)
+      subOff[k + 1] = subOff[k] + (off[rep[present[k]] + 1] - off[rep[present[k]]]);
+    const subMask = new Uint8Array(subOff[nP]);
+    const subRew = new Float32Array(subOff[nP]);
+    for (let k = 0; k < nP; k++) {
+      const i = rep[present[k]];
+      subMask.set(mask.subarray(off[i], off[i + 1]), subOff[k]);
+      if (tokenLevelRewards) subRew.set(tokenLevelRewards.subarray(off[i], off[i + 1]), subOff[k]);
+      else if (subOff[k + 1] > subOff[k]) subRew[subOff[k + 1] - 1] = (rowRewards as Float32Array)[i];
     }
-    const sub = { nRows: nR, offsets: subOff, mask: subMask };
+    const sub = { nRows: nP, offsets: subOff, mask: subMask };
     const out = computeAdvantage(
       estimator,
       { rows: sub, tokenLevelRewards: subRew, groups: repGroups },
       opts,
     );
     const extract = (values: Float32Array, key: string): Float64Array => {
-      const sc = new Float64Array(nR);
-      for (let g = 0; g < nR; g++) {
+      const sc = new Float64Array(nP);
+      for (let k = 0; k < nP; k++) {
         let first = Number.NaN;
         let found = false;
-        for (let t = subOff[g]; t < subOff[g + 1]; t++) {
+        for (let t = subOff[k]; t < subOff[k + 1]; t++) {
           if (!subMask[t]) continue;
           if (!found) {
             first = values[t];
@@ -163,20 +172,27 @@ export function computeRolloutLevelAdvantage(
           } else if (!allclose(values[t], first))
             throw new UpstreamError(
               'RuntimeError',
-              `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+              `rollout-level advantage requires scalar outcome-style ${key}; got non-constant token values for rollout_id=${pyRepr(rollouts.keys[present[k]])}`,
             );
         }
         if (!found)
           throw new UpstreamError(
             'RuntimeError',
-            `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[g])}`,
+            `rollout-level advantage cannot extract ${key} for empty rollout_id=${pyRepr(rollouts.keys[present[k]])}`,
           );
-        sc[g] = first;
+        sc[k] = first;
       }
       return sc;
     };
-    rolloutAdvantage = extract(out.advantages, 'advantages');
-    rolloutReturn = out.returns === out.advantages ? rolloutAdvantage : extract(out.returns, 'returns');
+    subAdvantage = extract(out.advantages, 'advantages');
+    subReturn = out.returns === out.advantages ? subAdvantage : extract(out.returns, 'returns');
+  }
+  // per rollout (rollouts without rows: NaN, they have no row to broadcast to)
+  const rolloutAdvantage = new Float64Array(nR).fill(Number.NaN);
+  const rolloutReturn = subReturn === subAdvantage ? rolloutAdvantage : new Float64Array(nR).fill(Number.NaN);
+  for (let k = 0; k < nP; k++) {
+    rolloutAdvantage[present[k]] = subAdvantage[k];
+    rolloutReturn[present[k]] = subReturn[k];
   }
   const broadcast = opts.broadcast ?? true;
   const advantages = new Float32Array(broadcast ? off[rows.nRows] : 0);
@@ -195,7 +211,7 @@ export function computeRolloutLevelAdvantage(
     }
   let multi = 0;
   let maxRows = 0;
-  for (let g = 0; g < nR; g++) {
+  for (const g of present) {
     if (rowsPer[g] > 1) multi++;
     if (rowsPer[g] > maxRows) maxRows = rowsPer[g];
   }
@@ -206,7 +222,7 @@ export function computeRolloutLevelAdvantage(
     rolloutReturn,
     metrics: {
       'training/rollout_level_advantage/n_rows': rows.nRows,
-      'training/rollout_level_advantage/n_rollouts': nR,
+      'training/rollout_level_advantage/n_rollouts': nP,
       'training/rollout_level_advantage/n_multi_row_rollouts': multi,
       'training/rollout_level_advantage/max_rows_per_rollout': maxRows,
     },

@@ -1,8 +1,10 @@
 /**
- * Compares a runner's output with a golden `expected` value: numbers pass when |got − exp| ≤ abs + rel·|exp|
- * (both integers: exact), "nan"/"inf"/"-inf" strings stand for non-finite numbers, strings and booleans match
- * exactly, arrays match element-wise (typed arrays allowed), objects key by key in both directions, null
- * matches null/undefined only.
+ * Compares a runner's output with a golden `expected` value: numbers pass when |got − exp| ≤ abs + rel·|exp|,
+ * except under the keys a family declares integer-valued (ids, masks, counts), which match exactly. Whether a
+ * number is an integer is decided by its field, never by its value: JSON writes the float 121310744.0 as
+ * 121310744, and it still gets the tolerance. "nan"/"inf"/"-inf" strings stand for non-finite numbers, strings
+ * and booleans match exactly, arrays match element-wise (typed arrays allowed), objects key by key in both
+ * directions, null matches null/undefined only.
  */
 import type { Tolerance } from './types';
 
@@ -47,14 +49,29 @@ export function numbersClose(got: number, exp: number, tol: Tolerance): boolean 
   return Math.abs(got - exp) <= tol.abs + tol.rel * Math.abs(exp);
 }
 
-export function compareValues(got: unknown, expected: unknown, tol: Tolerance, limit = 5): Comparison {
+export interface CompareOptions {
+  /** object keys whose numbers (at any depth below) are integers and compare exactly */
+  exactKeys?: ReadonlySet<string>;
+  /** how many differences to keep in full */
+  limit?: number;
+}
+
+export function compareValues(
+  got: unknown,
+  expected: unknown,
+  tol: Tolerance,
+  options: CompareOptions | number = {},
+): Comparison {
+  const opts = typeof options === 'number' ? { limit: options } : options;
+  const limit = opts.limit ?? 5;
+  const exactKeys = opts.exactKeys ?? new Set<string>();
   const diffs: Difference[] = [];
   let n = 0;
   const add = (path: string, g: unknown, e: unknown) => {
     n++;
     if (diffs.length < limit) diffs.push({ path: path || '(root)', got: show(g), expected: show(e) });
   };
-  const walk = (g: unknown, e: unknown, path: string): void => {
+  const walk = (g: unknown, e: unknown, path: string, exact = false): void => {
     if (e === null) {
       if (g !== null) add(path, g, e);
       return;
@@ -66,8 +83,8 @@ export function compareValues(got: unknown, expected: unknown, tol: Tolerance, l
         add(path, g, e);
         return;
       }
-      const bothInts = typeof e === 'number' && Number.isInteger(e) && Number.isInteger(gn);
-      if (bothInts ? gn !== en : !numbersClose(gn, en, tol)) add(path, g, e);
+      if (exact ? gn !== en && !(Number.isNaN(gn) && Number.isNaN(en)) : !numbersClose(gn, en, tol))
+        add(path, g, e);
       return;
     }
     if (typeof e === 'string' || typeof e === 'boolean') {
@@ -85,7 +102,7 @@ export function compareValues(got: unknown, expected: unknown, tol: Tolerance, l
         add(`${path}.length`, ga.length, e.length);
         return;
       }
-      for (let i = 0; i < e.length; i++) walk(ga[i], e[i], `${path}[${i}]`);
+      for (let i = 0; i < e.length; i++) walk(ga[i], e[i], `${path}[${i}]`, exact);
       return;
     }
     if (typeof e === 'object') {
@@ -95,7 +112,8 @@ export function compareValues(got: unknown, expected: unknown, tol: Tolerance, l
       }
       const go = g as Record<string, unknown>;
       const eo = e as Record<string, unknown>;
-      for (const k of Object.keys(eo)) walk(go[k], eo[k], path ? `${path}.${k}` : k);
+      for (const k of Object.keys(eo))
+        walk(go[k], eo[k], path ? `${path}.${k}` : k, exact || exactKeys.has(k));
       for (const k of Object.keys(go))
         if (!(k in eo) && go[k] !== undefined) add(path ? `${path}.${k}` : k, go[k], undefined);
       return;

@@ -1,14 +1,23 @@
-/** Golden families: family name → case runner. Each family lives in `families/<name>.ts` and registers itself. */
+/**
+ * Golden families: family name → case runner and the keys whose numbers are integers (compared exactly). Each
+ * family lives in `families/<name>.ts` and registers itself.
+ */
 import type { CaseRunner } from './types';
 
-const families = new Map<string, CaseRunner>();
-
-export function registerFamily(name: string, runner: CaseRunner): void {
-  if (families.has(name)) throw new Error(`golden family '${name}' is already registered`);
-  families.set(name, runner);
+export interface Family {
+  run: CaseRunner;
+  /** keys (at any depth) holding integer values: token ids, masks, counts */
+  exactKeys: ReadonlySet<string>;
 }
 
-export function getFamily(name: string): CaseRunner | undefined {
+const families = new Map<string, Family>();
+
+export function registerFamily(name: string, run: CaseRunner, exactKeys: readonly string[] = []): void {
+  if (families.has(name)) throw new Error(`golden family '${name}' is already registered`);
+  families.set(name, { run, exactKeys: new Set(exactKeys) });
+}
+
+export function getFamily(name: string): Family | undefined {
   return families.get(name);
 }
 

@@ -34,7 +34,8 @@ function errorKind(e: unknown): string {
 }
 
 export function runGoldenFile(file: GoldenFile): FileResult {
-  const runner = getFamily(file.family);
+  const family = getFamily(file.family);
+  const runner = family?.run;
   const cases: CaseResult[] = [];
   for (const c of file.cases) {
     if (!runner) {
@@ -80,7 +81,7 @@ export function runGoldenFile(file: GoldenFile): FileResult {
       });
       continue;
     }
-    const cmp = compareValues(got, exp, file.tolerance);
+    const cmp = compareValues(got, exp, file.tolerance, { exactKeys: family?.exactKeys });
     cases.push({ name: c.name, ok: cmp.ok, differences: cmp.differences, nDifferences: cmp.nDifferences });
   }
   const passed = cases.filter((c) => c.ok).length;

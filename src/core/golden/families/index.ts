@@ -6,3 +6,4 @@ import './aglRolloutLevelAdvantage';
 import './klPenalty';
 import './policyLoss';
 import './rolloutCorrection';
+import './aglTrainStep';

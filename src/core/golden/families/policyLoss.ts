@@ -1,7 +1,7 @@
-import { getPolicyLoss } from '../../algos/policyLoss';
+import { policyLossGradient } from '../../algos/policyLoss';
 import { registerFamily } from '../registry';
 import type { Json } from '../types';
-import { optNum, rowsFromMask, sameShape } from './tensors';
+import { nested, optNum, rowsFromMask, sameShape } from './tensors';
 
 export function globalBatchInfo(v: Json | undefined) {
   const g = (v ?? {}) as Record<string, Json>;
@@ -13,11 +13,15 @@ export function globalBatchInfo(v: Json | undefined) {
   };
 }
 
-/** verl get_policy_loss_fn(loss_mode) as dp_actor calls it (golden family `policy_loss`). */
+/**
+ * verl get_policy_loss_fn(loss_mode) as the actor calls it (golden family `policy_loss`); `grad_log_prob`
+ * (∂pg_loss/∂log_prob by autograd upstream) is compared when the case records it.
+ */
 registerFamily('policy_loss', (c) => {
   const p = c.params;
   const rows = rowsFromMask(c.input.response_mask, 'response_mask');
-  const r = getPolicyLoss(String(p.loss_mode)).compute(
+  const lossMode = String(p.loss_mode);
+  const r = policyLossGradient(
     {
       rows,
       oldLogProb: sameShape(rows, c.input.old_log_prob, 'old_log_prob'),
@@ -29,7 +33,7 @@ registerFamily('policy_loss', (c) => {
           : sameShape(rows, c.input.rollout_is_weights, 'rollout_is_weights'),
     },
     {
-      lossAggMode: String(p.loss_agg_mode),
+      lossMode: lossMode === 'vanilla' ? String(p.loss_agg_mode) : lossMode,
       clipRatio: optNum(p.clip_ratio) ?? 0.2,
       clipRatioLow: optNum(p.clip_ratio_low),
       clipRatioHigh: optNum(p.clip_ratio_high),
@@ -38,10 +42,14 @@ registerFamily('policy_loss', (c) => {
       ...globalBatchInfo(p.global_batch_info),
     },
   );
-  return {
-    pg_loss: r.pgLoss,
+  const out: Record<string, unknown> = {
+    pg_loss: r.loss,
     pg_clipfrac: r.pgClipfrac,
     ppo_kl: r.ppoKl,
     pg_clipfrac_lower: r.pgClipfracLower,
   };
+  const exp = c.expected as Record<string, unknown>;
+  if (exp && typeof exp === 'object' && 'grad_log_prob' in exp)
+    out.grad_log_prob = nested(r.grad, rows.nRows, rows.T);
+  return out;
 });
