@@ -1,45 +1,27 @@
 /**
- * What the trainer would do with a batch of recorded rollouts, as numbers: sample building (rows, merge
- * failures by class), retokenization drift per call, advantages, and the effective gradient weight of every
- * token under the chosen loss mode and under all loss modes side by side. `npm run lab -- analyze` prints this;
- * the page shows the same quantities per token.
+ * What the trainer would do with a batch of recorded rollouts, as numbers: everything the page shows, from the
+ * same pipeline (`computeTrainerView`): sample building (rows, what was dropped and why, merge failures by class),
+ * retokenization drift per call with every differing hunk and its cause, advantages, and the effective gradient
+ * weight of every rollout, call, group and (optionally) token under every loss mode. `npm run lab -- analyze`
+ * prints this.
  */
 
-import { buildTrainingBatch, type TraceAggregatorLevel } from './aggregate/buildTrainingBatch';
 import type { MergeFailure, MergeFailureKind } from './aggregate/mergeFailure';
-import { listAdvEstimators } from './algos/advantage';
-import { ALL_LOSS_MODES, allLossModes, effectiveWeights, type LossMode } from './algos/effectiveWeights';
-import { type RetokenizationCause, retokenizationReport, type TokenSource } from './tokenize/retokenize';
+import { REFERENCE_STACK, type TrainerOptions } from './pipeline/options';
+import { callWeights, callWeightsInput, rowsOfRollouts } from './pipeline/perCall';
+import { computeTrainerView, type TrainerCounters, type TrainerView } from './pipeline/trainer';
+import { retokenizationView } from './tokenize/retokenizationView';
+import type { RetokenizationCause } from './tokenize/retokenize';
 import type { ChatTokenizer } from './tokenize/tokenizer';
-import type { Rollout, TraceBatch } from './trace/types';
+import type { TraceBatch } from './trace/types';
 
-export interface AnalyzeOptions {
-  level: TraceAggregatorLevel;
-  advEstimator: string;
-  normAdvByStd: boolean;
-  rolloutLevel: boolean;
-  lossAggMode: LossMode;
-  tokenSource: TokenSource;
+export interface AnalyzeExtras {
   tokenizer?: ChatTokenizer;
-  maxPromptLength: number;
-  maxResponseLength: number;
-  clipRatio: number;
-  /** how many merge failures / retokenization differences to list in full */
-  examples: number;
+  /** how many merge failures / retokenization differences to list in full (default 5) */
+  examples?: number;
+  /** include every row's per-token arrays (ids, masks, advantages, each mode's weights) */
+  perToken?: boolean;
 }
-
-export const DEFAULT_ANALYZE_OPTIONS: AnalyzeOptions = {
-  level: 'trajectory',
-  advEstimator: 'grpo',
-  normAdvByStd: true,
-  rolloutLevel: false,
-  lossAggMode: 'token-mean',
-  tokenSource: 'engine',
-  maxPromptLength: 1 << 20,
-  maxResponseLength: 1 << 20,
-  clipRatio: 0.2,
-  examples: 5,
-};
 
 export interface Stats {
   n: number;
@@ -55,14 +37,42 @@ export interface RolloutWeight {
   reward: number | null;
   rows: number;
   trainableTokens: number;
-  /** Σ ∂L/∂logπ over the rollout's tokens under the chosen loss mode */
+  /** Σ ∂L/∂logπ over the rollout's tokens under the selected loss mode */
   weight: number;
 }
 
+export interface CallWeightsRow {
+  call: number;
+  trainable: number;
+  observation: number;
+  untrained: number;
+  meanAdvantage: number | null;
+  weight: number;
+}
+
+export interface TokenRow {
+  row: number;
+  rolloutId: string;
+  dataId: string;
+  status: 'trained' | 'is_drop' | 'trimmed';
+  trainPosition: number;
+  miniBatch: number;
+  firstCall: number;
+  nCalls: number;
+  responseIds: number[];
+  /** the adapter's mask (observations 0) and the mask as trained (rejection sampling applied) */
+  mask: number[];
+  responseMask: number[];
+  advantages: number[];
+  weights: Record<string, number[]>;
+  modeAdvantages: Record<string, number[]>;
+}
+
 export interface Analysis {
+  reference: string;
   input: { rollouts: number; calls: number; promptTokens: number; responseTokens: number; issues: number };
   importCounters: Record<string, number>;
-  options: Omit<AnalyzeOptions, 'tokenizer'> & { tokenizer: string | null };
+  options: TrainerOptions & { tokenizer: string | null };
   merge: {
     rows: number;
     trainableTokens: number;
@@ -71,27 +81,49 @@ export interface Analysis {
     failures: Record<MergeFailureKind, number>;
     examples: MergeFailure[];
   };
+  trainer: {
+    counters: TrainerCounters;
+    skipped: boolean;
+    miniBatches: number;
+    metrics: Record<string, number>;
+  };
   retokenization: null | {
     calls: number;
     equal: number;
     causes: Record<RetokenizationCause, number>;
+    /** every differing hunk of every call, by cause */
+    hunks: Record<RetokenizationCause | 'unclassified', number>;
     examples: {
       rolloutId: string;
       callIndex: number;
       cause: string | null;
       engine: string;
       retokenized: string;
+      hunks: { cause: string | null; engine: string; retokenized: string }[];
     }[];
   };
-  advantages: Stats;
+  advantages: Stats & { dtype: string };
   weights: {
-    mode: LossMode;
+    mode: string;
     total: number;
     absTotal: number;
     perRollout: RolloutWeight[];
-    perGroup: { dataId: string; weight: number }[];
+    perGroup: { dataId: string; weight: number; negative: number; positive: number }[];
   };
-  allModes: Record<LossMode, { total: number; absTotal: number; rolloutWeightStats: Stats }>;
+  allModes: Record<
+    string,
+    {
+      key: string;
+      total: number;
+      absTotal: number;
+      rolloutWeightStats: Stats;
+      /** per rollout id (rollouts that produced rows) */
+      perRollout: Record<string, number>;
+    }
+  >;
+  /** per rollout with rows: per call, under the selected mode */
+  perCall: { rolloutId: string; calls: CallWeightsRow[] }[];
+  tokens?: TokenRow[];
 }
 
 function stats(values: ArrayLike<number>, keep?: ArrayLike<number>): Stats {
@@ -119,19 +151,55 @@ function stats(values: ArrayLike<number>, keep?: ArrayLike<number>): Stats {
   };
 }
 
-export function analyzeTrace(trace: TraceBatch, options: Partial<AnalyzeOptions> = {}): Analysis {
-  const opts: AnalyzeOptions = { ...DEFAULT_ANALYZE_OPTIONS, ...options };
-  if (!listAdvEstimators().some((e) => e.name === opts.advEstimator))
-    throw new Error(
-      `unknown advantage estimator '${opts.advEstimator}' (known: ${listAdvEstimators()
-        .map((e) => e.name)
-        .join(', ')})`,
-    );
-  if (!ALL_LOSS_MODES.includes(opts.lossAggMode))
-    throw new Error(`unknown loss mode '${opts.lossAggMode}' (known: ${ALL_LOSS_MODES.join(', ')})`);
-  if (opts.tokenSource === 'retokenize' && !opts.tokenizer)
-    throw new Error("token source 'retokenize' needs a tokenizer");
-  const rollouts: Rollout[] = trace.rollouts;
+const STATUS = ['trained', 'is_drop', 'trimmed'] as const;
+
+function retokenization(trace: TraceBatch, tok: ChatTokenizer, examples: number): Analysis['retokenization'] {
+  const causes: Record<RetokenizationCause, number> = {
+    bpe_remerge: 0,
+    template_rerender: 0,
+    tool_call_rerender: 0,
+    special_tokens: 0,
+    whitespace: 0,
+  };
+  const hunks: Record<RetokenizationCause | 'unclassified', number> = { ...causes, unclassified: 0 };
+  let n = 0;
+  let equal = 0;
+  const ex: NonNullable<Analysis['retokenization']>['examples'] = [];
+  trace.rollouts.forEach((r, ri) => {
+    for (let ci = 0; ci < r.calls.length; ci++) {
+      const v = retokenizationView(tok, trace, ri, ci);
+      if (v.unavailable || !v.report) continue;
+      n++;
+      const rep = v.report;
+      if (rep.equal) equal++;
+      else if (rep.cause) causes[rep.cause]++;
+      const diff = v.segments.filter((s) => !s.equal);
+      for (const h of diff) hunks[h.cause ?? 'unclassified']++;
+      if (!rep.equal && ex.length < examples)
+        ex.push({
+          rolloutId: r.rolloutId,
+          callIndex: ci,
+          cause: rep.cause,
+          engine: rep.engineSpan,
+          retokenized: rep.retokenizedSpan,
+          hunks: diff.map((h) => ({ cause: h.cause, engine: h.engineText, retokenized: h.retokenizedText })),
+        });
+    }
+  });
+  return { calls: n, equal, causes, hunks, examples: ex };
+}
+
+/** The analysis of a trace under trainer options (upstream names and defaults; see core/pipeline/options.ts). */
+export function analyzeTrace(
+  trace: TraceBatch,
+  options: Partial<TrainerOptions> = {},
+  extras: AnalyzeExtras = {},
+): Analysis {
+  const examples = extras.examples ?? 5;
+  const rollouts = trace.rollouts;
+  const view: TrainerView = computeTrainerView({ rollouts, options, tokenizer: extras.tokenizer });
+  const o = view.options;
+  const batch = view.batch;
 
   let calls = 0;
   let promptTokens = 0;
@@ -142,131 +210,129 @@ export function analyzeTrace(trace: TraceBatch, options: Partial<AnalyzeOptions>
       promptTokens += c.promptTokenIds?.length ?? 0;
       responseTokens += c.responseTokenIds?.length ?? 0;
     }
-
-  const built = buildTrainingBatch(rollouts, {
-    level: opts.level,
-    maxPromptLength: opts.maxPromptLength,
-    maxResponseLength: opts.maxResponseLength,
-    padTokenId: 0,
-    rewardFillnaValue: 0,
-    tokenSource: opts.tokenSource,
-    tokenizer: opts.tokenizer,
-  });
-  const { batch } = built;
   const failures: Record<MergeFailureKind, number> = {
     template: 0,
     retokenization: 0,
     truncation_or_summarization: 0,
     other: 0,
   };
-  for (const f of built.mergeFailures) failures[f.kind]++;
+  for (const f of view.build.mergeFailures) failures[f.kind]++;
   let trainable = 0;
   for (let t = 0; t < batch.mask.length; t++) trainable += batch.mask[t];
 
-  let retokenization: Analysis['retokenization'] = null;
-  if (opts.tokenizer) {
-    const causes: Record<RetokenizationCause, number> = {
-      bpe_remerge: 0,
-      template_rerender: 0,
-      tool_call_rerender: 0,
-      special_tokens: 0,
-      whitespace: 0,
-    };
-    let n = 0;
-    let equal = 0;
-    const examples: NonNullable<Analysis['retokenization']>['examples'] = [];
-    for (const r of rollouts)
-      r.calls.forEach((c, i) => {
-        const rep = opts.tokenizer ? retokenizationReport(opts.tokenizer, c) : null;
-        if (!rep) return;
-        n++;
-        if (rep.equal) equal++;
-        else if (rep.cause) causes[rep.cause]++;
-        if (!rep.equal && examples.length < opts.examples)
-          examples.push({
-            rolloutId: r.rolloutId,
-            callIndex: i,
-            cause: rep.cause,
-            engine: rep.engineSpan,
-            retokenized: rep.retokenizedSpan,
-          });
-      });
-    retokenization = { calls: n, equal, causes, examples };
-  }
-
-  const weightOpts = {
-    advEstimator: opts.advEstimator,
-    normAdvByStd: opts.normAdvByStd,
-    rolloutLevel: opts.rolloutLevel,
-    clipRatio: opts.clipRatio,
-  };
-  const eff = effectiveWeights(batch, { ...weightOpts, lossAggMode: opts.lossAggMode });
-  const all = allLossModes(batch, weightOpts);
-
-  // Rollouts that produced rows, in row order; per-rollout sums are indexed by rollout index (rowRollout).
+  // Rollouts that produced rows, in row order.
+  const rowsOf = rowsOfRollouts(view, rollouts.length);
   const rolloutOrder: number[] = [];
   const seen = new Set<number>();
-  const rowsOf = new Map<number, number>();
-  const tokensOf = new Map<number, number>();
   for (let i = 0; i < batch.nRows; i++) {
     const ri = batch.rowRollout[i];
     if (!seen.has(ri)) {
       seen.add(ri);
       rolloutOrder.push(ri);
     }
-    rowsOf.set(ri, (rowsOf.get(ri) ?? 0) + 1);
-    let c = 0;
-    for (let t = batch.offsets[i]; t < batch.offsets[i + 1]; t++) c += batch.mask[t];
-    tokensOf.set(ri, (tokensOf.get(ri) ?? 0) + c);
   }
+  const trainedTokensOf = (ri: number) => {
+    let c = 0;
+    for (const r of rowsOf[ri])
+      if (view.trainPosition[r] >= 0)
+        for (let t = batch.offsets[r]; t < batch.offsets[r + 1]; t++) c += view.responseMask[t];
+    return c;
+  };
+  const sel = view.selected;
   const perRollout: RolloutWeight[] = rolloutOrder.map((ri) => ({
     rolloutId: rollouts[ri].rolloutId,
     dataId: rollouts[ri].dataId,
     reward: rollouts[ri].finalReward,
-    rows: rowsOf.get(ri) ?? 0,
-    trainableTokens: tokensOf.get(ri) ?? 0,
-    weight: eff.rolloutSums[ri],
+    rows: rowsOf[ri].length,
+    trainableTokens: trainedTokensOf(ri),
+    weight: sel.rolloutSums[ri],
   }));
-  let total = 0;
-  let absTotal = 0;
-  for (let t = 0; t < eff.weights.length; t++) {
-    total += eff.weights[t];
-    absTotal += Math.abs(eff.weights[t]);
-  }
-  const allModes = {} as Analysis['allModes'];
-  for (const m of ALL_LOSS_MODES) {
-    const w = all.modes[m].weights;
-    let abs = 0;
-    for (let t = 0; t < w.length; t++) abs += Math.abs(w[t]);
-    const totals = all.modes[m].rolloutTotals;
-    allModes[m] = {
-      total: all.modes[m].total,
-      absTotal: abs,
-      rolloutWeightStats: stats(rolloutOrder.map((ri) => totals[ri])),
+  const allModes: Analysis['allModes'] = {};
+  for (const m of view.modes) {
+    const per: Record<string, number> = {};
+    for (const ri of rolloutOrder) per[rollouts[ri].rolloutId] = m.rolloutSums[ri];
+    allModes[m.name] = {
+      key: m.key,
+      total: m.total,
+      absTotal: m.absTotal,
+      rolloutWeightStats: stats(rolloutOrder.map((ri) => m.rolloutSums[ri])),
+      perRollout: per,
     };
   }
-
-  return {
+  const cwInput = callWeightsInput(view);
+  const perCall = rolloutOrder.map((ri) => {
+    const cw = callWeights(cwInput, ri, rollouts[ri].calls.length, rowsOf[ri]);
+    return {
+      rolloutId: rollouts[ri].rolloutId,
+      calls: Array.from(cw.weight, (w, k) => ({
+        call: k,
+        trainable: cw.tokens[k],
+        observation: cw.observations[k],
+        untrained: cw.untrained[k],
+        meanAdvantage: Number.isNaN(cw.advantage[k]) ? null : cw.advantage[k],
+        weight: w,
+      })),
+    };
+  });
+  const trained = new Uint8Array(batch.mask.length);
+  for (let r = 0; r < batch.nRows; r++)
+    if (view.trainPosition[r] >= 0)
+      for (let t = batch.offsets[r]; t < batch.offsets[r + 1]; t++) trained[t] = view.responseMask[t];
+  const analysis: Analysis = {
+    reference: REFERENCE_STACK.label,
     input: { rollouts: rollouts.length, calls, promptTokens, responseTokens, issues: trace.issues.length },
     importCounters: trace.counters,
-    options: { ...opts, tokenizer: opts.tokenizer?.name ?? null },
+    options: { ...o, tokenizer: extras.tokenizer?.name ?? null },
     merge: {
       rows: batch.nRows,
       trainableTokens: trainable,
       responseTokens: batch.mask.length,
-      counters: { ...built.counters },
+      counters: { ...view.build.counters },
       failures,
-      examples: built.mergeFailures.slice(0, opts.examples),
+      examples: view.build.mergeFailures.slice(0, examples),
     },
-    retokenization,
-    advantages: stats(eff.advantages, batch.mask),
+    trainer: {
+      counters: view.counters,
+      skipped: view.skipped,
+      miniBatches: view.miniBatch.reduce((m, x) => Math.max(m, x + 1), 0),
+      metrics: view.metrics,
+    },
+    retokenization: extras.tokenizer ? retokenization(trace, extras.tokenizer, examples) : null,
+    advantages: { ...stats(view.advantages, trained), dtype: view.advantagesDType },
     weights: {
-      mode: opts.lossAggMode,
-      total,
-      absTotal,
+      mode: sel.name,
+      total: sel.total,
+      absTotal: sel.absTotal,
       perRollout,
-      perGroup: eff.groups.keys.map((dataId, g) => ({ dataId, weight: eff.groupSums[g] })),
+      perGroup: view.groups.keys.map((dataId, g) => ({
+        dataId,
+        weight: view.groups.sums[g],
+        negative: view.groups.negative[g],
+        positive: view.groups.positive[g],
+      })),
     },
     allModes,
+    perCall,
   };
+  if (extras.perToken) {
+    const slice = (a: ArrayLike<number>, r: number) =>
+      Array.from((a as Float32Array).subarray(batch.offsets[r], batch.offsets[r + 1]));
+    analysis.tokens = Array.from({ length: batch.nRows }, (_, r) => ({
+      row: r,
+      rolloutId: batch.rolloutIds[r],
+      dataId: batch.dataIds[r],
+      status: STATUS[view.rowStatus[r] as 0 | 1 | 2],
+      trainPosition: view.trainPosition[r],
+      miniBatch: view.miniBatch[r],
+      firstCall: batch.firstCall[r],
+      nCalls: batch.nCalls[r],
+      responseIds: slice(batch.responseIds, r),
+      mask: slice(batch.mask, r),
+      responseMask: slice(view.responseMask, r),
+      advantages: slice(view.advantages, r),
+      weights: Object.fromEntries(view.modes.map((m) => [m.name, slice(m.weights, r)])),
+      modeAdvantages: Object.fromEntries(view.modes.map((m) => [m.name, slice(m.advantages, r)])),
+    }));
+  }
+  return analysis;
 }

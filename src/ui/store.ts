@@ -1,6 +1,12 @@
 import { create } from 'zustand';
+import {
+  DEFAULT_TRAINER_OPTIONS,
+  type OptionSpec,
+  TRAINER_OPTIONS,
+  type TrainerOptions,
+} from '../core/pipeline/options';
 import { COLOR_BY, type ColorBy } from './tokens/quantities';
-import { codecs, decodeHash, encodeHash, type Schema } from './urlState';
+import { type Codec, codecs, decodeHash, encodeHash, type Schema } from './urlState';
 
 export const TABS = ['trace', 'advantages', 'train', 'remote'] as const;
 export type Tab = (typeof TABS)[number];
@@ -8,11 +14,8 @@ export type Tab = (typeof TABS)[number];
 export const TRACE_VIEWS = ['call', 'retok', 'merge'] as const;
 export type TraceView = (typeof TRACE_VIEWS)[number];
 
-/**
- * Everything that defines what the page shows; all of it lives in the URL hash. Algorithm choices are stored by
- * their upstream names; values core does not know fall back to the defaults where they are used.
- */
-export interface ViewState {
+/** What the page shows besides the trainer options: the tab, the sample, the selection and the colouring. */
+export interface UiView {
   tab: Tab;
   /** bundled sample file name ('' = the first bundled sample) */
   sample: string;
@@ -21,36 +24,55 @@ export interface ViewState {
   call: number;
   traceView: TraceView;
   colorBy: ColorBy;
-  tokenSource: string;
-  level: string;
-  maxPromptLength: number;
-  maxResponseLength: number;
-  estimator: string;
-  normAdvByStd: boolean;
-  rolloutLevel: boolean;
-  lossMode: string;
-  clipLow: number;
-  clipHigh: number;
 }
 
-export const viewSchema: Schema<ViewState> = {
+/**
+ * Everything that defines what the page shows; all of it lives in the URL hash. The trainer options are core's
+ * (upstream names, upstream defaults), one URL field each; values core does not accept fall back to the defaults
+ * where they are used (lab/options.ts).
+ */
+export type ViewState = UiView & TrainerOptions;
+
+const uiSchema: Schema<UiView> = {
   tab: { key: 'tab', codec: codecs.oneOf(TABS), default: 'trace' },
   sample: { key: 'sample', codec: codecs.string, default: '' },
   rollout: { key: 'r', codec: codecs.string, default: '' },
   call: { key: 'c', codec: codecs.int, default: 0 },
   traceView: { key: 'tv', codec: codecs.oneOf(TRACE_VIEWS), default: 'call' },
   colorBy: { key: 'color', codec: codecs.oneOf(COLOR_BY), default: 'weight' },
-  tokenSource: { key: 'tokens', codec: codecs.string, default: 'engine' },
-  level: { key: 'level', codec: codecs.string, default: 'trajectory' },
-  maxPromptLength: { key: 'maxp', codec: codecs.int, default: 8192 },
-  maxResponseLength: { key: 'maxr', codec: codecs.int, default: 8192 },
-  estimator: { key: 'adv', codec: codecs.string, default: 'grpo' },
-  normAdvByStd: { key: 'std', codec: codecs.bool, default: true },
-  rolloutLevel: { key: 'rla', codec: codecs.bool, default: true },
-  lossMode: { key: 'loss', codec: codecs.string, default: 'token-mean' },
-  clipLow: { key: 'clo', codec: codecs.number, default: 0.2 },
-  clipHigh: { key: 'chi', codec: codecs.number, default: 0.2 },
 };
+
+/** "none" stands for null in the URL. */
+const orNone = <T>(c: Codec<T>): Codec<T | null> => ({
+  parse: (r) => (r === 'none' ? null : c.parse(r)),
+  format: (v) => (v === null ? 'none' : c.format(v)),
+});
+const specCodec: Codec<number | string> = {
+  parse: (r) => (r.trim() !== '' && Number.isFinite(Number(r)) ? Number(r) : r),
+  format: (v) => String(v),
+};
+
+function codecOf(o: OptionSpec): Codec<unknown> {
+  const c: Codec<unknown> = {
+    enum: codecs.string,
+    int: codecs.int,
+    number: codecs.number,
+    bool: codecs.bool,
+    'nullable-int': orNone(codecs.int),
+    'nullable-number': orNone(codecs.number),
+    spec: orNone(specCodec),
+  }[o.kind] as Codec<unknown>;
+  return o.kind === 'enum' && o.nullable ? (orNone(codecs.string) as Codec<unknown>) : c;
+}
+
+const optionSchema = Object.fromEntries(
+  TRAINER_OPTIONS.map((o) => [
+    o.name,
+    { key: o.urlKey, codec: codecOf(o), default: DEFAULT_TRAINER_OPTIONS[o.name] },
+  ]),
+) as unknown as Schema<TrainerOptions>;
+
+export const viewSchema: Schema<ViewState> = { ...uiSchema, ...optionSchema };
 
 interface Store extends ViewState {
   set: (patch: Partial<ViewState>) => void;

@@ -1,17 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runAglTrajectoryCase } from '../../src/core/golden/aglTrajectory';
 
-// The golden vectors live beside the checkout: `../shared/golden` from the repo root; a worktree one level
-// deeper (wt/<name>) finds them one folder further up. HARNESS_LAB_GOLDEN_DIR overrides both.
+// The project's own golden vectors (python/golden/make.sh writes them from the PyPI packages).
 const repoRoot = resolve(__dirname, '../..');
-const goldenDir =
-  process.env.HARNESS_LAB_GOLDEN_DIR ??
-  [resolve(repoRoot, '../shared/golden'), resolve(repoRoot, '../../shared/golden')].find((d) =>
-    existsSync(d),
-  ) ??
-  resolve(repoRoot, '../shared/golden');
+const goldenDir = resolve(repoRoot, 'tests/golden');
 
 interface GoldenFile {
   family: string;

@@ -6,8 +6,8 @@ import { UsageError } from '../../src/cli/args';
 import { command as analyze } from '../../src/cli/commands/analyze';
 import { command as convert } from '../../src/cli/commands/convert';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import type { Analysis } from '../../src/core/analyze';
+import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { toAglEventsBundle } from '../../src/core/trace/io';
 import { AGENT_BATCH_SHAPE, syntheticAgentBatch } from '../../src/core/trace/synthetic';
 
@@ -40,48 +40,59 @@ describe('lab analyze', () => {
     writeFileSync(events, JSON.stringify(toAglEventsBundle(rollouts)));
     expect(await convert.run([events, jsonl])).toBe(0);
     out = [];
-    const code = await analyze.run([
-      jsonl,
-      '--rollout-level-adv',
-      '--loss-agg',
-      'per_rollout_mean',
-      '--json',
-    ]);
+    const code = await analyze.run([jsonl, '--loss-mode', 'per_rollout_mean', '--json']);
     expect(code).toBe(0);
     const a = JSON.parse(out.join('\n')) as Analysis;
+    expect(a.reference).toBe('Agent Lightning 1.0.x + verl 0.8.0');
     expect(a.input.rollouts).toBe(24);
     expect(a.input.calls).toBe(24 * 5);
+    // upstream defaults: trajectory level, rollout-level GRPO in bf16, per_rollout_mean, 2048/8192
+    expect(a.options).toMatchObject({
+      traceAggregatorLevel: 'trajectory',
+      advEstimator: 'grpo',
+      enableRolloutLevelAdvantage: true,
+      rewardDtype: 'bfloat16',
+      maxPromptLength: 2048,
+      maxResponseLength: 8192,
+    });
+    expect(a.advantages.dtype).toBe('bfloat16');
 
     const built = buildTrainingBatch(rollouts, {
       level: 'trajectory',
-      maxPromptLength: 1 << 20,
-      maxResponseLength: 1 << 20,
+      maxPromptLength: 2048,
+      maxResponseLength: 8192,
       padTokenId: 0,
       rewardFillnaValue: 0,
     });
     expect(a.merge.rows).toBe(built.batch.nRows);
     expect(a.merge.counters.nMergeMismatchRows).toBe(built.counters.nMergeMismatchRows);
     expect(a.merge.rows).toBeGreaterThan(24); // mismatches split rollouts into several rows
-    const eff = effectiveWeights(built.batch, {
-      advEstimator: 'grpo',
-      normAdvByStd: true,
-      rolloutLevel: true,
-      lossAggMode: 'per_rollout_mean',
-    });
+    const view = computeTrainerView({ rollouts, options: { lossMode: 'per_rollout_mean' } });
     for (const r of a.weights.perRollout) {
       const idx = rollouts.findIndex((x) => x.rolloutId === r.rolloutId);
-      expect(r.weight).toBeCloseTo(eff.rolloutSums[idx], 10);
+      expect(r.weight).toBe(view.selected.rolloutSums[idx]);
     }
-    // per_rollout_mean gives every rollout of a group the weight −A_r/N, whatever its length or rows.
-    const byGroup = new Map<string, Map<number | null, Set<string>>>();
-    for (const r of a.weights.perRollout) {
-      const g = byGroup.get(r.dataId) ?? new Map();
-      const s = g.get(r.reward) ?? new Set();
-      s.add(r.weight.toPrecision(6));
-      g.set(r.reward, s);
-      byGroup.set(r.dataId, g);
+    // per_rollout_mean gives every rollout of a group the weight −A_r/N, whatever its length or rows: exactly in
+    // float32; in bf16 (as upstream) each token's A/(T·N) is rounded, so the totals spread by up to ~2^-8
+    out = [];
+    expect(await analyze.run([jsonl, '--reward-dtype', 'float32', '--json'])).toBe(0);
+    const f32 = JSON.parse(out.join('\n')) as Analysis;
+    for (const [analysis, digits, spread] of [
+      [f32, 6, 1e-6],
+      [a, 2, 2 ** -7],
+    ] as const) {
+      const byGroup = new Map<string, number[]>();
+      for (const r of analysis.weights.perRollout) {
+        const k = `${r.dataId} ${r.reward}`;
+        byGroup.set(k, [...(byGroup.get(k) ?? []), r.weight]);
+      }
+      for (const ws of byGroup.values()) {
+        expect(new Set(ws.map((w) => w.toPrecision(digits))).size).toBe(1);
+        const lo = Math.min(...ws);
+        const hi = Math.max(...ws);
+        expect(hi - lo).toBeLessThanOrEqual(spread * Math.max(Math.abs(lo), Math.abs(hi)));
+      }
     }
-    for (const g of byGroup.values()) for (const s of g.values()) expect(s.size).toBe(1);
     expect(Object.keys(a.allModes).sort()).toEqual([
       'per_rollout_mean',
       'seq-mean-token-mean',
@@ -97,21 +108,58 @@ describe('lab analyze', () => {
     writeFileSync(jsonl, toJsonlTrace(rollouts));
     expect(await analyze.run([jsonl, '--level', 'transition', '--adv', 'rloo'])).toBe(0);
     const text = out.join('\n');
+    expect(text).toContain('Agent Lightning 1.0.x + verl 0.8.0');
     expect(text).toContain('merge (level=transition, tokens=engine): 120 rows');
-    expect(text).toContain('advantages (rloo, row-level)');
+    expect(text).toContain('advantages (rloo, rollout-level, bfloat16)');
     expect(text).toMatch(/per_rollout_mean\s+Σ\|w\|/);
+    out = [];
+    expect(
+      await analyze.run([jsonl, '--adv', 'rloo', '--no-rollout-level-adv', '--reward-dtype', 'float32']),
+    ).toBe(0);
+    expect(out.join('\n')).toContain('advantages (rloo, row-level, float32)');
   });
 
-  it('rejects bad flags and files with usage errors', async () => {
+  it('rejects bad flags and files with usage errors that name the flag and the upstream key', async () => {
     const jsonl = join(dir, 'trace.jsonl');
     writeFileSync(jsonl, '');
     await expect(analyze.run([jsonl, '--adv', 'nope'])).rejects.toThrow(UsageError);
-    await expect(analyze.run([jsonl, '--loss-agg', 'mean'])).rejects.toThrow(/--loss-agg must be one of/);
-    await expect(analyze.run([jsonl, '--level', 'step'])).rejects.toThrow(/--level must be one of/);
+    await expect(analyze.run([jsonl, '--adv', 'nope'])).rejects.toThrow(/algorithm.adv_estimator \(--adv\)/);
+    await expect(analyze.run([jsonl, '--loss-mode', 'mean'])).rejects.toThrow(/--loss-mode.*must be one of/);
+    await expect(analyze.run([jsonl, '--loss-agg', 'mean'])).rejects.toThrow(/--loss-mode.*must be one of/);
+    await expect(analyze.run([jsonl, '--level', 'step'])).rejects.toThrow(
+      /trace_aggregator.level \(--level\)/,
+    );
+    await expect(analyze.run([jsonl, '--reward-dtype', 'fp16'])).rejects.toThrow(/bfloat16, float32/);
     await expect(analyze.run([jsonl, '--token-source', 'retokenize'])).rejects.toThrow(/needs --tokenizer/);
     await expect(analyze.run([join(dir, 'missing.jsonl')])).rejects.toThrow(/does not exist/);
     await expect(analyze.run([jsonl, '--frobnicate'])).rejects.toThrow(/unknown flag --frobnicate/);
-    await expect(analyze.run([jsonl, '--max-prompt-length', '-3'])).rejects.toThrow(/positive integer/);
+    await expect(analyze.run([jsonl, '--max-prompt-length', '-3'])).rejects.toThrow(/must be ≥ 1/);
+    await expect(analyze.run([jsonl, '--clip-ratio-c', '1'])).rejects.toThrow(/clip_ratio_c/);
+    await expect(analyze.run([jsonl, '--gamma', 'x'])).rejects.toThrow(/--gamma expects a number/);
+    // an estimator a trace cannot feed: a clear error, not a stack trace
+    await expect(analyze.run([jsonl, '--adv', 'remax'])).rejects.toThrow(
+      /remax cannot run on a recorded trace: ReMax needs reward_baselines/,
+    );
+  });
+
+  it('skips rollouts without calls at rollout level, and reports what the trainer would raise', async () => {
+    const { toJsonlTrace } = await import('../../src/core/trace/io');
+    const noCalls = { ...rollouts[0], rolloutId: 'no-calls', calls: [] };
+    const jsonl = join(dir, 'nocalls.jsonl');
+    writeFileSync(jsonl, toJsonlTrace([noCalls, ...rollouts.slice(0, 8)]));
+    expect(await analyze.run([jsonl, '--json'])).toBe(0);
+    const a = JSON.parse(out.join('\n')) as Analysis;
+    expect(a.weights.perRollout.map((r) => r.rolloutId)).not.toContain('no-calls');
+    expect(a.trainer.metrics['training/rollout_level_advantage/n_rollouts']).toBe(8);
+    // every row over max_prompt_length: the trainer skips the step, and says so
+    out = [];
+    expect(await analyze.run([jsonl, '--max-prompt-length', '2'])).toBe(0);
+    expect(out.join('\n')).toMatch(/nothing to train on: the trainer skips this step/);
+    // pass@k with a one-rollout group raises upstream: reported as upstream's ValueError
+    const single = join(dir, 'single.jsonl');
+    writeFileSync(single, toJsonlTrace(rollouts.slice(0, 1)));
+    expect(await analyze.run([single, '--adv', 'grpo_passk'])).toBe(1);
+    expect(errors.join('\n')).toMatch(/the trainer raises ValueError: Pass@k requires at least 2 samples/);
   });
 
   it('reports malformed lines and keeps the valid ones', async () => {

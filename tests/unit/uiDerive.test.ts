@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TrainingBatch } from '../../src/core/batch/types';
-import { callWeights } from '../../src/ui/advantages/CallWeights';
+import { callWeights } from '../../src/core/pipeline/perCall';
 import { callPositions, gather, indexBatch, rowOfCall } from '../../src/ui/lab/derive';
-import type { ComputeResult } from '../../src/ui/lab/pipeline';
 import { checkFromWorker, checkToWorker } from '../../src/ui/lab/protocol';
 
 /** Rollout 0: calls 0–1 merged into row 0 (call 1 has 2 observation tokens), call 2 in row 1. Rollout 2: row 2. */
@@ -58,28 +57,48 @@ describe('lab worker messages', () => {
     );
     expect(() => checkToWorker({ type: 'nope', id: 1 })).toThrow(/unknown message type "nope"/);
     expect(() => checkToWorker({ type: 'compute', id: 1.5, options: {} })).toThrow(/id is not an integer/);
+    // compute options are checked by core's validator, which names the upstream key
+    expect(checkToWorker({ type: 'compute', id: 1, options: { lossMode: 'token-mean' } })).toMatchObject({
+      options: { lossMode: 'token-mean', advEstimator: 'grpo' },
+    });
+    expect(() => checkToWorker({ type: 'compute', id: 1, options: { advEstimator: 'nope' } })).toThrow(
+      /compute.options: algorithm.adv_estimator/,
+    );
     expect(() => checkFromWorker({ type: 'imported', id: 2, summary: {}, trace: {} })).toThrow(/malformed/);
     expect(checkFromWorker({ type: 'failed', id: 2, message: 'x' }).type).toBe('failed');
   });
 });
 
-describe('per-call totals', () => {
-  it('sum trainable weights per call, count observation tokens apart, average the advantage', () => {
+describe('per-call totals (core/pipeline/perCall, the page and lab analyze)', () => {
+  it('sum trained weights per call, count observation and untrained tokens apart, average the advantage', () => {
     const b = batch();
     const idx = indexBatch(b, 3);
-    const res = {
+    const input = {
       batch: b,
-      tokenWeight: Float32Array.from([1, 2, 9, 9, 3, 4, 5, 6, 7, 8]),
-      tokenAdvantage: Float32Array.from([0.5, 0.5, 9, 9, 1, 1, 2, 2, 3, 3]),
-    } as unknown as ComputeResult;
-    const c = callWeights(res, idx, 0, 3);
+      trainPosition: Int32Array.from([0, 1, 2]),
+      responseMask: Uint8Array.from(b.mask),
+      weights: Float32Array.from([1, 2, 9, 9, 3, 4, 5, 6, 7, 8]),
+      advantages: Float32Array.from([0.5, 0.5, 9, 9, 1, 1, 2, 2, 3, 3]),
+    };
+    const c = callWeights(input, 0, 3, idx.rowsOfRollout[0]);
     // call 0: positions 0,1; call 1: observations 2,3 (mask 0) then 4,5; call 2: row 1
     expect(Array.from(c.weight)).toEqual([3, 7, 11]);
     expect(Array.from(c.tokens)).toEqual([2, 2, 2]);
     expect(Array.from(c.observations)).toEqual([0, 2, 0]);
+    expect(Array.from(c.untrained)).toEqual([0, 0, 0]);
     expect(Array.from(c.advantage)).toEqual([0.5, 1, 2]);
-    const none = callWeights(res, idx, 1, 1);
+    const none = callWeights(input, 1, 1, idx.rowsOfRollout[1]);
     expect(none.weight[0]).toBe(0);
     expect(Number.isNaN(none.advantage[0])).toBe(true);
+    // row 1 not trained (is_drop) and one token of row 0 masked by rejection sampling
+    const dropped = {
+      ...input,
+      trainPosition: Int32Array.from([0, -1, 1]),
+      responseMask: Uint8Array.from(b.mask),
+    };
+    dropped.responseMask[5] = 0;
+    const d = callWeights(dropped, 0, 3, idx.rowsOfRollout[0]);
+    expect(Array.from(d.weight)).toEqual([3, 3, 0]);
+    expect(Array.from(d.untrained)).toEqual([0, 1, 2]);
   });
 });

@@ -1,16 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import { listLossModes } from '../../src/core/algos/lossModes';
+import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
+import { computeTrainerView } from '../../src/core/pipeline/trainer';
+import { combineTraces } from '../../src/core/trace/combine';
 import { toJsonlTrace } from '../../src/core/trace/io';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
-import {
-  type ComputeOptions,
-  combineTraces,
-  compute,
-  newBuildCache,
-  parseTrace,
-  splitResult,
-} from '../../src/ui/lab/pipeline';
+import { compute, newBuildCache, parseTrace, splitResult } from '../../src/ui/lab/pipeline';
 
 function call(prompt: number[], response: number[]): ModelCall {
   return {
@@ -44,17 +39,11 @@ const rollouts = [
   rollout('r3', 'g1', 0, [call([1], [2])]),
 ];
 
-const opts: ComputeOptions = {
-  tokenSource: 'engine',
-  level: 'trajectory',
+const opts: TrainerOptions = {
+  ...DEFAULT_TRAINER_OPTIONS,
   maxPromptLength: 64,
   maxResponseLength: 64,
-  estimator: 'grpo',
-  normAdvByStd: true,
-  rolloutLevel: true,
   lossMode: 'token-mean',
-  clipLow: 0.2,
-  clipHigh: 0.2,
 };
 
 describe('lab pipeline over core', () => {
@@ -67,43 +56,39 @@ describe('lab pipeline over core', () => {
     expect(summary).toEqual({ name: 't.jsonl', lines: 5, format: 'jsonl' });
   });
 
-  it('gives per-rollout weights equal to core for every loss mode, per source rollout', () => {
+  it('is core’s trainer view: per-rollout weights of every loss mode, per source rollout', () => {
     const trace = { rollouts, issues: [], counters: {} };
-    const { batch } = buildTrainingBatch(rollouts, {
-      level: 'trajectory',
-      maxPromptLength: 64,
-      maxResponseLength: 64,
-      padTokenId: 0,
-      rewardFillnaValue: 0,
-    });
-    for (const lossMode of ALL_LOSS_MODES) {
-      const res = compute(trace, { ...opts, lossMode });
-      const ew = effectiveWeights(batch, {
-        advEstimator: 'grpo',
-        normAdvByStd: true,
-        rolloutLevel: true,
-        lossAggMode: lossMode,
-      });
-      expect(Array.from(res.rolloutWeight)).toEqual(Array.from(ew.rolloutSums));
+    for (const m of listLossModes()) {
+      const res = compute(trace, { ...opts, lossMode: m.name });
+      const view = computeTrainerView({ rollouts, options: { ...opts, lossMode: m.name } });
+      expect(Array.from(res.rolloutWeight)).toEqual(Array.from(view.selected.rolloutSums));
+      expect(Array.from(res.tokenWeight)).toEqual(Array.from(view.selected.weights));
       // the all-modes table agrees with the selected mode's column
-      const col = res.modes.find((m) => m.name === lossMode);
-      expect(col).toBeDefined();
-      for (let i = 0; i < 4; i++) expect(col?.rolloutWeight[i]).toBeCloseTo(res.rolloutWeight[i], 6);
+      const col = res.modes.find((x) => x.name === m.name);
+      expect(col?.key).toBe(m.key);
+      expect(Array.from(col?.rolloutWeight ?? [])).toEqual(Array.from(res.rolloutWeight));
     }
     const res = compute(trace, opts);
     expect(res.mergeFailures.map((f) => [f.rolloutId, f.callIndex])).toEqual([['r1', 1]]);
     expect(res.rolloutWeight.some((w) => w !== 0)).toBe(true);
     expect(res.groupKeys).toEqual(['g0', 'g1']);
+    expect(res.reference).toBe('Agent Lightning 1.0.x + verl 0.8.0');
+    expect(res.advantagesDType).toBe('bfloat16');
   });
 
   it('reuses built rows when only weight options change, and rebuilds when sample building changes', () => {
     const trace = { rollouts, issues: [], counters: {} };
     const cache = newBuildCache();
     const a = compute(trace, opts, undefined, cache);
-    const b = compute(trace, { ...opts, lossMode: 'per_rollout_mean', estimator: 'rloo' }, undefined, cache);
+    const b = compute(
+      trace,
+      { ...opts, lossMode: 'per_rollout_mean', advEstimator: 'rloo' },
+      undefined,
+      cache,
+    );
     expect(b.batch).toBe(a.batch);
     expect(b.buildSerial).toBe(a.buildSerial);
-    const c = compute(trace, { ...opts, level: 'transition' }, undefined, cache);
+    const c = compute(trace, { ...opts, traceAggregatorLevel: 'transition' }, undefined, cache);
     expect(c.buildSerial).toBe(a.buildSerial + 1);
     expect(c.batch.nRows).toBe(6); // one row per call
     const { rows, weights } = splitResult(c);

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { resolveOptions } from '../../src/ui/lab/options';
+import { DEFAULT_TRAINER_OPTIONS, TRAINER_OPTIONS } from '../../src/core/pipeline/options';
+import { controlSpecs, resolveOptions } from '../../src/ui/lab/options';
 import { type ViewState, viewSchema } from '../../src/ui/store';
 import { decodeHash, encodeHash } from '../../src/ui/urlState';
 
 describe('the page view in the URL', () => {
   it('round-trips every control, the selection and the colouring', () => {
     const v: ViewState = {
+      ...DEFAULT_TRAINER_OPTIONS,
       tab: 'advantages',
       sample: 'coding-random',
       rollout: 'search-train-s42-3 / odd&id',
@@ -13,48 +15,70 @@ describe('the page view in the URL', () => {
       traceView: 'merge',
       colorBy: 'logprob',
       tokenSource: 'retokenize',
-      level: 'transition',
-      maxPromptLength: 2048,
+      traceAggregatorLevel: 'transition',
+      maxPromptLength: 2048 + 7,
       maxResponseLength: 1024,
-      estimator: 'rloo',
-      normAdvByStd: false,
-      rolloutLevel: false,
-      lossMode: 'per_rollout_mean',
-      clipLow: 0.1,
-      clipHigh: 0.28,
+      advEstimator: 'rloo',
+      normAdvByStdInGrpo: false,
+      enableRolloutLevelAdvantage: false,
+      rewardDtype: 'float32',
+      lossMode: 'seq-mean-token-sum-norm',
+      clipRatioLow: 0.1,
+      clipRatioHigh: 0.28,
+      clipRatioC: 10,
+      lossScaleFactor: 64,
+      ppoMiniBatchSize: 8,
+      rolloutIs: 'token',
+      rolloutRs: 'token_k1,seq_max_k2',
+      rolloutRsThreshold: '0.5_2,1.5',
     };
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
-    for (const k of [
-      'tab=',
-      'sample=',
-      'r=',
-      'c=',
-      'tv=',
-      'color=',
-      'tokens=',
-      'level=',
-      'maxp=',
-      'maxr=',
-      'adv=',
-      'std=',
-      'rla=',
-      'loss=',
-      'clo=',
-      'chi=',
-    ])
+    // the keys links have always used
+    for (const k of ['tab=', 'sample=', 'r=', 'c=', 'tv=', 'color=', 'tokens=', 'level=', 'maxp=', 'maxr='])
       expect(hash).toContain(k);
+    for (const k of ['adv=', 'std=', 'rla=', 'loss=', 'clo=', 'chi=', 'dtype=', 'cc=', 'lsf=', 'mb=', 'ris='])
+      expect(hash).toContain(k);
+    // every trainer option has its own URL field, defaults left out
+    expect(new Set(TRAINER_OPTIONS.map((o) => o.urlKey)).size).toBe(TRAINER_OPTIONS.length);
+    expect(encodeHash(viewSchema, { ...v, ...DEFAULT_TRAINER_OPTIONS })).not.toContain('adv=');
   });
-  it('falls back to core’s defaults for names core does not know', () => {
-    const v = decodeHash(viewSchema, '#adv=nonsense&loss=mean-of-nothing&tokens=x&level=y&maxp=-3');
+  it('falls back to core’s defaults for values core does not accept', () => {
+    const v = decodeHash(viewSchema, '#adv=nonsense&loss=mean-of-nothing&tokens=x&level=y&maxp=-3&cc=0.5');
     const o = resolveOptions(v);
-    expect(o.estimator).toBe('grpo');
-    expect(o.lossMode).toBe('token-mean');
+    expect(o.advEstimator).toBe('grpo');
+    expect(o.lossMode).toBe(DEFAULT_TRAINER_OPTIONS.lossMode);
     expect(o.tokenSource).toBe('engine');
-    expect(o.level).toBe('trajectory');
-    expect(o.maxPromptLength).toBe(8192);
-    // ReMax needs greedy-baseline rewards a recorded trace does not have: not offered, so not accepted
-    expect(resolveOptions({ ...v, estimator: 'remax' }).estimator).toBe('grpo');
-    expect(resolveOptions({ ...v, estimator: 'rloo' }).estimator).toBe('rloo');
+    expect(o.traceAggregatorLevel).toBe('trajectory');
+    expect(o.maxPromptLength).toBe(DEFAULT_TRAINER_OPTIONS.maxPromptLength);
+    expect(o.clipRatioC).toBe(3);
+    // ReMax needs greedy-baseline rewards a recorded trace does not have: not accepted
+    expect(resolveOptions({ ...v, advEstimator: 'remax' }).advEstimator).toBe('grpo');
+    expect(resolveOptions({ ...v, advEstimator: 'rloo' }).advEstimator).toBe('rloo');
+  });
+  it('generates the controls from core’s registries, with ReMax offered disabled and explained', () => {
+    const specs = controlSpecs(DEFAULT_TRAINER_OPTIONS);
+    expect(specs.map((s) => s.field)).toEqual(TRAINER_OPTIONS.filter((o) => o.page).map((o) => o.name));
+    const est = specs.find((s) => s.field === 'advEstimator');
+    if (est?.kind !== 'select') throw new Error('estimator control missing');
+    const remax = est.options.find((o) => o.value === 'remax');
+    expect(remax?.disabled).toBe(true);
+    expect(remax?.title).toMatch(/reward_baselines/);
+    const loss = specs.find((s) => s.field === 'lossMode');
+    if (loss?.kind !== 'select') throw new Error('loss control missing');
+    expect(loss.options.map((o) => o.value)).toEqual([
+      'token-mean',
+      'seq-mean-token-sum',
+      'seq-mean-token-mean',
+      'seq-mean-token-sum-norm',
+      'per_rollout_mean',
+    ]);
+    // gamma is REINFORCE++'s: disabled for GRPO
+    const gamma = specs.find((s) => s.field === 'gamma');
+    expect(gamma?.kind === 'number' && gamma.disabled).toBe(true);
+    const g2 = controlSpecs({ ...DEFAULT_TRAINER_OPTIONS, advEstimator: 'reinforce_plus_plus' }).find(
+      (s) => s.field === 'gamma',
+    );
+    expect(g2?.kind === 'number' && g2.disabled).toBe(false);
   });
 });

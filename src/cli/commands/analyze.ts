@@ -1,34 +1,24 @@
 /**
- * `lab analyze <trace file> [flags]`: what the trainer would do with a trace — merge, retokenization, advantage
- * and effective-weight summaries (or the whole analysis as JSON with --json).
+ * `lab analyze <trace file>… [flags]`: what Agent Lightning 1.0's trainer (verl 0.8.0) would do with a trace —
+ * sample building, what it drops, retokenization drift, advantages, and the effective weight of every rollout,
+ * call, group (and with --per-token every token) under every loss mode; as text, or the whole analysis as JSON
+ * with --json. Several files are read as one trace (as the page reads a sample of several files). The trainer
+ * flags come from core's option registry (upstream names and defaults).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { listAdvEstimators } from '../../core/algos/advantage';
-import { ALL_LOSS_MODES, type LossMode } from '../../core/algos/effectiveWeights';
-import { type Analysis, analyzeTrace, DEFAULT_ANALYZE_OPTIONS, type Stats } from '../../core/analyze';
+import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
+import { UpstreamError } from '../../core/algos/numeric';
+import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
+import { REFERENCE_STACK } from '../../core/pipeline/options';
+import { combineTraces } from '../../core/trace/combine';
 import { parseTraceText, TraceFormatError } from '../../core/trace/io';
-import { formatIssue } from '../../core/trace/types';
+import { formatIssue, type TraceBatch } from '../../core/trace/types';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
+import { trainerFlagSpec, trainerFlagsUsage, trainerOptionsFromFlags } from '../trainerFlags';
 
-const LEVELS = ['transition', 'trajectory'] as const;
-const SOURCES = ['engine', 'retokenize'] as const;
 const SHOW_ISSUES = 20;
-
-function oneOf<T extends string>(flag: string, v: unknown, allowed: readonly T[], def: T): T {
-  if (v === undefined) return def;
-  if (!(allowed as readonly unknown[]).includes(v))
-    throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got '${v}'`);
-  return v as T;
-}
-
-function positiveInt(flag: string, v: unknown, def: number): number {
-  if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
-    throw new UsageError(`--${flag} must be a positive integer, got '${v}'`);
-  return v;
-}
 
 const fmt = (x: number) =>
   Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4);
@@ -37,6 +27,7 @@ const fmtStats = (s: Stats) =>
 
 function printText(a: Analysis, file: string): void {
   const o = a.options;
+  console.log(`${a.reference}`);
   console.log(
     `${file}: ${a.input.rollouts} rollouts, ${a.input.calls} calls, ` +
       `${a.input.promptTokens} prompt + ${a.input.responseTokens} response tokens` +
@@ -45,7 +36,7 @@ function printText(a: Analysis, file: string): void {
   const ic = Object.entries(a.importCounters).filter(([, v]) => v > 0);
   if (ic.length) console.log(`import: ${ic.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   console.log(
-    `\nmerge (level=${o.level}, tokens=${o.tokenSource}): ${a.merge.rows} rows, ` +
+    `\nmerge (level=${o.traceAggregatorLevel}, tokens=${o.tokenSource}): ${a.merge.rows} rows, ` +
       `${a.merge.trainableTokens} trainable of ${a.merge.responseTokens} response tokens`,
   );
   console.log(
@@ -63,23 +54,33 @@ function printText(a: Analysis, file: string): void {
       `    ${f.rolloutId} call ${f.callIndex} (after ${f.prevCallIndex}): ${f.kind} at token ${f.firstDiff}\n` +
         `      context: ${JSON.stringify(f.contextSnippet)}\n      prompt:  ${JSON.stringify(f.promptSnippet)}`,
     );
+  const tc = a.trainer.counters;
+  console.log(
+    `\ntrainer: ${tc['training/n_sample_collected']} rows collected, ${tc['training/n_sample_dropped/marked']} is_drop ` +
+      `(prompt > ${o.maxPromptLength}), ${tc['training/n_sample_dropped/same_reward'] + tc['training/n_sample_dropped/random']} trimmed, ` +
+      `${tc['training/n_sample_trained']} trained in ${a.trainer.miniBatches} mini-batch(es)` +
+      (a.trainer.skipped ? ' — nothing to train on: the trainer skips this step' : ''),
+  );
   if (a.retokenization) {
     const r = a.retokenization;
     console.log(
-      `\nretokenization (${o.tokenizer}): ${r.equal} of ${r.calls} calls identical; ` +
+      `\nretokenization (${o.tokenizer}): ${r.equal} of ${r.calls} calls identical; first differences: ` +
         Object.entries(r.causes)
           .map(([k, v]) => `${k}=${v}`)
-          .join(' '),
+          .join(' ') +
+        `; all differing hunks: ${Object.entries(r.hunks)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`,
     );
     for (const e of r.examples)
       console.log(
         `    ${e.rolloutId} call ${e.callIndex}: ${e.cause}: engine ${JSON.stringify(e.engine)} → ` +
-          `retokenized ${JSON.stringify(e.retokenized)}`,
+          `retokenized ${JSON.stringify(e.retokenized)} (${e.hunks.length} hunk(s))`,
       );
   }
   console.log(
-    `\nadvantages (${o.advEstimator}${o.advEstimator.startsWith('grpo') ? `, norm_adv_by_std=${o.normAdvByStd}` : ''}, ` +
-      `${o.rolloutLevel ? 'rollout-level' : 'row-level'}) over trainable tokens: ${fmtStats(a.advantages)}`,
+    `\nadvantages (${o.advEstimator}${o.advEstimator.startsWith('grpo') ? `, norm_adv_by_std=${o.normAdvByStdInGrpo}` : ''}, ` +
+      `${o.enableRolloutLevelAdvantage ? 'rollout-level' : 'row-level'}, ${a.advantages.dtype}) over trained tokens: ${fmtStats(a.advantages)}`,
   );
   console.log(
     `\neffective weights ∂L/∂logπ (${a.weights.mode}): total ${fmt(a.weights.total)}, Σ|w| ${fmt(a.weights.absTotal)}`,
@@ -92,62 +93,52 @@ function printText(a: Analysis, file: string): void {
         `rows ${String(r.rows).padStart(3)} tokens ${String(r.trainableTokens).padStart(6)} weight ${fmt(r.weight)}`,
     );
   console.log('\nall loss modes (per-rollout total weight):');
-  for (const m of ALL_LOSS_MODES) {
-    const s = a.allModes[m];
+  for (const [m, s] of Object.entries(a.allModes))
     console.log(
       `  ${m.padEnd(24)} Σ|w| ${fmt(s.absTotal).padStart(11)}  per rollout ${fmtStats(s.rolloutWeightStats)}`,
     );
+}
+
+function readTrace(file: string): TraceBatch | string {
+  if (!existsSync(file)) throw new UsageError(`trace file ${file} does not exist`);
+  if (statSync(file).isDirectory()) throw new UsageError(`${file} is a folder, not a trace file`);
+  try {
+    return parseTraceText(readFileSync(file, 'utf8'));
+  } catch (e) {
+    if (e instanceof TraceFormatError) return e.message;
+    throw e;
   }
 }
 
 export const command: Command = {
-  summary: 'merge, retokenization, advantage and effective-weight summaries of a trace file',
+  summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
-    'npm run lab -- analyze <trace file> [--level transition|trajectory] [--adv NAME] [--no-std] ' +
-    '[--rollout-level-adv] [--loss-agg MODE] [--token-source engine|retokenize] [--tokenizer qwen3|PATH] ' +
-    '[--max-prompt-length N] [--max-response-length N] [--json]',
+    'npm run lab -- analyze <trace file>... [--tokenizer qwen3|PATH] [--examples N] [--per-token] [--json] ' +
+    trainerFlagsUsage(),
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
-      level: { type: 'string' },
-      adv: { type: 'string' },
-      'no-std': { type: 'bool' },
-      'rollout-level-adv': { type: 'bool' },
-      'loss-agg': { type: 'string' },
-      'token-source': { type: 'string' },
+      ...trainerFlagSpec(),
       tokenizer: { type: 'string' },
-      'max-prompt-length': { type: 'number' },
-      'max-response-length': { type: 'number' },
+      examples: { type: 'number' },
+      'per-token': { type: 'bool' },
       json: { type: 'bool' },
     });
-    if (positionals.length !== 1)
-      throw new UsageError(`expected one trace file, got ${positionals.length} argument(s)`);
-    const file = positionals[0];
-    const estimators = listAdvEstimators().map((e) => e.name);
-    const adv = flags.adv === undefined ? DEFAULT_ANALYZE_OPTIONS.advEstimator : String(flags.adv);
-    if (!estimators.includes(adv))
-      throw new UsageError(`--adv must be one of ${estimators.join(', ')}, got '${adv}'`);
-    const level = oneOf('level', flags.level, LEVELS, DEFAULT_ANALYZE_OPTIONS.level);
-    const lossAggMode = oneOf<LossMode>(
-      'loss-agg',
-      flags['loss-agg'],
-      ALL_LOSS_MODES,
-      DEFAULT_ANALYZE_OPTIONS.lossAggMode,
-    );
-    const tokenSource = oneOf('token-source', flags['token-source'], SOURCES, 'engine');
-    if (tokenSource === 'retokenize' && flags.tokenizer === undefined)
+    if (positionals.length === 0) throw new UsageError('expected a trace file');
+    const options = trainerOptionsFromFlags(flags);
+    if (options.tokenSource === 'retokenize' && flags.tokenizer === undefined)
       throw new UsageError('--token-source retokenize needs --tokenizer');
-    const maxPromptLength = positiveInt(
-      'max-prompt-length',
-      flags['max-prompt-length'],
-      DEFAULT_ANALYZE_OPTIONS.maxPromptLength,
-    );
-    const maxResponseLength = positiveInt(
-      'max-response-length',
-      flags['max-response-length'],
-      DEFAULT_ANALYZE_OPTIONS.maxResponseLength,
-    );
-    if (!existsSync(file)) throw new UsageError(`trace file ${file} does not exist`);
-    if (statSync(file).isDirectory()) throw new UsageError(`${file} is a folder, not a trace file`);
+    const examples = flags.examples === undefined ? 5 : Number(flags.examples);
+    if (!Number.isInteger(examples) || examples < 0)
+      throw new UsageError(`--examples must be a non-negative integer, got '${flags.examples}'`);
+    const parts: { name: string; trace: TraceBatch }[] = [];
+    for (const file of positionals) {
+      const t = readTrace(file);
+      if (typeof t === 'string') {
+        console.error(`lab analyze: ${file}: ${t}`);
+        return 1;
+      }
+      parts.push({ name: file, trace: t });
+    }
     let tokenizer: ReturnType<typeof loadTokenizer> | undefined;
     if (flags.tokenizer !== undefined) {
       try {
@@ -158,38 +149,30 @@ export const command: Command = {
         );
       }
     }
-
-    let trace: ReturnType<typeof parseTraceText>;
+    const trace = parts.length === 1 ? parts[0].trace : combineTraces(parts);
+    const label = positionals.join(' + ');
+    for (const i of trace.issues.slice(0, SHOW_ISSUES))
+      console.error(`${label}: ${i.severity === 'warning' ? 'warning' : 'skipped'}: ${formatIssue(i)}`);
+    if (trace.issues.length > SHOW_ISSUES)
+      console.error(`… and ${trace.issues.length - SHOW_ISSUES} more issues`);
+    if (trace.rollouts.length === 0) {
+      console.error(`lab analyze: no valid rollout in ${label}`);
+      return 1;
+    }
+    let analysis: Analysis;
     try {
-      trace = parseTraceText(readFileSync(file, 'utf8'));
+      analysis = analyzeTrace(trace, options, { tokenizer, examples, perToken: Boolean(flags['per-token']) });
     } catch (e) {
-      if (e instanceof TraceFormatError) {
-        console.error(`lab analyze: ${file}: ${e.message}`);
+      // what upstream would raise on this batch: report it as upstream does, not as a crash
+      if (e instanceof UpstreamError || e instanceof SampleBuildError) {
+        const kind = e instanceof UpstreamError ? e.kind : e.upstreamClass;
+        console.error(`lab analyze: ${label}: the trainer raises ${kind}: ${e.message}`);
         return 1;
       }
       throw e;
     }
-    for (const i of trace.issues.slice(0, SHOW_ISSUES))
-      console.error(`${file}: ${i.severity === 'warning' ? 'warning' : 'skipped'}: ${formatIssue(i)}`);
-    if (trace.issues.length > SHOW_ISSUES)
-      console.error(`… and ${trace.issues.length - SHOW_ISSUES} more issues`);
-    if (trace.rollouts.length === 0) {
-      console.error(`lab analyze: no valid rollout in ${file}`);
-      return 1;
-    }
-    const analysis = analyzeTrace(trace, {
-      level,
-      advEstimator: adv,
-      normAdvByStd: !flags['no-std'],
-      rolloutLevel: Boolean(flags['rollout-level-adv']),
-      lossAggMode,
-      tokenSource,
-      tokenizer,
-      maxPromptLength,
-      maxResponseLength,
-    });
     if (flags.json) console.log(JSON.stringify(analysis, null, 2));
-    else printText(analysis, file);
+    else printText(analysis, label);
     return 0;
   },
 };

@@ -88,7 +88,6 @@ function advantagesFor(
   batch: TrainingBatch,
   opts: EffectiveWeightOptions,
   uids: Grouping,
-  rollouts: Grouping,
   counts: Int32Array,
 ): { perToken: Float32Array | null; perRow: Float64Array | null } {
   const aopts = {
@@ -166,7 +165,7 @@ export function effectiveWeights(batch: TrainingBatch, opts: EffectiveWeightOpti
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
   const mw = maskWords(batch.mask);
-  const adv = advantagesFor(batch, opts, uids, rollouts, counts);
+  const adv = advantagesFor(batch, opts, uids, counts);
   const coef = rowCoefficients(batch, opts.lossAggMode, opts, rollouts, counts);
   const w = opts.rolloutIsWeights ?? null;
   if (w && w.length !== n)
@@ -267,7 +266,7 @@ export function allLossModes(
   const rollouts = groupingFromIds(batch.rowRollout);
   const counts = rowTokenCounts(batch);
   const mw = maskWords(batch.mask);
-  const adv = advantagesFor(batch, full, uids, rollouts, counts);
+  const adv = advantagesFor(batch, full, uids, counts);
   const n = batch.offsets[batch.nRows];
   const coefs = ALL_LOSS_MODES.map((m) => rowCoefficients(batch, m, full, rollouts, counts));
   const ws = ALL_LOSS_MODES.map(() => new Float32Array(n));

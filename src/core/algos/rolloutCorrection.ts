@@ -245,7 +245,7 @@ function isWeightsAndMetrics(
   const w = new Float32Array(n);
   for (let t = 0; t < n; t++) {
     const r = raw[t];
-    w[t] = icepop ? (r >= fLoKeep && r <= fUp ? r : 0) : r > fUp ? fUp : r;
+    w[t] = icepop ? (r >= fLoKeep && r <= fUp ? r : 0) : Math.min(r, fUp);
   }
   // compute_is_metrics
   if (st.nValid === 0)

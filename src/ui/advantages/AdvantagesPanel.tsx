@@ -1,4 +1,5 @@
 import { useCallback } from 'react';
+import { REFERENCE_STACK } from '../../core/pipeline/options';
 import { NoTrace } from '../ImportBar';
 import { useLab } from '../lab/labStore';
 import { controlSpecs, resolveOptions } from '../lab/options';
@@ -40,6 +41,9 @@ export function AdvantagesPanel() {
     <div className="adv-layout">
       <form className="side" aria-label="Algorithm options" onSubmit={(e) => e.preventDefault()}>
         <h2>Options</h2>
+        <p className="muted" data-testid="reference-stack">
+          as {REFERENCE_STACK.label} computes it
+        </p>
         <Controls specs={specs} values={opts} />
         {computeError && (
           <p className="bad" role="alert">
@@ -58,14 +62,22 @@ export function AdvantagesPanel() {
           <NoTrace />
         ) : !res ? (
           <p className="muted">Computing weights…</p>
+        ) : res.skipped ? (
+          <p className="bad" role="alert">
+            Every row is marked is_drop (prompt longer than {opts.maxPromptLength} tokens): the trainer skips
+            this step.
+          </p>
         ) : (
           <>
             <section className="card wide">
               <div className="card-head">
                 <h2>Per-rollout total gradient weight</h2>
                 <span className="muted">
-                  loss mode <b>{opts.lossMode}</b> · {res.batch.nRows} rows · Σ{' '}
-                  <b data-testid="total-weight">{fmt(total, 6)}</b>
+                  loss mode <b>{opts.lossMode}</b> · {res.trainerCounters['training/n_sample_trained']} of{' '}
+                  {res.batch.nRows} rows trained
+                  {res.trainerCounters['training/n_sample_dropped/marked'] > 0 &&
+                    ` (${res.trainerCounters['training/n_sample_dropped/marked']} is_drop)`}{' '}
+                  · advantages in {res.advantagesDType} · Σ <b data-testid="total-weight">{fmt(total, 6)}</b>
                 </span>
               </div>
               <RolloutList

@@ -1,32 +1,9 @@
 import { memo, useMemo } from 'react';
+import { callWeights } from '../../core/pipeline/perCall';
 import type { Rollout } from '../../core/trace/types';
 import type { BatchIndex } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import { fmt } from '../tokens/colorScale';
-
-/** Per call of one rollout: trainable and observation tokens, mean advantage and total effective weight. */
-export function callWeights(res: ComputeResult, index: BatchIndex, rollout: number, nCalls: number) {
-  const weight = new Float64Array(nCalls);
-  const advantage = new Float64Array(nCalls);
-  const tokens = new Int32Array(nCalls);
-  const observations = new Int32Array(nCalls);
-  const { batch } = res;
-  for (const r of index.rowsOfRollout[rollout] ?? []) {
-    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
-      const c = batch.tokenCall[p];
-      if (c < 0 || c >= nCalls) continue;
-      if (!batch.mask[p]) {
-        observations[c]++;
-        continue;
-      }
-      weight[c] += res.tokenWeight[p];
-      advantage[c] += res.tokenAdvantage[p];
-      tokens[c]++;
-    }
-  }
-  for (let c = 0; c < nCalls; c++) advantage[c] = tokens[c] ? advantage[c] / tokens[c] : Number.NaN;
-  return { weight, advantage, tokens, observations };
-}
 
 export const CallWeights = memo(function CallWeights(props: {
   rollout: Rollout;
@@ -36,8 +13,20 @@ export const CallWeights = memo(function CallWeights(props: {
   onSelectCall: (k: number) => void;
 }) {
   const { rollout, rolloutIndex, res, index } = props;
-  const { weight, advantage, tokens, observations } = useMemo(
-    () => callWeights(res, index, rolloutIndex, rollout.calls.length),
+  const { weight, advantage, tokens, observations, untrained } = useMemo(
+    () =>
+      callWeights(
+        {
+          batch: res.batch,
+          trainPosition: res.trainPosition,
+          responseMask: res.responseMask,
+          weights: res.tokenWeight,
+          advantages: res.tokenAdvantage,
+        },
+        rolloutIndex,
+        rollout.calls.length,
+        index.rowsOfRollout[rolloutIndex] ?? [],
+      ),
     [res, index, rolloutIndex, rollout.calls.length],
   );
   let max = 0;
@@ -49,6 +38,12 @@ export const CallWeights = memo(function CallWeights(props: {
           <th>call</th>
           <th className="c-num">trainable</th>
           <th className="c-num">observation</th>
+          <th
+            className="c-num"
+            title="tokens of rows the trainer drops (is_drop, trimming) or rejection sampling masks"
+          >
+            not trained
+          </th>
           <th className="c-num">mean advantage</th>
           <th className="c-num">weight</th>
           <th />
@@ -65,6 +60,7 @@ export const CallWeights = memo(function CallWeights(props: {
             </td>
             <td className="c-num">{tokens[k]}</td>
             <td className="c-num">{observations[k]}</td>
+            <td className="c-num">{untrained[k]}</td>
             <td className="c-num">{fmt(advantage[k], 4)}</td>
             <td className="c-num" data-testid={`call-weight-${k}`}>
               {fmt(weight[k], 6)}

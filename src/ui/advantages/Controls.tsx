@@ -8,7 +8,7 @@ export type ControlSpec =
       kind: 'select';
       field: Field<string>;
       label: string;
-      options: { value: string; label: string; title?: string }[];
+      options: { value: string; label: string; title?: string; disabled?: boolean }[];
       help?: string;
     }
   | { kind: 'checkbox'; field: Field<boolean>; label: string; disabled?: boolean; help?: string }
@@ -19,6 +19,7 @@ export type ControlSpec =
       min: number;
       max: number;
       step: number;
+      disabled?: boolean;
       help?: string;
     };
 
@@ -41,7 +42,7 @@ export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewStat
                 onChange={(e) => set({ [c.field]: e.target.value })}
               >
                 {c.options.map((o) => (
-                  <option key={o.value} value={o.value} title={o.title}>
+                  <option key={o.value} value={o.value} title={o.title} disabled={o.disabled}>
                     {o.label}
                   </option>
                 ))}
@@ -74,6 +75,7 @@ export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewStat
               min={c.min}
               max={c.max}
               step={c.step}
+              disabled={c.disabled}
               value={Number(props.values[c.field])}
               onChange={(e) => {
                 const v = e.target.valueAsNumber;

@@ -4,12 +4,13 @@
  * thread only renders. Compute requests are coalesced: when several arrive while one runs, only the newest is
  * computed (a user flicking through toggles sees the last one, never a queue).
  */
+
+import { retokenizationView } from '../../core/tokenize/retokenizationView';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
 import { combineTraces, compute, newBuildCache, parseTrace, splitResult } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
-import { retokView } from './retokView';
 import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -161,7 +162,7 @@ self.onmessage = (e: MessageEvent) => {
     (async () => {
       if (!trace) throw new Error('no trace loaded yet');
       tok ??= await loadQwen3Tokenizer();
-      const view = retokView(tok, trace, msg.rollout, msg.call);
+      const view = retokenizationView(tok, trace, msg.rollout, msg.call);
       post({ type: 'retok', id: msg.id, view, tokenText: newTexts([view.engine, view.retokenized]) });
     })().catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
   } else {

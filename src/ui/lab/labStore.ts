@@ -4,6 +4,7 @@
  * superseded requests are dropped by id.
  */
 import { create } from 'zustand';
+import type { RetokCallView } from '../../core/tokenize/retokenizationView';
 import type { TraceBatch } from '../../core/trace/types';
 import type { BuiltRows, ComputeOptions, ComputeResult } from './pipeline';
 import {
@@ -13,7 +14,6 @@ import {
   type ImportSummary,
   type Phase,
 } from './protocol';
-import type { RetokCallView } from './retokView';
 
 export interface LabState {
   /** name of the loaded (or loading) source */

@@ -1,44 +1,35 @@
 /**
- * What the lab worker runs, on core's own functions: parse a trace file (`parseTraceText`), build training
- * rows (`buildTrainingBatch`), and compute every token's advantage and effective gradient weight under the
- * chosen options (`effectiveWeights`) and under every loss mode at once (`allLossModes`). The result is a flat,
- * clonable view model (typed arrays and plain objects) for the page.
+ * What the lab worker runs: parse a trace file (`parseTraceText`) and compute core's trainer view
+ * (`computeTrainerView`, the same function `lab analyze` calls) with the page's options, then cut it into a flat,
+ * clonable view model (typed arrays and plain objects) for the page: the selected mode's per-token weights and
+ * every mode's per-rollout totals.
  */
 
-import {
-  type BuildCounters,
-  buildTrainingBatch,
-  type TraceAggregatorLevel,
-} from '../../core/aggregate/buildTrainingBatch';
+import type { BuildCounters, BuildResult } from '../../core/aggregate/buildTrainingBatch';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
-import {
-  ALL_LOSS_MODES,
-  allLossModes,
-  effectiveWeights,
-  type LossMode,
-} from '../../core/algos/effectiveWeights';
 import type { TrainingBatch } from '../../core/batch/types';
-import type { TokenSource } from '../../core/tokenize/retokenize';
+import type { TrainerOptions } from '../../core/pipeline/options';
+import {
+  buildKey,
+  buildRows,
+  computeTrainerView,
+  type TrainerCounters,
+  type TrainerView,
+} from '../../core/pipeline/trainer';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { parseTraceText } from '../../core/trace/io';
 import type { TraceBatch } from '../../core/trace/types';
 import type { ImportSummary } from './protocol';
 
-export interface ComputeOptions {
-  tokenSource: TokenSource;
-  level: TraceAggregatorLevel;
-  maxPromptLength: number;
-  maxResponseLength: number;
-  estimator: string;
-  normAdvByStd: boolean;
-  rolloutLevel: boolean;
-  lossMode: LossMode;
-  clipLow: number;
-  clipHigh: number;
-}
+export { combineTraces } from '../../core/trace/combine';
+
+/** The page computes with core's trainer options, unchanged. */
+export type ComputeOptions = TrainerOptions;
 
 export interface ModeWeights {
   name: string;
+  /** the upstream key that selects it */
+  key: string;
   /** per source rollout: Σ of its tokens' effective gradient weights under this mode */
   rolloutWeight: Float64Array;
 }
@@ -49,20 +40,33 @@ export interface ComputeResult {
   batch: TrainingBatch;
   mergeFailures: MergeFailure[];
   counters: BuildCounters;
-  /** per batch token */
+  /** per row: trained (0), is_drop (1), trimmed (2) */
+  rowStatus: Uint8Array;
+  /** per row: its position in the trainer's order, or -1 */
+  trainPosition: Int32Array;
+  trainerCounters: TrainerCounters;
+  /** nothing left to train on: the trainer skips the step */
+  skipped: boolean;
+  /** per batch token: the mask as trained (rejection sampling applied, 0 in untrained rows) */
+  responseMask: Uint8Array;
+  /** per batch token: the estimator's advantages, in `advantagesDType` upstream */
   tokenAdvantage: Float32Array;
+  advantagesDType: string;
+  /** per batch token: ∂L/∂logπ at ratio 1 under the selected mode */
   tokenWeight: Float32Array;
   /** per training row / per source rollout, under the selected loss mode */
   rowWeight: Float64Array;
   rolloutWeight: Float64Array;
-  /** per group (data id), in first-appearance order */
+  /** per group (data id) of the trained rows, in first-appearance order */
   groupKeys: string[];
   groupWeight: Float64Array;
   /** per group: Σ of the negative token weights (pushing log-probs up) and of the positive ones (down) */
   groupNegative: Float64Array;
   groupPositive: Float64Array;
-  /** every loss mode on the same batch, in core's order */
+  /** every loss mode on the same batch, in core's registry order */
   modes: ModeWeights[];
+  /** the releases whose semantics these numbers reproduce */
+  reference: string;
 }
 
 export function parseTrace(
@@ -80,49 +84,13 @@ export function parseTrace(
 }
 
 /**
- * Several traces as one: rollouts in file order; a rollout id already taken gets `@<end of the file name>`
- * appended (two runs of the same harness reuse ids), and each issue names its file.
- */
-export function combineTraces(parts: { name: string; trace: TraceBatch }[]): TraceBatch {
-  const seen = new Set<string>();
-  const rollouts: TraceBatch['rollouts'] = [];
-  const issues: TraceBatch['issues'] = [];
-  const counters: Record<string, number> = {};
-  for (const { name, trace } of parts) {
-    // the distinguishing end of the file name: coding-random.jsonl → random
-    const stem =
-      name
-        .replace(/\.[^.]*$/, '')
-        .split(/[-_]/)
-        .pop() || name;
-    for (const r of trace.rollouts) {
-      let id = r.rolloutId;
-      if (seen.has(id)) id = `${id}@${stem}`;
-      for (let k = 2; seen.has(id); k++) id = `${r.rolloutId}@${stem}#${k}`;
-      seen.add(id);
-      rollouts.push(id === r.rolloutId ? r : { ...r, rolloutId: id });
-    }
-    for (const i of trace.issues) issues.push({ ...i, where: `${name} ${i.where}` });
-    for (const [k, v] of Object.entries(trace.counters)) counters[k] = (counters[k] ?? 0) + v;
-  }
-  return { rollouts, issues, counters };
-}
-
-/** Per-rollout sums indexed by source rollout (rollouts that produced no row get 0). */
-function perSourceRollout(sums: Float64Array, nRollouts: number): Float64Array {
-  const out = new Float64Array(nRollouts);
-  out.set(sums.subarray(0, Math.min(sums.length, nRollouts)));
-  return out;
-}
-
-/**
- * The last built batch per trace, keyed by the sample-building options: an advantage or loss toggle reuses the
- * rows and only recomputes weights (sample building dominates on large traces).
+ * The last built rows per trace, keyed by the sample-building options: an advantage or loss toggle reuses the
+ * rows and only recomputes the rest (sample building dominates on large traces).
  */
 export interface BuildCache {
   trace: TraceBatch | null;
   key: string;
-  built: ReturnType<typeof buildTrainingBatch> | null;
+  built: BuildResult | null;
   /** bumped each time rows are rebuilt */
   serial: number;
 }
@@ -133,72 +101,53 @@ export function newBuildCache(): BuildCache {
 
 function build(
   trace: TraceBatch,
-  o: ComputeOptions,
+  o: TrainerOptions,
   tokenizer: ChatTokenizer | undefined,
   cache?: BuildCache,
 ) {
-  const key = JSON.stringify([o.level, o.tokenSource, o.maxPromptLength, o.maxResponseLength]);
+  const key = buildKey(o);
   if (cache && cache.trace === trace && cache.key === key && cache.built) return cache.built;
-  const built = buildTrainingBatch(trace.rollouts, {
-    level: o.level,
-    maxPromptLength: o.maxPromptLength,
-    maxResponseLength: o.maxResponseLength,
-    padTokenId: 0,
-    rewardFillnaValue: 0,
-    tokenSource: o.tokenSource,
-    tokenizer,
-  });
+  const built = buildRows(trace.rollouts, o, tokenizer);
   if (cache) Object.assign(cache, { trace, key, built, serial: cache.serial + 1 });
   return built;
 }
 
+/** The page's model of a trainer view. */
+export function toComputeResult(view: TrainerView, buildSerial: number): ComputeResult {
+  const sel = view.selected;
+  return {
+    buildSerial,
+    batch: view.batch,
+    mergeFailures: view.build.mergeFailures,
+    counters: view.build.counters,
+    rowStatus: view.rowStatus,
+    trainPosition: view.trainPosition,
+    trainerCounters: view.counters,
+    skipped: view.skipped,
+    responseMask: view.responseMask,
+    tokenAdvantage: view.advantages,
+    advantagesDType: view.advantagesDType,
+    tokenWeight: sel.weights,
+    rowWeight: sel.rowSums,
+    rolloutWeight: sel.rolloutSums,
+    groupKeys: view.groups.keys,
+    groupWeight: view.groups.sums,
+    groupNegative: view.groups.negative,
+    groupPositive: view.groups.positive,
+    modes: view.modes.map((m) => ({ name: m.name, key: m.key, rolloutWeight: m.rolloutSums })),
+    reference: view.reference.label,
+  };
+}
+
 export function compute(
   trace: TraceBatch,
-  o: ComputeOptions,
+  o: TrainerOptions,
   tokenizer?: ChatTokenizer,
   cache?: BuildCache,
 ): ComputeResult {
   const built = build(trace, o, tokenizer, cache);
-  const { batch } = built;
-  const n = trace.rollouts.length;
-  const common = {
-    advEstimator: o.estimator,
-    normAdvByStd: o.normAdvByStd,
-    rolloutLevel: o.rolloutLevel,
-    clipRatioLow: o.clipLow,
-    clipRatioHigh: o.clipHigh,
-  };
-  const ew = effectiveWeights(batch, { ...common, lossAggMode: o.lossMode });
-  const all = allLossModes(batch, common);
-  // A group's net weight is ~0 under mean-centred estimators; its two sides show how hard it pushes each way.
-  const groupNegative = new Float64Array(ew.groups.nGroups);
-  const groupPositive = new Float64Array(ew.groups.nGroups);
-  for (let r = 0; r < batch.nRows; r++) {
-    const g = ew.groups.group[r];
-    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
-      const w = ew.weights[p];
-      if (w < 0) groupNegative[g] += w;
-      else groupPositive[g] += w;
-    }
-  }
-  return {
-    buildSerial: cache?.serial ?? 0,
-    batch,
-    mergeFailures: built.mergeFailures,
-    counters: built.counters,
-    tokenAdvantage: ew.advantages,
-    tokenWeight: ew.weights,
-    rowWeight: ew.rowSums,
-    rolloutWeight: perSourceRollout(ew.rolloutSums, n),
-    groupKeys: ew.groups.keys,
-    groupWeight: ew.groupSums,
-    groupNegative,
-    groupPositive,
-    modes: ALL_LOSS_MODES.map((m) => ({
-      name: m,
-      rolloutWeight: perSourceRollout(all.modes[m].rolloutTotals, n),
-    })),
-  };
+  const view = computeTrainerView({ rollouts: trace.rollouts, options: o, tokenizer, build: built });
+  return toComputeResult(view, cache?.serial ?? 0);
 }
 
 /** The rows part of a result: sent to the page only when it was rebuilt. */

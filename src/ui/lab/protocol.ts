@@ -2,9 +2,10 @@
  * Messages between the page and the lab worker (import, sample building, weights). Defined once here and
  * checked at both ends: a malformed message is answered with a specific error, never acted on.
  */
+import { resolveTrainerOptions } from '../../core/pipeline/options';
+import type { RetokCallView } from '../../core/tokenize/retokenizationView';
 import type { TraceBatch } from '../../core/trace/types';
 import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
-import type { RetokCallView } from './retokView';
 
 export type ImportSource =
   | { kind: 'url'; urls: string[]; name: string }
@@ -74,7 +75,12 @@ export function checkToWorker(v: unknown): ToWorker {
   }
   if (v.type === 'compute') {
     if (!isObj(v.options)) throw new Error('lab worker: compute.options is not an object');
-    return v as ToWorker;
+    try {
+      // the options core computes with, checked by core's own validator (names the upstream key)
+      return { type: 'compute', id: v.id, options: resolveTrainerOptions(v.options) };
+    } catch (e) {
+      throw new Error(`lab worker: compute.options: ${(e as Error).message}`);
+    }
   }
   if (v.type === 'retok') {
     if (!Number.isInteger(v.rollout) || !Number.isInteger(v.call))

@@ -86,7 +86,11 @@ export function MergeView(props: {
                 prompt {batch.promptOffsets[r + 1] - batch.promptOffsets[r]} · response {e - a} ({trainable}{' '}
                 trainable, {e - a - trainable} observation)
               </span>
-              {batch.isDrop[r] ? <span className="bad">dropped: prompt too long</span> : null}
+              {batch.isDrop[r] ? (
+                <span className="bad">is_drop: prompt too long, removed before advantages</span>
+              ) : res.rowStatus[r] === 2 ? (
+                <span className="bad">trimmed to a multiple of the mini-batch</span>
+              ) : null}
             </div>
             <TokenChips
               ids={view.ids}

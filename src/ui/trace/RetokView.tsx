@@ -1,6 +1,6 @@
 import { useEffect } from 'react';
+import type { RetokCallView } from '../../core/tokenize/retokenizationView';
 import { useLab } from '../lab/labStore';
-import type { RetokCallView } from '../lab/retokView';
 import { chipLabel } from '../tokens/layout';
 
 const CONTEXT = 6;

@@ -36,7 +36,13 @@ describe('advantage estimators', () => {
       expect(e.formula.length).toBeGreaterThan(10);
       expect(e.source).toMatch(/core_algos/);
     }
-    expect(getAdvEstimator('grpo').options).toContain('normAdvByStd');
+    expect(getAdvEstimator('grpo').options.map((o) => [o.field, o.key, o.default])).toEqual([
+      ['normAdvByStd', 'algorithm.norm_adv_by_std_in_grpo', true],
+    ]);
+    expect(getAdvEstimator('reinforce_plus_plus').options.map((o) => o.key)).toEqual(['algorithm.gamma']);
+    // ReMax declares the input a trace cannot give it
+    expect(getAdvEstimator('remax').requires.map((r) => r.name)).toEqual(['reward_baselines']);
+    for (const e of listAdvEstimators()) if (e.name !== 'remax') expect(e.requires, e.name).toEqual([]);
     expect(() => getAdvEstimator('nope')).toThrow(/unknown advantage estimator 'nope'/);
   });
 

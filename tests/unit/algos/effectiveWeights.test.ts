@@ -62,7 +62,9 @@ describe('effective weights', () => {
   ] as LossMode[])
     for (const rolloutLevel of [false, true])
       it(`${mode}${rolloutLevel ? ' (rollout-level)' : ''}: weights equal finite differences of the loss at ratio 1`, () => {
-        const opts = { advEstimator: 'grpo', rolloutLevel, lossAggMode: mode, dpSize: 2, lossScaleFactor: 5 };
+        // dp_size > 1 needs the global counts (verl 0.8.0 raises without them)
+        const globals = { dpSize: 2, lossScaleFactor: 5, batchNumTokens: 31, globalBatchSize: 9 };
+        const opts = { advEstimator: 'grpo', rolloutLevel, lossAggMode: mode, ...globals };
         const ew = effectiveWeights(batch, opts);
         // the advantages the loss sees: per_rollout_mean divides them by T_rollout·N first
         const all = allLossModes(batch, opts);
@@ -75,7 +77,7 @@ describe('effective weights', () => {
                 batch.nRows,
               )
             : ew.advantages;
-        const f = (lp: Float32Array) => lossAt(mode, adv, lp, { dpSize: 2, lossScaleFactor: 5 });
+        const f = (lp: Float32Array) => lossAt(mode, adv, lp, globals);
         const base = new Float32Array(n);
         for (let t = 0; t < n; t++) {
           const fd = centralDiff(f, base, t);

@@ -101,6 +101,8 @@ describe('effective weights with IS weights', () => {
       normAdvByStd: false,
       rolloutLevel: true,
       dpSize: 2,
+      batchNumTokens: 22,
+      globalBatchSize: 10,
       rolloutIsWeights: isw,
     };
     const ew = effectiveWeights(batch, { ...opts, lossAggMode: 'per_rollout_mean' });

@@ -1,17 +1,18 @@
 /**
  * The retokenization view of one call: engine ids (what the policy sampled) against the ids a text-only
- * trainer rebuilds (core `retokenizeCall`), aligned run by run, each differing hunk classified by core's
+ * trainer rebuilds (`retokenizeCall`), aligned run by run (Myers, align.ts), each differing hunk classified by
  * `compareTokens` as if it were the only difference (so every hunk gets its own cause, not just the first).
+ * The page's retokenization view and `lab analyze` report these hunks.
  */
+import type { TraceBatch } from '../trace/types';
+import { alignIds, type Segment } from './align';
 import {
   compareTokens,
   type RetokenizationCause,
   type RetokenizationReport,
   retokenizeCall,
-} from '../../core/tokenize/retokenize';
-import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import type { TraceBatch } from '../../core/trace/types';
-import { alignIds, type Segment } from './align';
+} from './retokenize';
+import type { ChatTokenizer } from './tokenizer';
 
 export interface RetokHunk extends Segment {
   cause: RetokenizationCause | null;
@@ -44,7 +45,7 @@ function concat(a: Int32Array, b: Int32Array): Int32Array {
 const EMPTY = new Int32Array(0);
 const CONTEXT = 256;
 
-export function retokView(
+export function retokenizationView(
   tok: ChatTokenizer,
   trace: TraceBatch,
   rollout: number,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignIds, type Segment } from '../../src/ui/lab/align';
+import { alignIds, type Segment } from '../../src/core/tokenize/align';
 
 /** Rebuilds both sequences from the segments: every id must be covered exactly once, in order. */
 function check(a: number[], b: number[], segs: Segment[]) {
@@ -20,7 +20,21 @@ function check(a: number[], b: number[], segs: Segment[]) {
   expect(rb).toEqual(b);
 }
 
-describe('id alignment', () => {
+/** Length of the longest common subsequence (dynamic programming): what an optimal alignment keeps equal. */
+function lcs(a: number[], b: number[]): number {
+  let prev = new Int32Array(b.length + 1);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = new Int32Array(b.length + 1);
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = a[i - 1] === b[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], cur[j - 1]);
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+const equalIds = (segs: Segment[]) => segs.filter((s) => s.equal).reduce((n, s) => n + s.a1 - s.a0, 0);
+
+describe('id alignment (Myers, core/tokenize/align.ts)', () => {
   it('finds a BPE re-merge as one local hunk', () => {
     // engine sampled " Hel"+"lo" (15806, 385); retokenized as " Hello" (21927)
     const a = [1, 2, 3, 15806, 385, 4, 5];
@@ -51,17 +65,34 @@ describe('id alignment', () => {
     const b = Array.from({ length: 50 }, (_, i) => (i % 2 ? i : 1000 + i));
     const segs = alignIds(a, b, 3);
     check(a, b, segs);
+    // 25 substitutions need 50 edits: past a budget of 3 the middle is one hunk
+    expect(segs.filter((s) => !s.equal)).toHaveLength(1);
+    // within budget the same inputs align optimally
+    expect(equalIds(alignIds(a, b))).toBe(lcs(a, b));
   });
-  it('matches a random edit script within its length', () => {
+  it('keeps a single difference local in a long sequence (not one big hunk)', () => {
+    const a = Array.from({ length: 400 }, (_, i) => (i * 7919) % 1000);
+    const b = a.slice();
+    b.splice(200, 1, 5000, 5001); // one id re-encoded as two
+    const segs = alignIds(a, b);
+    check(a, b, segs);
+    expect(segs.filter((s) => !s.equal)).toEqual([{ equal: false, a0: 200, a1: 201, b0: 200, b1: 202 }]);
+  });
+  it('is optimal: keeps as many ids equal as the longest common subsequence, on random edit scripts', () => {
     let seed = 7;
     const rnd = () => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
       return seed / 0x7fffffff;
     };
-    for (let trial = 0; trial < 20; trial++) {
+    for (let trial = 0; trial < 40; trial++) {
       const a = Array.from({ length: 60 }, () => Math.floor(rnd() * 8));
       const b = a.filter(() => rnd() > 0.1).map((x) => (rnd() < 0.1 ? x + 100 : x));
-      check(a, b, alignIds(a, b));
+      if (rnd() < 0.5) b.splice(Math.floor(rnd() * b.length), 0, 200, 201);
+      const segs = alignIds(a, b);
+      check(a, b, segs);
+      expect(equalIds(segs)).toBe(lcs(a, b));
+      // segments alternate: no two equal runs or two hunks side by side
+      for (let k = 1; k < segs.length; k++) expect(segs[k].equal).not.toBe(segs[k - 1].equal);
     }
   });
 });
