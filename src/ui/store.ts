@@ -92,28 +92,44 @@ function viewOf(s: Store): ViewState {
   return out as unknown as ViewState;
 }
 
+/** Chromium ignores history updates past ~200 per 10 s: at most one every this many ms (held keys burst). */
+const URL_WRITE_INTERVAL_MS = 100;
+
 /**
- * Keeps the store and `location.hash` in step both ways. Returns an unsubscribe function. Writes to the URL are
- * deferred to a macrotask, so a burst of changes (keys held down, a toggle) costs one history update, made after
- * the view has rendered rather than before.
+ * Keeps the store and `location.hash` in step both ways. Returns an unsubscribe function. A change is written to
+ * the URL at once (a link copied right after a click is the view it shows), except within a burst (keys held
+ * down): then the latest state is written when the interval since the last write has passed, and before the page
+ * is hidden or left.
  */
 export function bindViewToUrl(): () => void {
   let timer: ReturnType<typeof setTimeout> | null = null;
+  let lastWrite = Number.NEGATIVE_INFINITY;
   const write = () => {
+    if (timer !== null) clearTimeout(timer);
     timer = null;
+    lastWrite = performance.now();
     const hash = encodeHash(viewSchema, viewOf(useView.getState()));
     if (hash !== location.hash && !(hash === '' && location.hash === '')) {
       history.replaceState(null, '', hash === '' ? location.pathname + location.search : hash);
     }
   };
   const unsub = useView.subscribe(() => {
-    if (timer === null) timer = setTimeout(write, 0);
+    const wait = lastWrite + URL_WRITE_INTERVAL_MS - performance.now();
+    if (wait <= 0) write();
+    else if (timer === null) timer = setTimeout(write, wait);
   });
+  const flush = () => {
+    if (timer !== null) write();
+  };
   const onHash = () => useView.getState().set(decodeHash(viewSchema, location.hash));
   window.addEventListener('hashchange', onHash);
+  window.addEventListener('pagehide', flush);
+  document.addEventListener('visibilitychange', flush);
   return () => {
     unsub();
     if (timer !== null) clearTimeout(timer);
     window.removeEventListener('hashchange', onHash);
+    window.removeEventListener('pagehide', flush);
+    document.removeEventListener('visibilitychange', flush);
   };
 }

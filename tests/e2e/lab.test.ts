@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { ALL_LOSS_MODES, effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import { listLossModes } from '../../src/core/algos/lossModes';
+import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
+import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { toAglEventsBundle, toJsonlTrace } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
 import { combineTraces, parseTrace } from '../../src/ui/lab/pipeline';
@@ -26,38 +27,20 @@ const rollouts: Rollout[] = sample.rollouts;
 /** The sample in our JSONL format (core's writer): what the hand-made files below are built from. */
 const sampleJsonl = toJsonlTrace(rollouts);
 
-/**
- * Core's per-rollout total weights on a trace, with the page's options spelled out here: engine ids, 8192/8192
- * length limits, normalize by std, and by default trajectory level, GRPO, rollout-level advantages.
- */
-interface Choice {
-  advEstimator: string;
-  rolloutLevel: boolean;
-  level: 'trajectory' | 'transition';
-}
-const DEFAULTS: Choice = { advEstimator: 'grpo', rolloutLevel: true, level: 'trajectory' };
+const LOSS_MODES = listLossModes().map((m) => m.name);
 
+/**
+ * Core's per-rollout total weights on a trace: the trainer view with core's default options (what the page opens
+ * with) and the choices a test made.
+ */
 function expectedWeights(
   rollouts: Rollout[],
-  lossAggMode: (typeof ALL_LOSS_MODES)[number],
-  choice: Choice = DEFAULTS,
+  lossMode: string,
+  choice: Partial<TrainerOptions> = {},
 ): Map<string, number> {
-  const { batch } = buildTrainingBatch(rollouts, {
-    level: choice.level,
-    maxPromptLength: 8192,
-    maxResponseLength: 8192,
-    padTokenId: 0,
-    rewardFillnaValue: 0,
-    tokenSource: 'engine',
-  });
-  const ew = effectiveWeights(batch, {
-    advEstimator: choice.advEstimator,
-    normAdvByStd: true,
-    rolloutLevel: choice.rolloutLevel,
-    lossAggMode,
-  });
+  const view = computeTrainerView({ rollouts, options: { ...DEFAULT_TRAINER_OPTIONS, ...choice, lossMode } });
   const out = new Map<string, number>();
-  for (const [i, r] of rollouts.entries()) out.set(r.rolloutId, ew.rolloutSums[i] ?? 0);
+  for (const [i, r] of rollouts.entries()) out.set(r.rolloutId, view.selected.rolloutSums[i] ?? 0);
   return out;
 }
 
@@ -102,9 +85,10 @@ describe('trace stepper and advantage explorer in Chromium', () => {
   });
 
   /** Switches every loss mode and compares each rollout's displayed weight with core's number. */
-  async function checkAllModes(page: Page, rs: Rollout[], choice: Choice = DEFAULTS) {
-    const select = page.getByLabel('Loss aggregation', { exact: true });
-    for (const mode of [...ALL_LOSS_MODES.slice(1), ALL_LOSS_MODES[0]]) {
+  async function checkAllModes(page: Page, rs: Rollout[], choice: Partial<TrainerOptions> = {}) {
+    const select = page.getByLabel('Loss mode', { exact: true });
+    const def = DEFAULT_TRAINER_OPTIONS.lossMode;
+    for (const mode of [...LOSS_MODES.filter((m) => m !== def), def]) {
       await select.selectOption(mode);
       const want = expectedWeights(rs, mode, choice);
       await expect
@@ -122,30 +106,41 @@ describe('trace stepper and advantage explorer in Chromium', () => {
           { timeout: 10_000 },
         )
         .toEqual([]);
-      await expect
-        .poll(() => page.url())
-        .toContain(mode === 'token-mean' ? 'tab=advantages' : `loss=${mode}`);
-      if (mode === 'token-mean') expect(page.url()).not.toContain('loss=');
+      await expect.poll(() => page.url()).toContain(mode === def ? 'tab=advantages' : `loss=${mode}`);
+      if (mode === def) expect(page.url()).not.toContain('loss=');
     }
   }
 
-  it('shows core’s per-rollout weights under every loss aggregation mode', async () => {
+  it('shows core’s per-rollout weights under every loss mode, with the reference stack named', async () => {
     const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
-    const select = page.getByLabel('Loss aggregation', { exact: true });
+    const select = page.getByLabel('Loss mode', { exact: true });
     const offered = await select
       .locator('option')
       .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
-    expect(offered).toEqual([...ALL_LOSS_MODES]);
+    expect(offered).toEqual(LOSS_MODES);
+    expect(await page.getByTestId('reference-stack').textContent()).toContain(
+      'Agent Lightning 1.0.x + verl 0.8.0',
+    );
+    // an estimator a trace cannot feed is offered disabled, with the reason
+    const remax = page.getByLabel('Advantage estimator', { exact: true }).locator('option[value="remax"]');
+    expect(await remax.isDisabled()).toBe(true);
+    expect(await remax.getAttribute('title')).toMatch(/reward_baselines/);
     // the first sample mixes successes and failures within groups, so the weights are not all zero
     expect(
       [...expectedWeights(rollouts, 'token-mean').values()].filter((w) => w !== 0).length,
     ).toBeGreaterThan(4);
     await checkAllModes(page, rollouts);
-    // other estimator, merge level and rollout-level setting: still core's numbers
+    // other estimator, merge level, rollout-level setting and reward dtype: still core's numbers
     await page.getByLabel('Advantage estimator', { exact: true }).selectOption('rloo');
     await page.getByLabel('Rollout-level advantage', { exact: true }).uncheck();
     await page.getByLabel('Aggregation level', { exact: true }).selectOption('transition');
-    await checkAllModes(page, rollouts, { advEstimator: 'rloo', rolloutLevel: false, level: 'transition' });
+    await page.getByLabel('Reward dtype', { exact: true }).selectOption('float32');
+    await checkAllModes(page, rollouts, {
+      advEstimator: 'rloo',
+      enableRolloutLevelAdvantage: false,
+      traceAggregatorLevel: 'transition',
+      rewardDtype: 'float32',
+    });
     await select.selectOption('per_rollout_mean');
     await screenshot(page, 'advantages');
     await page.close();
@@ -171,8 +166,9 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await expect
       .poll(() => page.getByTestId('call-position').textContent())
       .toBe(`call 2 / ${r.calls.length}`);
+    // within a burst of key presses the URL is written at most every 100 ms: wait for the last write
     await expect.poll(() => page.url()).toContain(`r=${encodeURIComponent(r.rolloutId)}`);
-    expect(page.url()).toContain('c=1');
+    await expect.poll(() => new URL(page.url()).hash).toMatch(/[#&]c=1(&|$)/);
     await page.keyboard.press('ArrowLeft');
     await expect
       .poll(() => page.getByTestId('call-position').textContent())
@@ -232,7 +228,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
     await page.getByLabel('Advantage estimator', { exact: true }).selectOption('rloo');
     await page.getByLabel('Rollout-level advantage', { exact: true }).uncheck();
-    await page.getByLabel('Loss aggregation', { exact: true }).selectOption('seq-mean-token-mean');
+    await page.getByLabel('Loss mode', { exact: true }).selectOption('seq-mean-token-mean');
     await page.getByLabel('Aggregation level', { exact: true }).selectOption('transition');
     await page.getByLabel('Clip ratio high', { exact: true }).fill('0.28');
     const target = rollouts[rollouts.length - 1];
@@ -241,7 +237,10 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     await page.getByLabel('Color tokens by', { exact: true }).selectOption('advantage');
     if (target.calls.length > 1) await page.getByRole('button', { name: 'Next call' }).click();
     const wantCall = target.calls.length > 1 ? 2 : 1;
+    // the link is copied once it holds every choice, the call index included
     await expect.poll(() => page.url()).toContain('color=advantage');
+    if (wantCall > 1) await expect.poll(() => new URL(page.url()).hash).toMatch(/[#&]c=1(&|$)/);
+    await expect.poll(() => new URL(page.url()).hash).toContain(`r=${encodeURIComponent(target.rolloutId)}`);
     const copied = page.url();
     const weightsBefore = await displayedWeights(page);
 
@@ -258,9 +257,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     expect(await second.getByLabel('Advantage estimator', { exact: true }).inputValue()).toBe('rloo');
     expect(await second.getByLabel('Rollout-level advantage', { exact: true }).isChecked()).toBe(false);
     expect(await second.getByLabel('Normalize by std', { exact: true }).isChecked()).toBe(true);
-    expect(await second.getByLabel('Loss aggregation', { exact: true }).inputValue()).toBe(
-      'seq-mean-token-mean',
-    );
+    expect(await second.getByLabel('Loss mode', { exact: true }).inputValue()).toBe('seq-mean-token-mean');
     expect(await second.getByLabel('Aggregation level', { exact: true }).inputValue()).toBe('transition');
     expect(await second.getByLabel('Token source', { exact: true }).inputValue()).toBe('engine');
     expect(await second.getByLabel('Clip ratio high', { exact: true }).inputValue()).toBe('0.28');

@@ -46,7 +46,7 @@ try {
     new PerformanceObserver((l) => {
       for (const e of l.getEntries()) longTasks.push(e.duration);
     }).observe({ type: 'longtask', buffered: false });
-    const select = [...document.querySelectorAll('label')].find((l) => l.textContent === 'Loss aggregation');
+    const select = [...document.querySelectorAll('label')].find((l) => l.textContent === 'Loss mode');
     const el = document.getElementById(select.htmlFor);
     const modes = [...el.options].map((o) => o.value);
     const shown = () => document.querySelector('[data-testid="adv-main"]')?.getAttribute('data-result-loss');
