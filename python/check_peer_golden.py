@@ -1,199 +1,128 @@
 #!/usr/bin/env python3
-"""Check that the peer's installed packages reproduce the golden Agent Lightning vectors.
+"""Check that golden files still describe the installed upstream packages: every case of every family.
 
-The golden files were made with verl at a 0.8.0.dev commit; the peer installs verl 0.8.0 and agentlightning 1.0.0
-from PyPI. This runs the same upstream calls the peer times on every `agl_trajectory` case (rows, masks, scores)
-and on the `agl_rollout_level_advantage` cases (advantages, per-rollout normalised advantages), so a version
-drift that changed the math would show here.
+Each case's recorded `params` and `input` go through the same upstream call the generator makes
+(python/golden/families_*.py `RUNNERS`: verl's compute_advantage / agg_loss / policy losses with autograd /
+kl_penalty / rollout correction, Agent Lightning's RolloutAdapter, rollout-level advantage and the trainer's order),
+and the result is compared with `expected` field by field with the file's tolerance (integer fields exactly,
+exception cases by class). Any file of the shared schema works, e.g. ../shared/golden/*.json.
 
-Usage: check_peer_golden.py [GOLDEN_DIR]   (default: the nearest shared/golden in or above the repository)
-Prints one line per failing case and the closing line "N passed, M failed"; exit 1 when any case fails.
+Usage: check_peer_golden.py [GOLDEN_DIR_OR_FILE]...   (default: tests/golden of this repository)
+Prints one line per failing case and the closing line "N passed, M failed"; exit 1 when any case fails, 2 when a
+file cannot be read or names a family without a runner.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
 import sys
+import warnings
 from typing import Any
 
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "golden"))
 
-def close(got: Any, exp: Any, tol: dict) -> bool:
+# the keys whose numbers are integers (compared exactly), as src/core/golden/families declares them
+EXACT_KEYS = {
+    "agl_trajectory": {"n_rows", "prompt_ids", "response_ids", "response_mask", "turn_index", "position_ids",
+                       "counters"},
+    "rollout_correction": {"response_mask"},
+    "agl_rollout_level_advantage": {"rollout_level_advantage_metrics"},
+    "agl_train_step": {"n_sample_collected", "n_sample_dropped_marked", "n_rows", "response_lengths",
+                       "response_mask", "adapter_counters", "rollout_level_advantage_metrics"},
+}
+
+
+def differences(got: Any, exp: Any, tol: dict, path: str, exact: bool, exact_keys: set[str], out: list[str]) -> None:
+    if len(out) > 5:
+        return
+    if isinstance(exp, dict):
+        if not isinstance(got, dict):
+            out.append(f"{path}: got {type(got).__name__}, expected an object")
+            return
+        for k, v in exp.items():
+            differences(got.get(k), v, tol, f"{path}.{k}" if path else k, exact or k in exact_keys, exact_keys, out)
+        return
     if isinstance(exp, list):
-        return isinstance(got, list) and len(got) == len(exp) and all(close(g, e, tol) for g, e in zip(got, exp))
-    if isinstance(exp, str) and exp in ("nan", "inf", "-inf") and isinstance(got, float):
-        exp = float(exp)
-    if isinstance(exp, str) or isinstance(exp, bool) or exp is None:
-        return got == exp
-    if isinstance(exp, float) or isinstance(got, float):
-        if math.isnan(exp):
-            return math.isnan(got)
-        if math.isinf(exp):
-            return got == exp
-        return abs(got - exp) <= tol["abs"] + tol["rel"] * abs(exp)
-    return got == exp
-
-
-def trajectory_case(case: dict) -> str | None:
-    import torch
-    from agentlightning.verl.agl_rollout_manager import CompletedRollout, Triplet
-    from agentlightning.verl.rollout_adapter import RolloutAdapter
-
-    p = case["params"]
-    rollouts = [
-        CompletedRollout(
-            rollout_id=r["rollout_id"],
-            data_id=r["data_id"],
-            step=r["step"],
-            sample_idx_in_step=r["sample_idx_in_step"],
-            enqueue_time=0.0,
-            final_reward=r["final_reward"],
-            triplets=None
-            if r["triplets"] is None
-            else [
-                Triplet(
-                    prompt={"token_ids": list(t["prompt_token_ids"])},
-                    response={
-                        "token_ids": list(t["response_token_ids"]),
-                        "log_probs": None if t["response_log_probs"] is None else list(t["response_log_probs"]),
-                    },
-                )
-                for t in r["triplets"]
-            ],
-        )
-        for r in case["input"]["rollouts"]
-    ]
-    adapter = RolloutAdapter(
-        max_prompt_length=p["max_prompt_length"],
-        max_response_length=p["max_response_length"],
-        device=torch.device("cpu"),
-        pad_token_id=p["pad_token_id"],
-        reward_fillna_value=p["reward_fillna_value"],
-        trace_aggregator_level=p["trace_aggregator_level"],
-    )
-    expected = case["expected"]
-    try:
-        batch, _ = adapter.get_train_data_batch(rollouts, global_steps=p["global_steps"])
-    except Exception as err:  # noqa: BLE001 - compared with the recorded upstream exception
-        if "raises" in expected and type(err).__name__ == expected["raises"]:
-            return None
-        return f"raised {type(err).__name__}: {err}"
-    if "raises" in expected:
-        return f"expected {expected['raises']}, got a batch"
-    if len(batch) != expected["n_rows"]:
-        return f"n_rows {len(batch)} != {expected['n_rows']}"
-    P = p["max_prompt_length"]
-    attention = batch.batch["attention_mask"]
-    for i, row in enumerate(expected["rows"]):
-        prompt_mask = attention[i, :P].bool()
-        response_len = int(attention[i, P:].sum())
-        got = {
-            "rollout_id": str(batch.non_tensor_batch["rollout_id_list"][i]),
-            "prompt_ids": batch.batch["prompts"][i][prompt_mask].tolist(),
-            "response_ids": batch.batch["responses"][i, :response_len].tolist(),
-            "token_level_scores": batch.batch["token_level_scores"][i, :response_len].float().tolist(),
-            "is_drop": bool(batch.batch["is_drop_mask"][i]),
-        }
-        if "response_mask" in batch.batch:
-            got["response_mask"] = batch.batch["response_mask"][i, :response_len].tolist()
-        if row.get("response_log_probs") is not None and "rollout_log_probs" in batch.batch:
-            got["response_log_probs"] = batch.batch["rollout_log_probs"][i, :response_len].tolist()
-        for key, value in got.items():
-            if not close(value, row[key], {"abs": 1e-5, "rel": 1e-4}):
-                return f"row {i} {key}: got {value} expected {row[key]}"
-    return None
-
-
-def advantage_case(case: dict) -> str | None:
-    import numpy as np
-    import torch
-    from agentlightning.verl.per_rollout_loss import normalize_advantages_by_rollout
-    from agentlightning.verl.rollout_level_advantage import compute_rollout_level_advantage
-    from tensordict import TensorDict
-    from verl import DataProto
-    from verl.trainer.config import AlgoConfig
-
-    p, inp, expected = case["params"], case["input"], case["expected"]
-    dtype = torch.bfloat16 if p["reward_dtype"] == "bfloat16" else torch.float32
-    rewards = torch.tensor(inp["token_level_rewards"], dtype=torch.float32).to(dtype)
-    mask = torch.tensor(inp["response_mask"], dtype=torch.int64)
-    batch = DataProto(
-        batch=TensorDict({"token_level_rewards": rewards, "response_mask": mask}, batch_size=len(mask)),
-        non_tensor_batch={
-            "uid": np.array(inp["uid"], dtype=object),
-            "data_id_list": np.array(inp["uid"], dtype=object),
-            "rollout_id_list": np.array(inp["rollout_id"], dtype=object),
-        },
-    )
-    algo = AlgoConfig(
-        adv_estimator=p["adv_estimator"],
-        gamma=p["gamma"],
-        lam=p["lam"],
-        norm_adv_by_std_in_grpo=p["norm_adv_by_std_in_grpo"],
-    )
-    try:
-        batch, _ = compute_rollout_level_advantage(
-            batch,
-            adv_estimator=p["adv_estimator"],
-            gamma=p["gamma"],
-            lam=p["lam"],
-            num_repeat=p["num_repeat"],
-            norm_adv_by_std_in_grpo=p["norm_adv_by_std_in_grpo"],
-            config=algo,
-        )
-        normalized = normalize_advantages_by_rollout(
-            batch.batch["advantages"],
-            batch.batch["response_mask"],
-            batch.non_tensor_batch["rollout_id_list"],
-            num_trained_rows=p["num_trained_rows"],
-        )
-    except Exception as err:  # noqa: BLE001 - compared with the recorded upstream exception
-        if "raises" in expected and type(err).__name__ == expected["raises"]:
-            return None
-        return f"raised {type(err).__name__}: {err}"
-    if "raises" in expected:
-        return f"expected {expected['raises']}, got advantages"
-    tol = {"abs": 1e-5, "rel": 1e-4}
-    for key, value in (("advantages", batch.batch["advantages"]), ("normalized_advantages", normalized)):
-        if not close(value.float().tolist(), expected[key], tol):
-            return f"{key}: got {value.float().tolist()} expected {expected[key]}"
-    return None
-
-
-def find_golden() -> str | None:
-    directory = os.path.dirname(os.path.abspath(__file__))
-    while True:
-        candidate = os.path.join(directory, "shared", "golden")
-        if os.path.isdir(candidate):
-            return candidate
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
+        if not isinstance(got, list) or len(got) != len(exp):
+            out.append(f"{path}: got {len(got) if isinstance(got, list) else got!r} values, expected {len(exp)}")
+            return
+        for i, (g, e) in enumerate(zip(got, exp)):
+            differences(g, e, tol, f"{path}[{i}]", exact, exact_keys, out)
+        return
+    if exp is None or isinstance(exp, (str, bool)) and exp not in ("nan", "inf", "-inf"):
+        if got != exp:
+            out.append(f"{path}: got {got!r}, expected {exp!r}")
+        return
+    e = float(exp) if isinstance(exp, str) else exp
+    g = float(got) if isinstance(got, str) else got
+    if not isinstance(g, (int, float)):
+        out.append(f"{path}: got {got!r}, expected {exp!r}")
+        return
+    if math.isnan(e):
+        ok = math.isnan(g)
+    elif math.isinf(e) or exact:
+        ok = g == e
+    else:
+        ok = math.isfinite(g) and abs(g - e) <= tol["abs"] + tol["rel"] * abs(e)
+    if not ok:
+        out.append(f"{path}: got {got!r}, expected {exp!r}")
 
 
 def main(argv: list[str]) -> int:
-    golden = argv[0] if argv else find_golden()
-    if golden is None:
-        print("check_peer_golden: no shared/golden found in or above the repository; pass GOLDEN_DIR", file=sys.stderr)
+    warnings.filterwarnings("ignore")
+    import torch
+
+    torch.set_num_threads(1)
+    from common import jsonable
+    from families_agl import RUNNERS as AGL
+    from families_verl import RUNNERS as VERL
+
+    runners = {**VERL, **AGL}
+    targets = argv or [os.path.join(here, "..", "tests", "golden")]
+    files: list[str] = []
+    for t in targets:
+        files.extend(sorted(glob.glob(os.path.join(t, "*.json"))) if os.path.isdir(t) else [t])
+    if not files:
+        print(f"check_peer_golden: no golden files in {targets}", file=sys.stderr)
         return 2
     passed = failed = 0
-    for family, check in (("agl_trajectory", trajectory_case), ("agl_rollout_level_advantage", advantage_case)):
-        path = os.path.join(golden, f"{family}.json")
+    for path in files:
         try:
             with open(path, encoding="utf-8") as handle:
-                cases = json.load(handle)["cases"]
+                doc = json.load(handle)
+            family, tol, cases = doc["family"], doc["tolerance"], doc["cases"]
         except (OSError, ValueError, KeyError) as err:
             print(f"check_peer_golden: cannot read {path}: {err}", file=sys.stderr)
             return 2
+        run = runners.get(family)
+        if run is None:
+            print(f"check_peer_golden: {path}: no runner for family {family!r} (known: {sorted(runners)})",
+                  file=sys.stderr)
+            return 2
+        f_pass = f_fail = 0
         for case in cases:
-            problem = check(case)
-            if problem is None:
-                passed += 1
+            exp = case["expected"]
+            got = jsonable(run(case["params"], case["input"]))
+            if isinstance(exp, dict) and "raises" in exp:
+                problems = [] if isinstance(got, dict) and got.get("raises") == exp["raises"] else [
+                    f"expected {exp['raises']}, got {got.get('raises', 'a result') if isinstance(got, dict) else got}"]
+            elif isinstance(got, dict) and "raises" in got:
+                problems = [f"raised {got['raises']}: {got['message']}"]
             else:
-                failed += 1
-                print(f"FAIL {family}/{case['name']}: {problem}", file=sys.stderr)
+                problems = []
+                differences(got, exp, tol, "", False, EXACT_KEYS.get(family, set()), problems)
+            if problems:
+                f_fail += 1
+                print(f"FAIL {family}/{case['name']}: {'; '.join(problems[:3])}", file=sys.stderr)
+            else:
+                f_pass += 1
+        print(f"{path}: {family}: {f_pass} passed, {f_fail} failed")
+        passed += f_pass
+        failed += f_fail
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -153,6 +153,13 @@ def trajectory_expected(rollouts, p: dict) -> dict:
     }
 
 
+def run_agl_trajectory(params: dict, inp: dict) -> dict:
+    try:
+        return trajectory_expected(inp["rollouts"], params)
+    except Exception as err:  # noqa: BLE001
+        return raises(err)
+
+
 def adapter_params(level: str, sizes: dict) -> dict:
     return {"trace_aggregator_level": level, "max_prompt_length": sizes["P"], "max_response_length": sizes["R"],
             "pad_token_id": 0, "reward_fillna_value": sizes["fill"], "global_steps": 0}
@@ -163,21 +170,15 @@ def agl_trajectory_cases() -> list[dict]:
     for name, sizes, rollouts in scenario_inputs():
         for level in ("transition", "trajectory"):
             p = adapter_params(level, sizes)
-            try:
-                expected = trajectory_expected(rollouts, p)
-            except Exception as err:  # noqa: BLE001
-                expected = raises(err)
-            cases.append({"name": f"{name}__{level}", "params": p, "input": {"rollouts": rollouts},
-                          "expected": expected})
+            inp = {"rollouts": rollouts}
+            cases.append({"name": f"{name}__{level}", "params": p, "input": inp,
+                          "expected": run_agl_trajectory(p, inp)})
     s = Scenarios(607)
     empty = [s.rollout("ae-a", "q0", 0, 1.0, [s.call(s.ids(3), 0)]), s.rollout("ae-b", "q0", 1, 0.0, None)]
     p = adapter_params("transition", {"P": 8, "R": 8, "fill": 0.0})
-    try:
-        expected = trajectory_expected(empty, p)
-    except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    cases.append({"name": "all_rows_empty_raises__transition", "params": p, "input": {"rollouts": empty},
-                  "expected": expected})
+    inp = {"rollouts": empty}
+    cases.append({"name": "all_rows_empty_raises__transition", "params": p, "input": inp,
+                  "expected": run_agl_trajectory(p, inp)})
     return cases
 
 
@@ -185,16 +186,62 @@ def agl_trajectory_cases() -> list[dict]:
 # agl_rollout_level_advantage: compute_rollout_level_advantage → normalize_advantages_by_rollout → per_rollout_mean
 
 
-def rla_case(name: str, estimator: str, rollout_id: list[str], uid: list[str], mask: list, scores: list[float], *,
-             dtype: str = "float32", norm: bool = True, gamma: float = 1.0, num_trained_rows: int | None = None,
-             old=None, lp=None, isw=None, dp: int | None = None, clip=(0.2, 0.2, 0.28), c: float = 3.0,
-             rewards: list | None = None) -> dict:
+def run_agl_rollout_level_advantage(params: dict, inp: dict) -> dict:
     import agentlightning.verl.per_rollout_loss  # noqa: F401
     from agentlightning.verl.per_rollout_loss import normalize_advantages_by_rollout
     from agentlightning.verl.rollout_level_advantage import compute_rollout_level_advantage
     from verl.trainer.ppo import core_algos
     from verl.workers.config import ActorConfig
 
+    mask = inp["response_mask"]
+    B = len(mask)
+    estimator, gamma, norm = params["adv_estimator"], params.get("gamma", 1.0), params["norm_adv_by_std_in_grpo"]
+    torch_dtype = torch.bfloat16 if params.get("reward_dtype") == "bfloat16" else torch.float32
+    batch = DataProto(
+        batch=TensorDict({
+            "token_level_rewards": torch.tensor(inp["token_level_rewards"]).to(torch_dtype),
+            "response_mask": torch.tensor(mask, dtype=torch.int64),
+        }, batch_size=B),
+        non_tensor_batch={"uid": np.array(inp["uid"], dtype=object), "data_id_list": np.array(inp["uid"], dtype=object),
+                          "rollout_id_list": np.array(inp["rollout_id"], dtype=object)},
+    )
+    algo = AlgoConfig(adv_estimator=estimator, gamma=gamma, lam=1.0, norm_adv_by_std_in_grpo=norm)
+    try:
+        batch, metrics = compute_rollout_level_advantage(batch, adv_estimator=estimator, gamma=gamma,
+                                                         lam=params.get("lam", 1.0),
+                                                         num_repeat=params.get("num_repeat", 1),
+                                                         norm_adv_by_std_in_grpo=norm, config=algo)
+        adv = batch.batch["advantages"]
+        normalized = normalize_advantages_by_rollout(adv, batch.batch["response_mask"],
+                                                     batch.non_tensor_batch["rollout_id_list"],
+                                                     num_trained_rows=params["num_trained_rows"])
+        config = ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1,
+                             clip_ratio=params["clip_ratio"], clip_ratio_low=params["clip_ratio_low"],
+                             clip_ratio_high=params["clip_ratio_high"], clip_ratio_c=params["clip_ratio_c"],
+                             loss_agg_mode=params.get("loss_agg_mode", "token-mean"))
+        config.global_batch_info.update(params.get("global_batch_info") or {})
+        isw = inp.get("rollout_is_weights")
+        pg_loss, m = core_algos.get_policy_loss_fn(params.get("loss_mode", "per_rollout_mean"))(
+            old_log_prob=torch.tensor(inp["old_log_prob"]), log_prob=torch.tensor(inp["log_prob"]),
+            advantages=normalized, response_mask=batch.batch["response_mask"],
+            loss_agg_mode=config.loss_agg_mode, config=config,
+            rollout_is_weights=None if isw is None else torch.tensor(isw),
+        )
+        return {
+            "advantages": adv, "returns": batch.batch["returns"],
+            "advantages_dtype": str(adv.dtype).replace("torch.", ""),
+            "normalized_advantages": normalized, "pg_loss": float(pg_loss),
+            "pg_clipfrac": m["actor/pg_clipfrac"], "ppo_kl": m["actor/ppo_kl"],
+            "pg_clipfrac_lower": m["actor/pg_clipfrac_lower"], "rollout_level_advantage_metrics": metrics,
+        }
+    except Exception as err:  # noqa: BLE001
+        return raises(err)
+
+
+def rla_case(name: str, estimator: str, rollout_id: list[str], uid: list[str], mask: list, scores: list[float], *,
+             dtype: str = "float32", norm: bool = True, gamma: float = 1.0, num_trained_rows: int | None = None,
+             old=None, lp=None, isw=None, dp: int | None = None, clip=(0.2, 0.2, 0.28), c: float = 3.0,
+             rewards: list | None = None) -> dict:
     B, T = len(mask), len(mask[0])
     rng = Rng(zlib.crc32(name.encode()))
     old = old if old is not None else rng.normal((B, T), 0.5, -1.0)
@@ -209,41 +256,7 @@ def rla_case(name: str, estimator: str, rollout_id: list[str], uid: list[str], m
            "token_level_rewards": f32(rewards if rewards is not None else outcome_rewards(mask, scores)),
            "response_mask": mask, "old_log_prob": f32(old), "log_prob": f32(lp),
            "rollout_is_weights": None if isw is None else f32(isw)}
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    batch = DataProto(
-        batch=TensorDict({
-            "token_level_rewards": torch.tensor(inp["token_level_rewards"]).to(torch_dtype),
-            "response_mask": torch.tensor(mask, dtype=torch.int64),
-        }, batch_size=B),
-        non_tensor_batch={"uid": np.array(uid, dtype=object), "data_id_list": np.array(uid, dtype=object),
-                          "rollout_id_list": np.array(rollout_id, dtype=object)},
-    )
-    algo = AlgoConfig(adv_estimator=estimator, gamma=gamma, lam=1.0, norm_adv_by_std_in_grpo=norm)
-    try:
-        batch, metrics = compute_rollout_level_advantage(batch, adv_estimator=estimator, gamma=gamma, lam=1.0,
-                                                         num_repeat=1, norm_adv_by_std_in_grpo=norm, config=algo)
-        adv = batch.batch["advantages"]
-        normalized = normalize_advantages_by_rollout(adv, batch.batch["response_mask"],
-                                                     batch.non_tensor_batch["rollout_id_list"], num_trained_rows=ntr)
-        config = ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1, clip_ratio=clip[0],
-                             clip_ratio_low=clip[1], clip_ratio_high=clip[2], clip_ratio_c=c,
-                             loss_agg_mode="token-mean")
-        config.global_batch_info.update(params["global_batch_info"])
-        pg_loss, m = core_algos.get_policy_loss_fn("per_rollout_mean")(
-            old_log_prob=torch.tensor(inp["old_log_prob"]), log_prob=torch.tensor(inp["log_prob"]),
-            advantages=normalized, response_mask=batch.batch["response_mask"], loss_agg_mode="token-mean",
-            config=config, rollout_is_weights=None if isw is None else torch.tensor(inp["rollout_is_weights"]),
-        )
-        expected = {
-            "advantages": adv, "returns": batch.batch["returns"],
-            "advantages_dtype": str(adv.dtype).replace("torch.", ""),
-            "normalized_advantages": normalized, "pg_loss": float(pg_loss),
-            "pg_clipfrac": m["actor/pg_clipfrac"], "ppo_kl": m["actor/ppo_kl"],
-            "pg_clipfrac_lower": m["actor/pg_clipfrac_lower"], "rollout_level_advantage_metrics": metrics,
-        }
-    except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": params, "input": inp, "expected": expected}
+    return {"name": name, "params": params, "input": inp, "expected": run_agl_rollout_level_advantage(params, inp)}
 
 
 def agl_rollout_level_cases() -> list[dict]:
@@ -297,21 +310,23 @@ def agl_rollout_level_cases() -> list[dict]:
 # agl_train_step: the trainer's order from completed rollouts to every loss mode's per-token weights
 
 
+def run_agl_train_step(params: dict, inp: dict) -> dict:
+    try:
+        return train_step_view(completed_rollouts(inp["rollouts"]), params, inp.get("old_log_probs"))
+    except Exception as err:  # noqa: BLE001
+        return raises(err)
+
+
 def train_step_case(name: str, rollouts: list[dict], p: dict, *, with_old: bool = False, seed: int = 0) -> dict:
     inp: dict = {"rollouts": rollouts, "old_log_probs": None}
-    cr = completed_rollouts(rollouts)
     if with_old:
         try:
-            _, lens = kept_row_count(cr, p)
+            _, lens = kept_row_count(completed_rollouts(rollouts), p)
             rng = Rng(seed)
             inp["old_log_probs"] = [rng.uniform((n,), -3.0, -0.05) for n in lens]
-        except Exception:  # noqa: BLE001 - the case below records the exception
+        except Exception:  # noqa: BLE001 - the run below records the exception
             pass
-    try:
-        expected = train_step_view(cr, p, inp["old_log_probs"])
-    except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": p, "input": inp, "expected": expected}
+    return {"name": name, "params": p, "input": inp, "expected": run_agl_train_step(p, inp)}
 
 
 def agl_train_step_cases() -> list[dict]:
@@ -388,4 +403,10 @@ FAMILIES = {
                    "verl policy losses with the 0.8.0 engine's global batch info, grads by autograd"),
         agl_train_step_cases,
     ),
+}
+
+RUNNERS = {
+    "agl_trajectory": run_agl_trajectory,
+    "agl_rollout_level_advantage": run_agl_rollout_level_advantage,
+    "agl_train_step": run_agl_train_step,
 }

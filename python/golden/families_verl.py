@@ -22,6 +22,40 @@ from common import Rng, f32, outcome_rewards, raises, verl_source
 # advantage: ray_trainer.compute_advantage, as the trainer calls it (rewards in float32 or bfloat16).
 
 
+def run_advantage(params: dict, inp: dict) -> dict:
+    estimator = params["adv_estimator"]
+    cfg = params.get("config") or {}
+    gamma = float(cfg.get("gamma", params.get("gamma", 1.0)))
+    norm = bool(params.get("norm_adv_by_std_in_grpo", True))
+    dtype = params.get("reward_dtype", "float32")
+    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+    mask = inp["response_mask"]
+    tensors = {
+        "token_level_rewards": torch.tensor(inp["token_level_rewards"], dtype=torch.float32).to(torch_dtype),
+        "response_mask": torch.tensor(mask, dtype=torch.int64),
+    }
+    if inp.get("reward_baselines") is not None:
+        tensors["reward_baselines"] = torch.tensor(inp["reward_baselines"], dtype=torch.float32)
+    data = DataProto(
+        batch=TensorDict(tensors, batch_size=len(mask)),
+        non_tensor_batch={"uid": np.array(inp["index"], dtype=object)},
+    )
+    config = AlgoConfig(adv_estimator=estimator, gamma=gamma, lam=1.0,
+                        norm_adv_by_std_in_grpo=bool(cfg.get("norm_adv_by_std_in_grpo", norm)))
+    try:
+        out = compute_advantage(
+            data, adv_estimator=estimator, gamma=gamma, lam=1.0, num_repeat=1,
+            norm_adv_by_std_in_grpo=norm, config=config,
+        )
+        return {
+            "advantages": out.batch["advantages"],
+            "returns": out.batch["returns"],
+            "advantages_dtype": str(out.batch["advantages"].dtype).replace("torch.", ""),
+        }
+    except Exception as err:  # noqa: BLE001 - recorded as the upstream exception
+        return raises(err)
+
+
 def advantage_case(name: str, estimator: str, mask: list, rewards: list, index: list[str], *, norm: bool = True,
                    gamma: float = 1.0, baselines: list | None = None, dtype: str = "float32", note: str = "") -> dict:
     params = {
@@ -38,31 +72,7 @@ def advantage_case(name: str, estimator: str, mask: list, rewards: list, index: 
     inp = {"token_level_rewards": f32(rewards), "response_mask": mask, "index": index}
     if baselines is not None:
         inp["reward_baselines"] = f32(baselines)
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    tensors = {
-        "token_level_rewards": torch.tensor(inp["token_level_rewards"], dtype=torch.float32).to(torch_dtype),
-        "response_mask": torch.tensor(mask, dtype=torch.int64),
-    }
-    if baselines is not None:
-        tensors["reward_baselines"] = torch.tensor(inp["reward_baselines"], dtype=torch.float32)
-    data = DataProto(
-        batch=TensorDict(tensors, batch_size=len(mask)),
-        non_tensor_batch={"uid": np.array(index, dtype=object)},
-    )
-    config = AlgoConfig(adv_estimator=estimator, gamma=gamma, lam=1.0, norm_adv_by_std_in_grpo=norm)
-    try:
-        out = compute_advantage(
-            data, adv_estimator=estimator, gamma=gamma, lam=1.0, num_repeat=1,
-            norm_adv_by_std_in_grpo=norm, config=config,
-        )
-        expected = {
-            "advantages": out.batch["advantages"],
-            "returns": out.batch["returns"],
-            "advantages_dtype": str(out.batch["advantages"].dtype).replace("torch.", ""),
-        }
-    except Exception as err:  # noqa: BLE001 - recorded as the upstream exception
-        expected = raises(err)
-    return {"name": name, "params": params, "input": inp, "expected": expected}
+    return {"name": name, "params": params, "input": inp, "expected": run_advantage(params, inp)}
 
 
 def advantage_cases() -> list[dict]:
@@ -116,6 +126,23 @@ def advantage_cases() -> list[dict]:
 # agg_loss
 
 
+def run_agg_loss(params: dict, inp: dict) -> dict:
+    kwargs = {k: params[k] for k in params.get("kwargs_passed", [])}
+    if "kwargs_passed" not in params:
+        kwargs = {k: params[k] for k in ("dp_size", "batch_num_tokens", "global_batch_size", "loss_scale_factor")
+                  if params.get(k) is not None}
+    try:
+        loss = core_algos.agg_loss(
+            loss_mat=torch.tensor(inp["loss_mat"], dtype=torch.float32),
+            loss_mask=torch.tensor(inp["loss_mask"], dtype=torch.int64),
+            loss_agg_mode=params["loss_agg_mode"],
+            **kwargs,
+        )
+        return {"loss": float(loss)}
+    except Exception as err:  # noqa: BLE001
+        return raises(err)
+
+
 def agg_case(name: str, mode: str, loss_mat: list, mask: list, **kwargs) -> dict:
     params = {
         "loss_agg_mode": mode,
@@ -126,17 +153,7 @@ def agg_case(name: str, mode: str, loss_mat: list, mask: list, **kwargs) -> dict
         "kwargs_passed": sorted(kwargs),
     }
     inp = {"loss_mat": f32(loss_mat), "loss_mask": mask}
-    try:
-        loss = core_algos.agg_loss(
-            loss_mat=torch.tensor(inp["loss_mat"], dtype=torch.float32),
-            loss_mask=torch.tensor(mask, dtype=torch.int64),
-            loss_agg_mode=mode,
-            **kwargs,
-        )
-        expected = {"loss": float(loss)}
-    except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": params, "input": inp, "expected": expected}
+    return {"name": name, "params": params, "input": inp, "expected": run_agg_loss(params, inp)}
 
 
 AGG_MODES = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
@@ -176,6 +193,37 @@ def actor_config(clip_ratio: float, low, high, c: float, mode: str) -> ActorConf
     )
 
 
+def run_policy_loss(params: dict, inp: dict) -> dict:
+    import agentlightning.verl.per_rollout_loss  # noqa: F401  (registers per_rollout_mean)
+
+    mode = params["loss_agg_mode"]
+    config = actor_config(params.get("clip_ratio", 0.2), params.get("clip_ratio_low"), params.get("clip_ratio_high"),
+                          params.get("clip_ratio_c", 3.0), mode)
+    config.global_batch_info.update(params.get("global_batch_info") or {})
+    log_prob = torch.tensor(inp["log_prob"], dtype=torch.float32, requires_grad=True)
+    isw = inp.get("rollout_is_weights")
+    try:
+        pg_loss, metrics = core_algos.get_policy_loss_fn(params["loss_mode"])(
+            old_log_prob=torch.tensor(inp["old_log_prob"], dtype=torch.float32),
+            log_prob=log_prob,
+            advantages=torch.tensor(inp["advantages"], dtype=torch.float32),
+            response_mask=torch.tensor(inp["response_mask"], dtype=torch.int64),
+            loss_agg_mode=mode,
+            config=config,
+            rollout_is_weights=None if isw is None else torch.tensor(isw, dtype=torch.float32),
+        )
+        pg_loss.backward()
+        return {
+            "pg_loss": float(pg_loss),
+            "pg_clipfrac": float(metrics["actor/pg_clipfrac"]),
+            "ppo_kl": float(metrics["actor/ppo_kl"]),
+            "pg_clipfrac_lower": float(metrics["actor/pg_clipfrac_lower"]),
+            "grad_log_prob": log_prob.grad,
+        }
+    except Exception as err:  # noqa: BLE001
+        return raises(err)
+
+
 def policy_case(name: str, loss_mode: str, mode: str, old: list, lp: list, adv: list, mask: list, *,
                 clip=(0.2, 0.2, 0.2), c: float = 3.0, is_weights: list | None = None, gbi: dict | None = None) -> dict:
     params = {
@@ -189,35 +237,10 @@ def policy_case(name: str, loss_mode: str, mode: str, old: list, lp: list, adv: 
     }
     inp = {"old_log_prob": f32(old), "log_prob": f32(lp), "advantages": f32(adv), "response_mask": mask,
            "rollout_is_weights": None if is_weights is None else f32(is_weights)}
-    config = actor_config(clip[0], clip[1], clip[2], c, mode)
-    config.global_batch_info.update(gbi or {})
-    log_prob = torch.tensor(inp["log_prob"], dtype=torch.float32, requires_grad=True)
-    try:
-        pg_loss, metrics = core_algos.get_policy_loss_fn(loss_mode)(
-            old_log_prob=torch.tensor(inp["old_log_prob"], dtype=torch.float32),
-            log_prob=log_prob,
-            advantages=torch.tensor(inp["advantages"], dtype=torch.float32),
-            response_mask=torch.tensor(mask, dtype=torch.int64),
-            loss_agg_mode=mode,
-            config=config,
-            rollout_is_weights=None if is_weights is None else torch.tensor(inp["rollout_is_weights"]),
-        )
-        pg_loss.backward()
-        expected = {
-            "pg_loss": float(pg_loss),
-            "pg_clipfrac": float(metrics["actor/pg_clipfrac"]),
-            "ppo_kl": float(metrics["actor/ppo_kl"]),
-            "pg_clipfrac_lower": float(metrics["actor/pg_clipfrac_lower"]),
-            "grad_log_prob": log_prob.grad,
-        }
-    except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": params, "input": inp, "expected": expected}
+    return {"name": name, "params": params, "input": inp, "expected": run_policy_loss(params, inp)}
 
 
 def policy_loss_cases() -> list[dict]:
-    import agentlightning.verl.per_rollout_loss  # noqa: F401  (registers per_rollout_mean)
-
     rng = Rng(303)
     cases = []
     B, T = 6, 8
@@ -262,16 +285,20 @@ def policy_loss_cases() -> list[dict]:
 # kl_penalty, with ∂(Σ kl)/∂logprob from autograd
 
 
-def kl_case(name: str, kind: str, lp: list, ref: list) -> dict:
-    logprob = torch.tensor(lp, dtype=torch.float32, requires_grad=True)
+def run_kl_penalty(params: dict, inp: dict) -> dict:
+    logprob = torch.tensor(inp["logprob"], dtype=torch.float32, requires_grad=True)
     try:
-        kl = core_algos.kl_penalty(logprob, torch.tensor(ref, dtype=torch.float32), kind)
+        kl = core_algos.kl_penalty(logprob, torch.tensor(inp["ref_logprob"], dtype=torch.float32), params["kl_penalty"])
         kl.sum().backward()
-        expected = {"kl": kl, "grad_logprob": logprob.grad}
+        return {"kl": kl, "grad_logprob": logprob.grad}
     except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": {"kl_penalty": kind}, "input": {"logprob": lp, "ref_logprob": ref},
-            "expected": expected}
+        return raises(err)
+
+
+def kl_case(name: str, kind: str, lp: list, ref: list) -> dict:
+    params = {"kl_penalty": kind}
+    inp = {"logprob": lp, "ref_logprob": ref}
+    return {"name": name, "params": params, "input": inp, "expected": run_kl_penalty(params, inp)}
 
 
 def kl_penalty_cases() -> list[dict]:
@@ -295,29 +322,31 @@ def kl_penalty_cases() -> list[dict]:
 # rollout_correction: compute_rollout_correction_and_add_to_batch on a DataProto
 
 
-def rc_case(name: str, old: list, roll: list, mask: list, *, rollout_is=None, threshold=2.0, batch_normalize=False,
-            rs=None, rs_threshold=None) -> dict:
-    params = {"rollout_is": rollout_is, "rollout_is_threshold": threshold,
-              "rollout_is_batch_normalize": batch_normalize, "rollout_rs": rs, "rollout_rs_threshold": rs_threshold}
-    inp = {"old_log_prob": f32(old), "rollout_log_prob": f32(roll), "response_mask": mask}
+def run_rollout_correction(params: dict, inp: dict) -> dict:
     batch = DataProto(batch=TensorDict({
         "old_log_probs": torch.tensor(inp["old_log_prob"], dtype=torch.float32),
         "rollout_log_probs": torch.tensor(inp["rollout_log_prob"], dtype=torch.float32),
-        "response_mask": torch.tensor(mask, dtype=torch.int64),
-    }, batch_size=len(mask)))
+        "response_mask": torch.tensor(inp["response_mask"], dtype=torch.int64),
+    }, batch_size=len(inp["response_mask"])))
+    cfg = {k: params.get(k) for k in ("rollout_is", "rollout_is_threshold", "rollout_is_batch_normalize",
+                                      "rollout_rs", "rollout_rs_threshold")}
     try:
-        out, metrics = compute_rollout_correction_and_add_to_batch(batch, {
-            "rollout_is": rollout_is, "rollout_is_threshold": threshold,
-            "rollout_is_batch_normalize": batch_normalize, "rollout_rs": rs, "rollout_rs_threshold": rs_threshold,
-        })
-        expected = {
+        out, metrics = compute_rollout_correction_and_add_to_batch(batch, cfg)
+        return {
             "rollout_is_weights": out.batch["rollout_is_weights"] if "rollout_is_weights" in out.batch else None,
             "response_mask": out.batch["response_mask"],
             "metrics": metrics,
         }
     except Exception as err:  # noqa: BLE001
-        expected = raises(err)
-    return {"name": name, "params": params, "input": inp, "expected": expected}
+        return raises(err)
+
+
+def rc_case(name: str, old: list, roll: list, mask: list, *, rollout_is=None, threshold=2.0, batch_normalize=False,
+            rs=None, rs_threshold=None) -> dict:
+    params = {"rollout_is": rollout_is, "rollout_is_threshold": threshold,
+              "rollout_is_batch_normalize": batch_normalize, "rollout_rs": rs, "rollout_rs_threshold": rs_threshold}
+    inp = {"old_log_prob": f32(old), "rollout_log_prob": f32(roll), "response_mask": mask}
+    return {"name": name, "params": params, "input": inp, "expected": run_rollout_correction(params, inp)}
 
 
 def rollout_correction_cases() -> list[dict]:
@@ -388,4 +417,13 @@ FAMILIES = {
         verl_source("verl/trainer/ppo/rollout_corr_helper.py:compute_rollout_correction_and_add_to_batch"),
         rollout_correction_cases,
     ),
+}
+
+# family → run(params, input) → expected: the upstream call alone, for check_peer_golden.py
+RUNNERS = {
+    "advantage": run_advantage,
+    "agg_loss": run_agg_loss,
+    "policy_loss": run_policy_loss,
+    "kl_penalty": run_kl_penalty,
+    "rollout_correction": run_rollout_correction,
 }
