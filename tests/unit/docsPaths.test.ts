@@ -68,11 +68,10 @@ describe('paths named in the docs exist', () => {
     });
   it('would catch a missing one', () => {
     expect(
-      namedPaths('see `src/core/nope.ts`, `ui/lab/align.ts`, `x <op>.ts`, `src/later/` (planned) and `gpu/<op>.ts`'),
-    ).toEqual([
-      'src/core/nope.ts',
-      'ui/lab/align.ts',
-    ]);
+      namedPaths(
+        'see `src/core/nope.ts`, `ui/lab/align.ts`, `x <op>.ts`, `src/later/` (planned) and `gpu/<op>.ts`',
+      ),
+    ).toEqual(['src/core/nope.ts', 'ui/lab/align.ts']);
     expect(exists('src/core/nope.ts', files)).toBe(false);
     expect(exists('ui/lab/pipeline.ts', files)).toBe(true);
     expect(exists('policy/types.ts', files)).toBe(true);

@@ -13,7 +13,8 @@ const src = join(root, 'src');
 function documentedLayers(): Map<string, Set<string>> {
   const doc = readFileSync(join(root, 'docs/ARCHITECTURE.md'), 'utf8');
   const rows = [...doc.matchAll(/^\| `src\/([a-z]+)\/` \|[^\n]*\| ([^|\n]+) \|$/gm)];
-  if (rows.length === 0) throw new Error('docs/ARCHITECTURE.md has no layer table rows (| `src/x/` | … | may import |)');
+  if (rows.length === 0)
+    throw new Error('docs/ARCHITECTURE.md has no layer table rows (| `src/x/` | … | may import |)');
   const names = rows.map((r) => r[1]);
   const out = new Map<string, Set<string>>();
   rows.forEach((r, i) => {
@@ -42,7 +43,8 @@ function walk(dir: string, out: string[] = []): string[] {
 /** Static and dynamic imports, `export … from` and `import.meta.glob`-free `new URL(…, import.meta.url)` sources. */
 function importsOf(text: string): string[] {
   const specs: string[] = [];
-  for (const m of text.matchAll(/(?:^|[^\w.])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]/gm)) specs.push(m[1]);
+  for (const m of text.matchAll(/(?:^|[^\w.])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]/gm))
+    specs.push(m[1]);
   for (const m of text.matchAll(/(?:^|[^\w.])import\s*['"]([^'"]+)['"]/gm)) specs.push(m[1]);
   for (const m of text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1]);
   // workers are modules too: new URL('./lab.worker.ts', import.meta.url); other URLs are assets
@@ -87,7 +89,10 @@ describe('layering of src/ (docs/ARCHITECTURE.md)', () => {
     for (const file of files.filter((f) => layerOf(f) === 'core')) {
       const text = readFileSync(file, 'utf8');
       for (const spec of importsOf(text))
-        if (spec.startsWith('node:') || ['fs', 'path', 'os', 'child_process', 'worker_threads'].includes(spec))
+        if (
+          spec.startsWith('node:') ||
+          ['fs', 'path', 'os', 'child_process', 'worker_threads'].includes(spec)
+        )
           bad.push(`${relative(root, file)} imports ${spec}`);
       const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
       for (const g of ['document', 'window', 'navigator', 'process', 'Buffer', 'require'])
@@ -101,8 +106,14 @@ describe('layering of src/ (docs/ARCHITECTURE.md)', () => {
     expect(layers.get('ui')?.has('engine')).toBe(true);
     expect(layers.get('cli')?.has('ui')).toBe(false);
     expect(
-      importsOf(`import { x } from '../ui/store';\nimport type { Y } from "../engine/model";\nconst m = await import('../cli/lab');`),
+      importsOf(
+        `import { x } from '../ui/store';\nimport type { Y } from "../engine/model";\nconst m = await import('../cli/lab');`,
+      ),
     ).toEqual(['../ui/store', '../engine/model', '../cli/lab']);
-    expect(importsOf(`new Worker(new URL('./w.worker.ts', import.meta.url)); new URL('../x.json', import.meta.url)`)).toEqual(['./w.worker.ts']);
+    expect(
+      importsOf(
+        `new Worker(new URL('./w.worker.ts', import.meta.url)); new URL('../x.json', import.meta.url)`,
+      ),
+    ).toEqual(['./w.worker.ts']);
   });
 });
