@@ -2,15 +2,18 @@
  * `lab analyze <trace file> [flags]`: what the trainer would do with a trace — merge, retokenization, advantage
  * and effective-weight summaries (or the whole analysis as JSON with --json).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { listAdvEstimators } from '../../core/algos/advantage';
 import { ALL_LOSS_MODES, type LossMode } from '../../core/algos/effectiveWeights';
 import { type Analysis, analyzeTrace, DEFAULT_ANALYZE_OPTIONS, type Stats } from '../../core/analyze';
-import { parseTraceText, TraceFormatError } from '../../core/trace/io';
+import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
+import { TraceFormatError } from '../../core/trace/io';
 import { formatIssue } from '../../core/trace/types';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
+import { readTraceFile } from '../traceFile';
 
 const LEVELS = ['transition', 'trajectory'] as const;
 const SOURCES = ['engine', 'retokenize'] as const;
@@ -159,9 +162,9 @@ export const command: Command = {
       }
     }
 
-    let trace: ReturnType<typeof parseTraceText>;
+    let trace: Awaited<ReturnType<typeof readTraceFile>>;
     try {
-      trace = parseTraceText(readFileSync(file, 'utf8'));
+      trace = await readTraceFile(file);
     } catch (e) {
       if (e instanceof TraceFormatError) {
         console.error(`lab analyze: ${file}: ${e.message}`);
@@ -177,17 +180,30 @@ export const command: Command = {
       console.error(`lab analyze: no valid rollout in ${file}`);
       return 1;
     }
-    const analysis = analyzeTrace(trace, {
-      level,
-      advEstimator: adv,
-      normAdvByStd: !flags['no-std'],
-      rolloutLevel: Boolean(flags['rollout-level-adv']),
-      lossAggMode,
-      tokenSource,
-      tokenizer,
-      maxPromptLength,
-      maxResponseLength,
-    });
+    // A trace with nothing to train on is a result, not a crash: say what it holds and why.
+    const empty = nothingToTrainOn(traceInventory(trace.rollouts));
+    if (empty) {
+      console.error(`lab analyze: ${file}: ${trace.rollouts.length} rollouts; ${empty}; no training rows`);
+      return 1;
+    }
+    let analysis: ReturnType<typeof analyzeTrace>;
+    try {
+      analysis = analyzeTrace(trace, {
+        level,
+        advEstimator: adv,
+        normAdvByStd: !flags['no-std'],
+        rolloutLevel: Boolean(flags['rollout-level-adv']),
+        lossAggMode,
+        tokenSource,
+        tokenizer,
+        maxPromptLength,
+        maxResponseLength,
+      });
+    } catch (e) {
+      if (!(e instanceof SampleBuildError)) throw e;
+      console.error(`lab analyze: ${file}: the trainer's sample builder stops here: ${e.message}`);
+      return 1;
+    }
     if (flags.json) console.log(JSON.stringify(analysis, null, 2));
     else printText(analysis, file);
     return 0;
