@@ -125,7 +125,10 @@ export function readJsonValue(v: unknown, path: string): Json {
     }
     if (typeof x !== 'object') throw new RecordInvalid(top.path, `must be a JSON value, got ${describe(x)}`);
     if (top.depth >= MAX_JSON_DEPTH)
-      throw new RecordInvalid(top.path, `nests deeper than ${MAX_JSON_DEPTH} levels`);
+      throw new RecordInvalid(
+        path,
+        `nests deeper than ${MAX_JSON_DEPTH} levels (at ${top.path.slice(0, 80)}…)`,
+      );
     if (Array.isArray(x)) {
       for (let i = x.length - 1; i >= 0; i--)
         stack.push({ v: x[i], path: `${top.path}[${i}]`, depth: top.depth + 1 });

@@ -30,6 +30,7 @@ import {
   RecordInvalid,
   readArray,
   readBool,
+  readIntIn,
   readJsonObject,
   readJsonValue,
   readLogProbs,
@@ -226,7 +227,7 @@ function rewardValue(v: unknown): number | null {
 interface Group {
   rolloutId: string;
   calls: ModelCall[];
-  rewards: { value: number; timestamp_ms?: number }[];
+  rewards: { value: number; timestamp_ms?: number; call_index?: number }[];
   finalReward: number | null;
   other: JsonObject[];
   gaps: RolloutGap[];
@@ -374,8 +375,10 @@ export class AglEventAssembler {
       const value = rewardValue(d.value);
       g.finalReward = value;
       if (value !== null) {
-        const r: { value: number; timestamp_ms?: number } = { value };
+        const r: { value: number; timestamp_ms?: number; call_index?: number } = { value };
         if (ev.timestamp) r.timestamp_ms = ev.timestamp * 1000;
+        if (d.call_index !== undefined && d.call_index !== null)
+          r.call_index = readIntIn(d.call_index, 'data.call_index', 0, g.calls.length - 1);
         g.rewards.push(r);
       } else
         this.report({
@@ -540,7 +543,8 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
     rollout_id: r.rolloutId,
     attempt_id: '0',
     timestamp: (w.timestampMs ?? 0) / 1000,
-    data: { value: w.value },
+    // call_index is not an upstream field: it keeps which call a reward belongs to across a round trip
+    data: w.callIndex === undefined ? { value: w.value } : { value: w.value, call_index: w.callIndex },
   });
   r.calls.forEach((c, i) => {
     const choice: Record<string, unknown> = { index: 0, finish_reason: c.response?.finishReason ?? null };

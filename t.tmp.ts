@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { parseTraceText, toAglEventsBundle, toJsonlTrace, TraceReader } from './src/core/trace/io';
+import { formatIssue } from './src/core/trace/types';
+const text = readFileSync('public/samples/search-scripted.jsonl', 'utf8');
+const base = parseTraceText(text);
+console.log(base.format, base.rollouts.length, base.issues.length, base.lines);
+const ev = '{"event_type":"reward","rollout_id":"zz","data":{"value":1}}\n';
+const b1 = parseTraceText(ev + text);
+console.log('stray', b1.format, b1.rollouts.length, b1.issues.map(formatIssue));
+const b2 = parseTraceText('garbage\n{"x":\n' + text);
+console.log('broken first', b2.format, b2.rollouts.length, b2.issues.map(formatIssue));
+const bundle = JSON.stringify(toAglEventsBundle(base.rollouts), null, 1);
+const b3 = parseTraceText(bundle);
+console.log('pretty bundle', b3.format, b3.rollouts.length, b3.issues.map(formatIssue), JSON.stringify(b3.rollouts) === JSON.stringify(base.rollouts));
+// chunked by bytes
+const r = new TraceReader();
+const bytes = new TextEncoder().encode(bundle);
+const dec = new TextDecoder();
+for (let i = 0; i < bytes.length; i += 777) r.push(dec.decode(bytes.subarray(i, i + 777), { stream: true }));
+const b4 = r.finish();
+console.log('chunked', b4.rollouts.length, JSON.stringify(b4.rollouts) === JSON.stringify(base.rollouts));
+const deep = '{"rollout_id":"d","data_id":"x","calls":[],"metadata":{"a":' + '['.repeat(5000) + ']'.repeat(5000) + '}}';
+const b5 = parseTraceText(deep + '\n' + '{"rollout_id":"e","data_id":"x","calls":[],"metadata":{"toString":{"valueOf":1}},"rewards":[{"value":1e400}]}');
+console.log('deep', b5.rollouts.length, b5.issues.map(formatIssue));
+const trunc = bundle.slice(0, bundle.length / 2);
+const b6 = parseTraceText(trunc);
+console.log('truncated', b6.format, b6.rollouts.length, b6.issues.map(formatIssue).slice(0,3));
+// events lines with a broken line
+const evLines = toAglEventsBundle(base.rollouts).rollouts.flatMap((e: any) => e.events).map((e: any) => JSON.stringify(e));
+evLines[3] = evLines[3].slice(0, 200);
+evLines[7] = '{{{';
+const b7 = parseTraceText(evLines.join('\n'));
+console.log('event lines', b7.format, b7.rollouts.length, b7.issues.map(formatIssue).map(s=>s.slice(0,200)), b7.rollouts.filter(r=>r.incomplete).map(r=>[r.rolloutId, r.incomplete]));
+const a = base.rollouts[0], bb = b3.rollouts[0];
+for (const k of Object.keys(a) as (keyof typeof a)[]) if (JSON.stringify(a[k]) !== JSON.stringify(bb[k])) console.log('diff', k, JSON.stringify(a[k]).slice(0,200), JSON.stringify(bb[k]).slice(0, 200));
