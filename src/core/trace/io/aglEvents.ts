@@ -90,8 +90,13 @@ function choiceLogProbs(choice: JsonObject, path: string): unknown[] | undefined
   throw new RecordInvalid(join(lpPath, 'content'), `must be a list, got ${describe(o.content)}`);
 }
 
-/** The engine fields of a call record, from `data.model`, `data.model_version` and `data.server`. */
-function serverEngine(data: JsonObject): JsonObject {
+/**
+ * The engine fields of a call record, from `data.model`, `data.model_version` and `data.server`; none when the
+ * event names no server at all.
+ */
+function serverEngine(data: JsonObject): JsonObject | undefined {
+  const none = (v: unknown) => v === undefined || v === null;
+  if (none(data.server) && none(data.model) && none(data.model_version)) return undefined;
   const srv = data.server === undefined || data.server === null ? {} : readObject(data.server, 'data.server');
   const model =
     readOptString(data.model, 'data.model') ?? readOptString(srv.model, 'data.server.model') ?? '';
@@ -225,6 +230,8 @@ function rewardValue(v: unknown): number | null {
 }
 
 interface Group {
+  /** the rollout id, or the entry's place for a bundle entry (two entries may give the same id) */
+  key: string;
   rolloutId: string;
   calls: ModelCall[];
   rewards: { value: number; timestamp_ms?: number; call_index?: number }[];
@@ -266,11 +273,11 @@ export class AglEventAssembler {
     private readonly report: (issue: TraceIssue) => void,
   ) {}
 
-  private group(rid: string, where: string): Group {
-    let g = this.groups.get(rid);
+  private group(rid: string, where: string, key = rid): Group {
+    let g = this.groups.get(key);
     if (!g) {
-      g = { rolloutId: rid, calls: [], rewards: [], finalReward: null, other: [], gaps: [], where };
-      this.groups.set(rid, g);
+      g = { key, rolloutId: rid, calls: [], rewards: [], finalReward: null, other: [], gaps: [], where };
+      this.groups.set(key, g);
     }
     return g;
   }
@@ -283,16 +290,15 @@ export class AglEventAssembler {
    * A place in the event stream that could not be read as an event; `rolloutId` when its text still names
    * one, `field` when one field is to blame.
    */
-  unreadable(where: string, message: string, rolloutId: string | null, field?: string): void {
+  unreadable(where: string, message: string, rolloutId: string | null, field?: string, into?: Group): void {
     const issue: TraceIssue = { where, message, severity: 'error' };
     if (field !== undefined) issue.field = field;
     const detail = field !== undefined ? `${field} ${message}` : message;
-    if (rolloutId !== null) {
-      const g = this.groups.get(rolloutId);
-      issue.message += `; rollout ${rolloutId} is kept without it and marked incomplete`;
-      if (g) this.gap(g, where, detail);
-      else this.group(rolloutId, `rollout ${rolloutId}`).gaps.push({ where, message: detail });
-      this.order.push(rolloutId);
+    if (into || rolloutId !== null) {
+      const g = into ?? this.group(rolloutId as string, `rollout ${rolloutId}`);
+      issue.message += `; rollout ${g.rolloutId} is kept without it and marked incomplete`;
+      this.gap(g, where, detail);
+      this.order.push(g.key);
     } else {
       this.order.push(this.unattributed.length);
       this.unattributed.push({ where, issue });
@@ -307,8 +313,8 @@ export class AglEventAssembler {
       ev = readEvent(v);
     } catch (e) {
       const issue = issueFrom(e, where);
-      const rid = isObject(v) && typeof v.rollout_id === 'string' ? v.rollout_id : (into?.rolloutId ?? null);
-      this.unreadable(where, issue.message, rid, issue.field);
+      const rid = isObject(v) && typeof v.rollout_id === 'string' ? v.rollout_id : null;
+      this.unreadable(where, issue.message, rid, issue.field, into);
       return;
     }
     if (into && ev.rollout_id !== into.rolloutId) {
@@ -323,7 +329,7 @@ export class AglEventAssembler {
       return;
     }
     const g = into ?? this.group(ev.rollout_id, `rollout ${ev.rollout_id}`);
-    this.order.push(g.rolloutId);
+    this.order.push(g.key);
     try {
       this.apply(g, ev, where);
     } catch (e) {
@@ -373,14 +379,20 @@ export class AglEventAssembler {
     } else if (ev.event_type === 'reward') {
       // The trainer's final reward is the value of the LAST reward event (AglRolloutManager).
       const value = rewardValue(d.value);
-      g.finalReward = value;
+      if (value !== null && d.final_only === true) {
+        // our writer's way to keep a final reward that is not the last reward event's value
+        g.finalReward = value;
+        return;
+      }
       if (value !== null) {
         const r: { value: number; timestamp_ms?: number; call_index?: number } = { value };
         if (ev.timestamp) r.timestamp_ms = ev.timestamp * 1000;
         if (d.call_index !== undefined && d.call_index !== null)
           r.call_index = readIntIn(d.call_index, 'data.call_index', 0, g.calls.length - 1);
         g.rewards.push(r);
-      } else
+      }
+      g.finalReward = value;
+      if (value === null)
         this.report({
           where,
           field: 'data.value',
@@ -407,9 +419,8 @@ export class AglEventAssembler {
       const header = readObject(o.rollout, 'rollout');
       const rid = readString(header.rollout_id, 'rollout.rollout_id');
       events = readArray(o.events, 'events');
-      if (this.groups.has(rid))
-        throw new RecordInvalid('rollout.rollout_id', `"${rid}" was already given by an earlier entry`);
-      g = this.group(rid, where);
+      // each entry is its own rollout, like a line of JSONL, even when an earlier one has the same id
+      g = this.group(rid, where, `\u0000${where}`);
       g.header = header;
     } catch (e) {
       this.report(issueFrom(e, where));
@@ -550,10 +561,9 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
     const choice: Record<string, unknown> = { index: 0, finish_reason: c.response?.finishReason ?? null };
     if (c.response) choice.message = messageJson(c.response.message);
     if (c.responseTokenIds) choice.token_ids = Array.from(c.responseTokenIds);
-    if (c.responseLogProbs)
-      choice.logprobs = {
-        content: Array.from(c.responseLogProbs, (x) => ({ logprob: Number.isNaN(x) ? null : x })),
-      };
+    // a list of the wrong length is written as the source had it: it reads back as mismatched again
+    const lp = c.responseLogProbs ?? c.mismatchedLogProbs;
+    if (lp) choice.logprobs = { content: Array.from(lp, (x) => ({ logprob: Number.isNaN(x) ? null : x })) };
     const response: Record<string, unknown> = { object: 'chat.completion', choices: [choice] };
     if (c.promptTokenIds) response.prompt_token_ids = Array.from(c.promptTokenIds);
     if (c.error !== undefined) response.error = c.error;
@@ -570,15 +580,20 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
       attempt_id: '0',
       timestamp: endMs / 1000,
       data: {
-        model: c.engine?.model ?? c.request.model ?? '',
-        model_version: c.engine?.policyVersion ?? null,
+        // where the call was served; a call without engine info (ids-only triplets) writes none
+        ...(c.engine
+          ? {
+              model: c.engine.model,
+              model_version: c.engine.policyVersion ?? null,
+              server: {
+                model: c.engine.model,
+                endpoint: c.engine.engine,
+                version: c.engine.policyVersion ?? null,
+              },
+            }
+          : {}),
         request,
         response,
-        server: {
-          model: c.engine?.model ?? null,
-          endpoint: c.engine?.engine ?? null,
-          version: c.engine?.policyVersion ?? null,
-        },
         latency_ms: c.timings ? c.timings.endMs - c.timings.startMs : null,
         http_status: c.httpStatus,
         status: c.httpStatus < 400 && c.error === undefined ? 'ok' : 'error',
@@ -590,6 +605,16 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
     for (const w of rewardsAfter.get(i) ?? []) events.push(rewardEvent(w));
   });
   for (const w of tail) events.push(rewardEvent(w));
+  // The final reward is the last reward event's value; one that is not is written as its own last event.
+  const last = r.rewards.length ? r.rewards[r.rewards.length - 1].value : null;
+  if (r.finalReward !== last)
+    events.push({
+      event_type: 'reward',
+      rollout_id: r.rolloutId,
+      attempt_id: '0',
+      timestamp: 0,
+      data: r.finalReward === null ? { value: null } : { value: r.finalReward, final_only: true },
+    });
   return events;
 }
 

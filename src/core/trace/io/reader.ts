@@ -76,7 +76,8 @@ function lineKind(v: unknown): 'rollout' | 'event' | null {
 }
 
 function entryKind(v: unknown): 'bundle' | 'completed' | null {
-  if (!isObject(v)) return null;
+  // an event or a JSONL rollout record in a list of rollouts is a stray record, not a rollout of it
+  if (!isObject(v) || 'event_type' in v || 'calls' in v) return null;
   if ('rollout' in v || 'events' in v) return 'bundle';
   if ('triplets' in v || 'final_reward' in v || 'rollout_id' in v) return 'completed';
   return null;
@@ -149,6 +150,8 @@ class DocScanner {
   index = 0;
   closed = false;
   stopped = false;
+  /** where in the chunk being fed the document closed (what follows is after its end) */
+  closedAt = -1;
 
   constructor(
     private readonly hooks: ScanHooks,
@@ -172,7 +175,10 @@ class DocScanner {
     let elemStart = this.capturing ? 0 : -1;
     let keyStart = this.keyParts ? 0 : -1;
     while (i < n && !this.stopped) {
-      if (this.closed) break;
+      if (this.closed) {
+        this.closedAt = i;
+        break;
+      }
       if (this.inString) {
         if (this.escape) {
           this.escape = false;
@@ -431,25 +437,10 @@ export class TraceReader {
 
   private feed(chunk: string): void {
     if (this.mode === 'start') {
-      let i = 0;
-      while (i < chunk.length && isSpace(chunk.charCodeAt(i))) i++;
-      if (i === chunk.length) {
-        this.undecided.push(chunk);
-        return;
-      }
-      const c = chunk.charCodeAt(i);
-      if (c === LBRACK) this.startDoc();
-      else if (c === LBRACE) {
-        this.mode = 'undecided';
-        this.scanner = this.newScanner();
-      } else {
-        this.toLines();
-      }
-      if (this.modeNow() === 'lines') {
-        this.replay();
-        this.lines(chunk);
-        return;
-      }
+      this.undecided.push(chunk);
+      this.undecidedChars += chunk.length;
+      this.decideStart(false);
+      return;
     }
     if (this.mode === 'lines') {
       this.lines(chunk);
@@ -462,7 +453,10 @@ export class TraceReader {
       scanner.feed(chunk);
       // hooks may have decided the mode meanwhile
       if (this.modeNow() === 'undecided' && this.undecidedChars > UNDECIDED_LIMIT) this.decideLines();
-      if (this.modeNow() === 'doc') this.undecided = [];
+      if (this.modeNow() === 'doc') {
+        this.undecided = [];
+        if (scanner.closed && scanner.closedAt >= 0) this.afterDocument(chunk, scanner.closedAt);
+      }
       return;
     }
     if (scanner.closed) {
@@ -470,11 +464,53 @@ export class TraceReader {
       return;
     }
     scanner.feed(chunk);
+    if (scanner.closed && scanner.closedAt >= 0) this.afterDocument(chunk, scanner.closedAt);
   }
 
   /** The mode as hooks may have changed it (a plain read would be narrowed by the compiler). */
   private modeNow(): TraceReader['mode'] {
     return this.mode;
+  }
+
+  /**
+   * Before the first record: `[` starts a JSON list unless its first line is a complete JSON value with more
+   * text after it (JSON Lines with a stray first line); `{` is scanned for a top-level `"rollouts": [` (see
+   * the undecided mode); anything else is JSON Lines. Waits (returns) while the held text cannot tell yet.
+   */
+  private decideStart(final: boolean): void {
+    const head = this.undecided.length === 1 ? this.undecided[0] : this.undecided.join('');
+    let i = 0;
+    while (i < head.length && isSpace(head.charCodeAt(i))) i++;
+    if (i === head.length) return;
+    const c = head.charCodeAt(i);
+    const held = this.undecided;
+    if (c === LBRACK) {
+      const kind = this.listOrLines(head, i, final);
+      if (kind === null) return;
+      if (kind === 'doc') this.startDoc();
+      else this.toLines();
+    } else if (c === LBRACE) {
+      this.mode = 'undecided';
+      this.scanner = this.newScanner();
+    } else this.toLines();
+    this.undecided = [];
+    this.undecidedChars = 0;
+    for (const piece of held) this.feed(piece);
+  }
+
+  private listOrLines(head: string, at: number, final: boolean): 'doc' | 'lines' | null {
+    if (this.forced === 'agl-events' || this.forced === 'completed-rollouts') return 'doc';
+    const waitOr = (): 'doc' | null => (final || this.undecidedChars > UNDECIDED_LIMIT ? 'doc' : null);
+    const nl = head.indexOf('\n', at);
+    if (nl < 0) return waitOr();
+    try {
+      JSON.parse(head.slice(at, nl));
+    } catch {
+      return 'doc'; // a list over several lines (or a broken one)
+    }
+    let j = nl;
+    while (j < head.length && isSpace(head.charCodeAt(j))) j++;
+    return j < head.length ? 'lines' : waitOr();
   }
 
   private newScanner(): DocScanner {
@@ -507,8 +543,6 @@ export class TraceReader {
       );
     this.mode = 'doc';
     this.scanner = this.newScanner();
-    for (const piece of this.undecided) this.scanner.feed(piece);
-    this.undecided = [];
   }
 
   private toLines(): void {
@@ -717,8 +751,10 @@ export class TraceReader {
   finish(): ParsedTrace {
     if (this.finished) throw new Error('TraceReader: finish twice');
     this.finished = true;
-    if (this.mode === 'start') {
+    if (this.mode === 'start') this.decideStart(true);
+    if (this.modeNow() === 'start') {
       if (this.forced === undefined || !this.sawText) throw new TraceFormatError('the trace is empty');
+      this.toLines();
     }
     if (this.mode === 'undecided') this.decideLines();
     if (this.mode === 'lines') {
