@@ -2,6 +2,7 @@
  * `lab rollout`: runs harness rollouts in worker_threads against the in-process LLM proxy and writes the
  * recorded traces as JSONL (one rollout per line).
  */
+import { setMaxListeners } from 'node:events';
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
@@ -209,6 +210,8 @@ export const command: Command = {
     let written = 0;
     let writeError: string | null = null;
     const stop = new AbortController();
+    // every queued rollout listens on it
+    setMaxListeners(plan.length + 16, stop.signal);
     let interrupted: NodeJS.Signals | null = null;
     const write = (r: Rollout) => {
       if (writeError) return;

@@ -387,8 +387,18 @@ export class AglEventAssembler {
       if (value !== null) {
         const r: { value: number; timestamp_ms?: number; call_index?: number } = { value };
         if (ev.timestamp) r.timestamp_ms = ev.timestamp * 1000;
-        if (d.call_index !== undefined && d.call_index !== null)
-          r.call_index = readIntIn(d.call_index, 'data.call_index', 0, g.calls.length - 1);
+        if (d.call_index !== undefined && d.call_index !== null) {
+          const ci = readIntIn(d.call_index, 'data.call_index', 0, Number.MAX_SAFE_INTEGER);
+          // a call before it may have been unreadable: the reward stays, without the index it cannot keep
+          if (ci < g.calls.length) r.call_index = ci;
+          else
+            this.report({
+              where,
+              field: 'data.call_index',
+              message: `is ${ci} but ${g.calls.length} calls of rollout ${g.rolloutId} were read before it; the reward is kept without it`,
+              severity: 'warning',
+            });
+        }
         g.rewards.push(r);
       }
       g.finalReward = value;
@@ -543,11 +553,22 @@ function messageJson(m: ChatMessage): Record<string, unknown> {
  */
 export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
   const events: Record<string, unknown>[] = [];
+  // Each reward goes after the call it names; one that names none, before the next one that does (or at the
+  // end). The stream keeps the rewards' order, which the reader restores (the last one is the final reward).
   const rewardsAfter = new Map<number, RewardEvent[]>();
   const tail: RewardEvent[] = [];
-  for (const w of r.rewards) {
-    if (w.callIndex === undefined) tail.push(w);
-    else rewardsAfter.set(w.callIndex, [...(rewardsAfter.get(w.callIndex) ?? []), w]);
+  const last = r.calls.length - 1;
+  const pos = new Array<number>(r.rewards.length);
+  let next = last;
+  for (let j = r.rewards.length - 1; j >= 0; j--) {
+    const ci = r.rewards[j].callIndex;
+    pos[j] = ci ?? next;
+    if (ci !== undefined) next = ci;
+  }
+  for (let j = 0; j < r.rewards.length; j++) {
+    if (j > 0 && pos[j] < pos[j - 1]) pos[j] = pos[j - 1];
+    if (pos[j] < 0) tail.push(r.rewards[j]);
+    else rewardsAfter.set(pos[j], [...(rewardsAfter.get(pos[j]) ?? []), r.rewards[j]]);
   }
   const rewardEvent = (w: RewardEvent) => ({
     event_type: 'reward',
@@ -606,8 +627,8 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
   });
   for (const w of tail) events.push(rewardEvent(w));
   // The final reward is the last reward event's value; one that is not is written as its own last event.
-  const last = r.rewards.length ? r.rewards[r.rewards.length - 1].value : null;
-  if (r.finalReward !== last)
+  const lastValue = r.rewards.length ? r.rewards[r.rewards.length - 1].value : null;
+  if (r.finalReward !== lastValue)
     events.push({
       event_type: 'reward',
       rollout_id: r.rolloutId,
