@@ -53,6 +53,8 @@ export function retryAfterMs(header: string | undefined, capMs: number, now = Da
   let ms: number;
   if (/^\d+(\.\d+)?$/.test(h)) ms = Number(h) * 1000;
   else {
+    // an HTTP date ("Wed, 21 Oct 2026 07:28:00 GMT"); anything else is unreadable
+    if (!/^[A-Za-z]{3}, /.test(h)) return null;
     const at = Date.parse(h);
     if (Number.isNaN(at)) return null;
     ms = at - now;
