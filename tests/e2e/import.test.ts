@@ -44,9 +44,7 @@ describe('the page imports bad files and stays usable', () => {
     await expect
       .poll(() => page.getByTestId(`rollout-row-${id}#2`).first().getAttribute('aria-selected'))
       .toBe('true');
-    expect(
-      await page.getByTestId(`rollout-row-${id}`).first().getAttribute('aria-selected'),
-    ).toBe('false');
+    expect(await page.getByTestId(`rollout-row-${id}`).first().getAttribute('aria-selected')).toBe('false');
     expect((await page.getByTestId('import-issue').allTextContents()).join('\n')).toContain(
       `shown as "${id}#2"`,
     );

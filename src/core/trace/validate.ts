@@ -405,12 +405,23 @@ export function issueFrom(e: unknown, where: string): TraceIssue {
   throw e;
 }
 
+/** The largest time (ms from the epoch, either way) a JavaScript Date holds: any later time is a corrupt value. */
+export const MAX_TIME_MS = 8.64e15;
+
+/** A time in ms since the epoch, within what a Date holds. */
+export function readTimeMs(v: unknown, path: string): number {
+  const x = readNumber(v, path);
+  if (Math.abs(x) > MAX_TIME_MS)
+    throw new RecordInvalid(path, `is ${x}, not a time (at most ${MAX_TIME_MS} ms from 1970 either way)`);
+  return x;
+}
+
 export function readTimings(v: unknown, path: string): CallTimings | undefined {
   if (v === undefined || v === null) return undefined;
   const o = readObject(v, path);
   return {
-    startMs: readNumber(o.start_ms, join(path, 'start_ms')),
-    endMs: readNumber(o.end_ms, join(path, 'end_ms')),
+    startMs: readTimeMs(o.start_ms, join(path, 'start_ms')),
+    endMs: readTimeMs(o.end_ms, join(path, 'end_ms')),
   };
 }
 
@@ -444,7 +455,7 @@ export function readReward(v: unknown, path: string): RewardEvent {
       : readIntIn(o.call_index, join(path, 'call_index'), 0, Number.MAX_SAFE_INTEGER);
   if (ci !== undefined) r.callIndex = ci;
   if (o.timestamp_ms !== undefined && o.timestamp_ms !== null)
-    r.timestampMs = readNumber(o.timestamp_ms, join(path, 'timestamp_ms'));
+    r.timestampMs = readTimeMs(o.timestamp_ms, join(path, 'timestamp_ms'));
   return r;
 }
 
