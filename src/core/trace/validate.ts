@@ -26,7 +26,13 @@ export class RecordInvalid extends Error {
     readonly field: string,
     readonly detail: string,
   ) {
+    // No stack trace: this is data, not a bug, and a file of a million bad records must not pay for a
+    // million captured stacks.
+    const E = Error as { stackTraceLimit?: number };
+    const limit = E.stackTraceLimit;
+    E.stackTraceLimit = 0;
     super(`${field} ${detail}`);
+    E.stackTraceLimit = limit;
   }
 }
 

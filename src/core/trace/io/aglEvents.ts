@@ -27,6 +27,7 @@ import {
   type Json,
   type JsonObject,
   join,
+  MAX_TIME_MS,
   RecordInvalid,
   readArray,
   readBool,
@@ -42,22 +43,23 @@ import {
   readString,
   readTokenIds,
 } from '../validate';
+import { MAX_GAPS } from './completedRollouts';
 import { assembleRollout, readCall } from './jsonl';
 
 interface RawEvent {
   event_type: string;
   rollout_id: string;
   attempt_id: string;
-  /** seconds since the epoch; 0 when the event has none */
-  timestamp: number;
+  /** seconds since the epoch; null when the event has none */
+  timestamp: number | null;
   data: JsonObject;
 }
 
 function readEvent(v: unknown): RawEvent {
   const o = readObject(v, '');
   const timestamp =
-    o.timestamp === undefined || o.timestamp === null ? 0 : readNumber(o.timestamp, 'timestamp');
-  if (!Number.isFinite(timestamp * 1000))
+    o.timestamp === undefined || o.timestamp === null ? null : readNumber(o.timestamp, 'timestamp');
+  if (timestamp !== null && !(Math.abs(timestamp * 1000) <= MAX_TIME_MS))
     throw new RecordInvalid('timestamp', `is ${timestamp}, too large for a time in seconds`);
   return {
     event_type: readString(o.event_type, 'event_type'),
@@ -238,6 +240,8 @@ interface Group {
   finalReward: number | null;
   other: JsonObject[];
   gaps: RolloutGap[];
+  /** unreadable parts beyond the MAX_GAPS listed */
+  moreGaps: number;
   /** the bundle's gateway Rollout header, when the rollout came from a bundle */
   header?: JsonObject;
   where: string;
@@ -276,14 +280,25 @@ export class AglEventAssembler {
   private group(rid: string, where: string, key = rid): Group {
     let g = this.groups.get(key);
     if (!g) {
-      g = { key, rolloutId: rid, calls: [], rewards: [], finalReward: null, other: [], gaps: [], where };
+      g = {
+        key,
+        rolloutId: rid,
+        calls: [],
+        rewards: [],
+        finalReward: null,
+        other: [],
+        gaps: [],
+        moreGaps: 0,
+        where,
+      };
       this.groups.set(key, g);
     }
     return g;
   }
 
   private gap(g: Group, where: string, message: string): void {
-    g.gaps.push({ where, message });
+    if (g.gaps.length < MAX_GAPS) g.gaps.push({ where, message });
+    else g.moreGaps++;
   }
 
   /**
@@ -345,12 +360,17 @@ export class AglEventAssembler {
     if (ev.event_type === 'model_request') {
       const isFull = 'request' in d || 'response' in d;
       const rec = isFull ? fullCallRecord(d) : tripletCallRecord(d);
-      if (ev.timestamp) {
+      if (ev.timestamp !== null) {
         const end = ev.timestamp * 1000;
         const lat =
           d.latency_ms === undefined || d.latency_ms === null
             ? 0
             : readNumber(d.latency_ms, 'data.latency_ms');
+        if (!(Math.abs(end - lat) <= MAX_TIME_MS))
+          throw new RecordInvalid(
+            'data.latency_ms',
+            `is ${lat}: the call would start before any time a clock can show`,
+          );
         rec.timings = { start_ms: end - lat, end_ms: end };
       }
       // Agent Lightning inputs: log-probs of the wrong length make the call's log-probs absent, as upstream's
@@ -386,7 +406,7 @@ export class AglEventAssembler {
       }
       if (value !== null) {
         const r: { value: number; timestamp_ms?: number; call_index?: number } = { value };
-        if (ev.timestamp) r.timestamp_ms = ev.timestamp * 1000;
+        if (ev.timestamp !== null) r.timestamp_ms = ev.timestamp * 1000;
         if (d.call_index !== undefined && d.call_index !== null) {
           const ci = readIntIn(d.call_index, 'data.call_index', 0, Number.MAX_SAFE_INTEGER);
           // a call before it may have been unreadable: the reward stays, without the index it cannot keep
@@ -507,7 +527,13 @@ export class AglEventAssembler {
       final_reward: g.finalReward,
       rewards: g.rewards,
       metadata,
-      incomplete: [...headerGaps, ...g.gaps],
+      incomplete: [
+        ...headerGaps,
+        ...g.gaps,
+        ...(g.moreGaps
+          ? [{ where: g.where, message: `and ${g.moreGaps} more parts could not be read` }]
+          : []),
+      ],
     };
     return assembleRollout(fields as JsonObject, g.calls);
   }
@@ -574,7 +600,8 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
     event_type: 'reward',
     rollout_id: r.rolloutId,
     attempt_id: '0',
-    timestamp: (w.timestampMs ?? 0) / 1000,
+    // an absent time is written as null (upstream always has one)
+    timestamp: w.timestampMs === undefined ? null : w.timestampMs / 1000,
     // call_index is not an upstream field: it keeps which call a reward belongs to across a round trip
     data: w.callIndex === undefined ? { value: w.value } : { value: w.value, call_index: w.callIndex },
   });
@@ -594,12 +621,12 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
     };
     if (c.request.model !== undefined) request.model = c.request.model;
     if (c.request.tools) request.tools = c.request.tools;
-    const endMs = c.timings?.endMs ?? 0;
+    const endMs = c.timings ? c.timings.endMs : null;
     events.push({
       event_type: 'model_request',
       rollout_id: r.rolloutId,
       attempt_id: '0',
-      timestamp: endMs / 1000,
+      timestamp: endMs === null ? null : endMs / 1000,
       data: {
         // where the call was served; a call without engine info (ids-only triplets) writes none
         ...(c.engine
@@ -633,7 +660,7 @@ export function rolloutToAglEvents(r: Rollout): Record<string, unknown>[] {
       event_type: 'reward',
       rollout_id: r.rolloutId,
       attempt_id: '0',
-      timestamp: 0,
+      timestamp: null,
       data: r.finalReward === null ? { value: null } : { value: r.finalReward, final_only: true },
     });
   return events;

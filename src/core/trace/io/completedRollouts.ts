@@ -21,6 +21,9 @@ import {
 } from '../validate';
 import { assembleRollout, readCall } from './jsonl';
 
+/** Unreadable parts of one rollout that are listed one by one; the rest are counted. */
+export const MAX_GAPS = 100;
+
 /**
  * Reads one completed rollout; `where` names it in issues ("rollouts[3]"). A bad triplet costs only itself: it
  * is reported, and the rollout is kept without it and marked incomplete.
@@ -41,6 +44,7 @@ export function readCompletedRollout(
     );
   const calls: ModelCall[] = [];
   const gaps: RolloutGap[] = [];
+  let bad = 0;
   if (o.triplets !== null && o.triplets !== undefined) {
     readArray(o.triplets, 'triplets').forEach((t, i) => {
       const path = join('triplets', i);
@@ -70,12 +74,24 @@ export function readCompletedRollout(
         }
         calls.push(readCall(rec, path, counters));
       } catch (e) {
+        // a rollout of a million broken triplets is reported in full only for the first MAX_GAPS
+        if (++bad > MAX_GAPS) return;
         const issue = issueFrom(e, where);
         gaps.push({ where: `${where}.${issue.field ?? path}`, message: issue.message });
         issue.message += `; the rollout is kept without triplets[${i}] and marked incomplete`;
         issues.push(issue);
       }
     });
+    if (bad > MAX_GAPS) {
+      const message = `and ${bad - MAX_GAPS} more triplets could not be read`;
+      gaps.push({ where: `${where}.triplets`, message });
+      issues.push({
+        where,
+        field: 'triplets',
+        message: `${message}; the rollout is kept without them`,
+        severity: 'error',
+      });
+    }
   }
   const fields = {
     rollout_id: o.rollout_id,
