@@ -229,13 +229,17 @@ export const command: Command = {
         stop.abort();
       }
     };
+    let interruptedAt = 0;
     const onSignal = (sig: NodeJS.Signals) => {
       if (interrupted) {
-        // a second signal: leave now, with what is written
+        // One Ctrl-C can arrive twice (from the terminal and relayed by a wrapper such as tsx or npm): only a
+        // second one a moment later means "leave now", with what is written.
+        if (Date.now() - interruptedAt < 1000) return;
         closeSync(fd);
         process.exit(sig === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
       }
       interrupted = sig;
+      interruptedAt = Date.now();
       console.error(`lab rollout: ${sig}: stopping; finished rollouts are kept in ${out}`);
       stop.abort();
     };
