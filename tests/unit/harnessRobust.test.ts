@@ -355,8 +355,10 @@ describe('lab rollout and lab agent under bad flags, bad servers and interrupts'
     const out = join(dir, 'int.jsonl');
     // its own process group, signalled as a whole, as a terminal's Ctrl-C does
     const child = spawn(
-      'node_modules/.bin/tsx',
+      process.execPath,
       [
+        '--import',
+        'tsx',
         'src/cli/lab.ts',
         'rollout',
         '--harness',

@@ -234,7 +234,7 @@ export const command: Command = {
       if (interrupted) {
         // One Ctrl-C can arrive twice (from the terminal and relayed by a wrapper such as tsx or npm): only a
         // second one a moment later means "leave now", with what is written.
-        if (Date.now() - interruptedAt < 1000) return;
+        if (Date.now() - interruptedAt < 3000) return;
         closeSync(fd);
         process.exit(sig === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
       }
