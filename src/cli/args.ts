@@ -1,6 +1,29 @@
 /** A bad command line: the CLI prints the message and the command's usage and exits with code 2. */
 export class UsageError extends Error {}
 
+/** Exit codes of `lab` commands (besides 0: done, 1: the input held nothing usable or a check failed). */
+export const EXIT = {
+  usage: 2,
+  /** a server answered with an HTTP error or with a body that is not a valid answer */
+  http: 3,
+  /** a server could not be reached or did not answer in time */
+  unreachable: 4,
+  /** stopped by SIGINT (128 + 2) */
+  sigint: 130,
+  /** stopped by SIGTERM (128 + 15) */
+  sigterm: 143,
+} as const;
+
+/** A failure the command explains in one line: printed as `lab <command>: message`, exits with `exitCode`. */
+export class CommandError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
 export interface FlagSpec {
   /** 'bool' flags take no value; 'string' and 'number' take the next argument (or `--flag=value`). */
   [flag: string]: { type: 'bool' | 'string' | 'number'; multiple?: boolean };

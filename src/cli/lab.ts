@@ -3,7 +3,7 @@
  * `npm run lab -- <command> [args]`: the project's command-line entry. Each command lives in its own module
  * under src/cli/commands/ and is listed in `commands` below; a command returns its exit code.
  */
-import { UsageError } from './args';
+import { CommandError, UsageError } from './args';
 
 export interface Command {
   summary: string;
@@ -53,9 +53,20 @@ async function main(argv: string[]): Promise<number> {
       console.error(`lab ${name}: ${e.message}\nusage: ${cmd.usage}`);
       return 2;
     }
+    if (e instanceof CommandError) {
+      console.error(`lab ${name}: ${e.message}`);
+      return e.exitCode;
+    }
     throw e;
   }
 }
+
+// `lab … | head`: once the reader has gone, stop quietly instead of dying on EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
 
 main(process.argv.slice(2)).then(
   (code) => {

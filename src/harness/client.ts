@@ -1,11 +1,16 @@
 /**
  * The only model interface a harness sees: a minimal OpenAI-compatible chat-completions client over a
- * fetch-style transport. It never looks at token ids. HTTP 429 (a paused proxy) is retried after the
- * `Retry-After` the server sent, or with exponential backoff when it sent none.
+ * fetch-style transport. It never looks at token ids. Every answer is checked field by field
+ * (`validateChatResponse`): an empty or non-JSON body, no choice, or a malformed message is an error, never an
+ * empty answer. Every request has a timeout. HTTP 429 (a paused proxy) is retried after the `Retry-After`
+ * the server sent (capped), or with exponential backoff when it sent none.
  */
 import type { ChatMessage, ToolDefinition } from '../core/trace/types';
-import { type FetchLike, fetchTransport, type Transport } from './http';
-import type { ChatCompletionResponse } from './openai';
+import { type FetchLike, fetchTransport, type Transport, TransportError } from './http';
+import { type ChatCompletionResponse, ResponseError, validateChatResponse } from './openai';
+
+export { TransportError } from './http';
+export { ResponseError } from './openai';
 
 export class ApiError extends Error {
   constructor(
@@ -25,6 +30,37 @@ export interface ClientOptions {
   transport: Transport;
   maxRetries?: number;
   sleep?: (ms: number) => Promise<void>;
+  /** per request (default 300 s): a server that does not answer in time is an error */
+  timeoutMs?: number;
+  /** longest wait a `Retry-After` may ask for (default 60 s) */
+  maxRetryAfterMs?: number;
+  now?: () => number;
+}
+
+/** The default per-request timeout: generous, since a model may take minutes on a long answer. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+
+/**
+ * The wait a `Retry-After` header asks for, in ms (delta-seconds or an HTTP date), or null when it is absent
+ * or unreadable; never more than `capMs` (a server asking for an hour, or 10^11 s, which setTimeout cannot
+ * even hold, waits `capMs`).
+ */
+export function retryAfterMs(header: string | undefined, capMs: number, now = Date.now()): number | null {
+  if (header === undefined) return null;
+  const h = header.trim();
+  if (h === '') return null;
+  let ms: number;
+  if (/^\d+(\.\d+)?$/.test(h)) ms = Number(h) * 1000;
+  else {
+    // an HTTP date ("Wed, 21 Oct 2026 07:28:00 GMT"); anything else is unreadable
+    if (!/^[A-Za-z]{3}, /.test(h)) return null;
+    const at = Date.parse(h);
+    if (Number.isNaN(at)) return null;
+    ms = at - now;
+  }
+  if (!Number.isFinite(ms)) return capMs;
+  return Math.min(Math.max(0, ms), capMs);
 }
 
 export interface CompletionParams {
@@ -51,35 +87,63 @@ export class ChatClient {
     return this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {};
   }
 
+  /** One request with the client's timeout; no answer in time rejects with a TransportError. */
+  private async send(req: Parameters<Transport>[0]): Promise<Awaited<ReturnType<Transport>>> {
+    const ms = this.opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const ctl = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const e = new TransportError(`no answer from ${req.method} ${req.path} within ${ms} ms`);
+        ctl.abort(e);
+        reject(e);
+      }, ms);
+    });
+    try {
+      return await Promise.race([this.opts.transport(req, { signal: ctl.signal }), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async complete(params: CompletionParams): Promise<ChatCompletionResponse> {
     const sleep = this.opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     const maxRetries = this.opts.maxRetries ?? 20;
+    const cap = this.opts.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
     const path = `${pathOf(this.opts.baseUrl)}/chat/completions`;
     for (let attempt = 0; ; attempt++) {
-      const res = await this.opts.transport({
+      const res = await this.send({
         method: 'POST',
         path,
         headers: this.headers(),
         body: { ...params, stream: false },
       });
-      if (res.status === 200) return res.body as ChatCompletionResponse;
-      const message =
-        (res.body as { error?: { message?: string } })?.error?.message ??
-        (typeof res.body === 'string' ? res.body.slice(0, 300) : JSON.stringify(res.body));
+      if (res.status === 200) {
+        try {
+          return validateChatResponse(res.body);
+        } catch (e) {
+          if (e instanceof ResponseError)
+            throw new ResponseError(e.field, `${e.detail} (in the answer to POST ${path})`);
+          throw e;
+        }
+      }
       if (res.status === 429 && attempt < maxRetries) {
-        const ra = Number(res.headers['retry-after']);
         const backoff = Math.min(250 * 2 ** attempt, 8000);
-        await sleep(Number.isFinite(ra) && ra >= 0 ? ra * 1000 : backoff);
+        const asked = retryAfterMs(res.headers['retry-after'], cap, (this.opts.now ?? Date.now)());
+        await sleep(asked ?? backoff);
         continue;
       }
-      throw new ApiError(res.status, `chat completion failed with HTTP ${res.status}: ${message}`);
+      throw new ApiError(
+        res.status,
+        `chat completion failed with HTTP ${res.status}: ${errorMessage(res.body)}`,
+      );
     }
   }
 
   /** Posts the AGL reward event; a no-op without an event URL. */
   async reportReward(value: number): Promise<void> {
     if (!this.opts.eventUrl) return;
-    const res = await this.opts.transport({
+    const res = await this.send({
       method: 'POST',
       path: pathOf(this.opts.eventUrl),
       headers: this.headers(),
@@ -88,8 +152,21 @@ export class ChatClient {
     if (res.status < 200 || res.status >= 300)
       throw new ApiError(
         res.status,
-        `reward event failed with HTTP ${res.status}: ${JSON.stringify(res.body)}`,
+        `reward event failed with HTTP ${res.status}: ${errorMessage(res.body)}`,
       );
+  }
+}
+
+/** The message of an error body (OpenAI's `{error: {message}}`, or the start of whatever text came back). */
+function errorMessage(body: unknown): string {
+  const m = (body as { error?: { message?: unknown } } | null)?.error?.message;
+  if (typeof m === 'string') return m.slice(0, 500);
+  if (typeof body === 'string') return body.slice(0, 300) || '(empty body)';
+  if (body === null || body === undefined) return '(empty body)';
+  try {
+    return JSON.stringify(body).slice(0, 300);
+  } catch {
+    return '(unprintable body)';
   }
 }
 

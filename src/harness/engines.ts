@@ -6,8 +6,8 @@
 import { mulberry32 } from '../core/random';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { ChatMessage, ToolCall, ToolDefinition } from '../core/trace/types';
-import { fetchTransport, type Transport } from './http';
-import type { ChatCompletionResponse } from './openai';
+import { abortReason, fetchTransport, type Transport, TransportError } from './http';
+import { ResponseError, validateChatResponse } from './openai';
 
 export interface EngineCall {
   rolloutId: string;
@@ -19,6 +19,8 @@ export interface EngineCall {
   maxTokens: number;
   temperature?: number;
   seed?: number;
+  /** aborted when the call is no longer wanted (its rollout ended or timed out) */
+  signal?: AbortSignal;
 }
 
 export interface EngineOutput {
@@ -149,21 +151,36 @@ export class RandomEngine implements ChatEngine {
   }
 }
 
+export interface RemoteEngineOptions {
+  /** token ids must be below this: the vocabulary of the tokenizer the trace is read with */
+  vocabSize?: number;
+  /** named in errors about the vocabulary */
+  vocabName?: string;
+  /** per request (default 300 s) */
+  timeoutMs?: number;
+}
+
 /**
  * Forwards each call to an OpenAI-compatible server (vLLM, SGLang, another proxy) asking for token ids and
  * log-probs (`return_token_ids`, `logprobs`), and takes ids, log-probs and the prompt ids from its answer.
+ * The answer is checked field by field before anything is recorded: a server that ignores
+ * `return_token_ids`, returns ids outside the vocabulary, or log-probs that are not one per token is an error
+ * naming the field (the proxy records the call as failed with it), never a silently wrong trace.
  */
 export class RemoteEngine implements ChatEngine {
   readonly kind = 'remote';
   private readonly transport: Transport;
   private readonly path: string;
+  private readonly origin: string;
   constructor(
     baseUrl: string,
     readonly model: string,
     private readonly apiKey = '',
     transport?: Transport,
+    private readonly opts: RemoteEngineOptions = {},
   ) {
     const url = new URL(baseUrl.replace(/\/+$/, ''));
+    this.origin = url.origin;
     this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
     this.transport = transport ?? fetchTransport(url.origin);
   }
@@ -171,41 +188,64 @@ export class RemoteEngine implements ChatEngine {
   async generate(call: EngineCall): Promise<EngineOutput> {
     const headers: Record<string, string> = {};
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const res = await this.transport({
-      method: 'POST',
-      path: this.path,
-      headers,
-      body: {
-        model: this.model,
-        messages: call.messages,
-        tools: call.tools,
-        max_tokens: call.maxTokens,
-        temperature: call.temperature,
-        seed: call.seed,
-        logprobs: true,
-        return_token_ids: true,
-      },
-    });
+    const timeoutMs = this.opts.timeoutMs ?? 300_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+    let res: Awaited<ReturnType<Transport>>;
+    try {
+      res = await this.transport(
+        {
+          method: 'POST',
+          path: this.path,
+          headers,
+          body: {
+            model: this.model,
+            messages: call.messages,
+            tools: call.tools,
+            max_tokens: call.maxTokens,
+            temperature: call.temperature,
+            seed: call.seed,
+            logprobs: true,
+            return_token_ids: true,
+          },
+        },
+        { signal },
+      );
+    } catch (e) {
+      if (signal.aborted && !(call.signal?.aborted ?? false))
+        throw new TransportError(`remote engine ${this.origin} gave no answer within ${timeoutMs} ms`);
+      if (signal.aborted) throw new TransportError(`remote engine call cancelled: ${abortReason(signal)}`);
+      throw e;
+    }
     if (res.status !== 200) {
       const msg = (res.body as { error?: { message?: string } })?.error?.message ?? JSON.stringify(res.body);
-      throw new Error(`remote engine answered ${res.status}: ${msg}`);
+      throw new Error(`remote engine answered ${res.status}: ${String(msg).slice(0, 500)}`);
     }
-    const body = res.body as ChatCompletionResponse;
-    const choice = body?.choices?.[0];
-    if (!choice) throw new Error('remote engine answer has no choices[0]');
-    const ids = choice.token_ids ?? [];
-    const lps =
-      choice.logprobs?.content?.map((c) => (typeof c.logprob === 'number' ? c.logprob : Number.NaN)) ?? [];
-    const content = choice.message?.content ?? null;
+    let body: ReturnType<typeof validateChatResponse>;
+    try {
+      body = validateChatResponse(res.body, {
+        requireTokenIds: true,
+        vocabSize: this.opts.vocabSize,
+        vocabName: this.opts.vocabName,
+      });
+    } catch (e) {
+      if (e instanceof ResponseError)
+        throw new ResponseError(e.field, `${e.detail} (remote engine answer; nothing was recorded from it)`);
+      throw e;
+    }
+    const choice = body.choices[0];
+    const ids = choice.token_ids as number[];
+    const lps = choice.logprobs?.content.map((c) => c.logprob);
+    const content = choice.message.content;
     return {
       text: content ?? '',
       content,
-      toolCalls: choice.message?.tool_calls,
+      toolCalls: choice.message.tool_calls,
       tokenIds: Int32Array.from(ids),
-      logProbs:
-        lps.length === ids.length ? Float32Array.from(lps) : new Float32Array(ids.length).fill(Number.NaN),
+      // no log-probs at all: every value absent (NaN), as the trace model records it
+      logProbs: lps ? Float32Array.from(lps) : new Float32Array(ids.length).fill(Number.NaN),
       finishReason: choice.finish_reason === 'length' ? 'length' : 'stop',
-      promptIds: body.prompt_token_ids ? Int32Array.from(body.prompt_token_ids) : undefined,
+      promptIds: Int32Array.from(body.prompt_token_ids as number[]),
     };
   }
 }

@@ -19,8 +19,22 @@ export interface HttpResponse {
   body: unknown;
 }
 
-/** A fetch-style transport: one request in, one response out. Network failures reject. */
-export type Transport = (req: HttpRequest) => Promise<HttpResponse>;
+/**
+ * A fetch-style transport: one request in, one response out. Network failures reject with a TransportError;
+ * an aborted `signal` rejects the request (and stops it where the transport can).
+ */
+export type Transport = (req: HttpRequest, opts?: { signal?: AbortSignal }) => Promise<HttpResponse>;
+
+/** No answer: the server could not be reached, the connection broke, or the request was aborted or timed out. */
+export class TransportError extends Error {}
+
+/** Why `signal` was aborted, as a sentence. */
+export function abortReason(signal: AbortSignal): string {
+  const r = signal.reason;
+  if (r instanceof Error && r.name === 'TimeoutError') return 'no answer in time (timed out)';
+  if (r instanceof Error) return r.message;
+  return typeof r === 'string' ? r : 'aborted';
+}
 
 /** A request-handling server (the proxy). */
 export type HttpHandler = (req: HttpRequest) => Promise<HttpResponse>;
@@ -97,10 +111,27 @@ export function channelTransport(port: PortLike): Transport {
     pending.delete(msg.id);
     p.resolve(msg.response);
   };
-  return (request) =>
+  return (request, opts) =>
     new Promise<HttpResponse>((resolve, reject) => {
+      const signal = opts?.signal;
+      if (signal?.aborted) return reject(new TransportError(abortReason(signal)));
       const id = next++;
-      pending.set(id, { resolve, reject });
+      const onAbort = () => {
+        // the proxy may still answer; that answer is dropped
+        pending.delete(id);
+        reject(new TransportError(abortReason(signal as AbortSignal)));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      pending.set(id, {
+        resolve: (r) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+        reject: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      });
       const msg: ChannelMessage = { kind: 'http-request', id, request };
       port.postMessage(msg);
     });
@@ -172,19 +203,37 @@ export function fetchTransport(
   fetchFn: FetchLike = fetch as unknown as FetchLike,
 ): Transport {
   const origin = baseOrigin.replace(/\/+$/, '');
-  return async (req) => {
+  return async (req, opts) => {
     const headers = { ...req.headers };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetchFn(origin + req.path, {
-      method: req.method,
-      headers,
-      body: req.body === undefined ? undefined : JSON.stringify(req.body),
-    });
+    const signal = opts?.signal;
+    const failed = (e: unknown): never => {
+      if (signal?.aborted) throw new TransportError(`${origin}: ${abortReason(signal)}`);
+      const cause = (e as { cause?: { code?: string; message?: string } })?.cause;
+      const why = cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
+      throw new TransportError(`cannot reach ${origin}: ${why}`);
+    };
+    let res: Awaited<ReturnType<FetchLike>>;
+    try {
+      res = await fetchFn(origin + req.path, {
+        method: req.method,
+        headers,
+        body: req.body === undefined ? undefined : JSON.stringify(req.body),
+        signal,
+      });
+    } catch (e) {
+      return failed(e);
+    }
     const outHeaders: Record<string, string> = {};
     res.headers.forEach((v, k) => {
       outHeaders[k.toLowerCase()] = v;
     });
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      return failed(e);
+    }
     let body: unknown = text;
     try {
       body = text === '' ? null : JSON.parse(text);

@@ -20,8 +20,11 @@ export interface WorkerHandle {
 export interface PoolOptions {
   size: number;
   spawn: () => WorkerHandle;
-  /** serve the proxy on the pool's end of a new worker's channel */
-  connect: (port: PortLike) => void;
+  /**
+   * serve the proxy on the pool's end of a new worker's channel; `currentRollout` says which rollout the
+   * worker runs now (null between jobs), so the proxy can refuse requests for any other (`LlmProxy.scoped`)
+   */
+  connect: (port: PortLike, currentRollout: () => string | null) => void;
   /** per-rollout limit, counted from when the job is handed to a started worker */
   timeoutMs: number;
   /** how long a new worker may take to load and say 'ready' (default 30 s) */
@@ -72,7 +75,6 @@ export class WorkerPool {
     const { port1, port2 } = (
       this.opts.makeChannel ?? (() => new MessageChannel() as unknown as { port1: PortLike; port2: PortLike })
     )();
-    this.opts.connect(port1);
     const handle = this.opts.spawn();
     const slot: Slot = {
       handle,
@@ -83,6 +85,7 @@ export class WorkerPool {
       started: false,
       startTimer: null,
     };
+    this.opts.connect(port1, () => (slot.dead ? null : (slot.current?.job.rolloutId ?? null)));
     const startMs = this.opts.startTimeoutMs ?? 30_000;
     slot.startTimer = setTimeout(() => this.fail(slot, `worker did not start within ${startMs} ms`), startMs);
     handle.onMessage((data) => this.onMessage(slot, data));

@@ -9,11 +9,15 @@
  *   POST /rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1/chat/completions
  *   POST /api/rollouts/{rid}/attempt/{aid}/events   body {"event_type":"reward","data":{"value":r}}
  *   POST /proxy/pause, POST /proxy/resume, GET /proxy/state
+ *
+ * Bounded under bad input: a prompt certainly over the context limit is refused before it is tokenized
+ * (`ChatTokenizer.minTokenCount`), the number of open rollouts, of calls and rewards per rollout and of
+ * remembered finished rollouts are capped, and a worker's channel (`scoped`) can only reach its own rollout.
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { ModelCall, RewardEvent, ToolCall } from '../core/trace/types';
 import type { ChatEngine } from './engines';
-import { errorResponse, type HttpRequest, type HttpResponse } from './http';
+import { errorResponse, type HttpHandler, type HttpRequest, type HttpResponse } from './http';
 import { type ChatCompletionResponse, RequestError, validateChatRequest } from './openai';
 import { parseAssistantText } from './toolParser';
 
@@ -31,7 +35,14 @@ export interface ProxyOptions {
   retryAfterSeconds?: number;
   now?: () => number;
   policyVersion?: number;
+  /** rollouts recorded but not yet taken (default 10,000); calls for a new one beyond it get 503 */
+  maxOpenRollouts?: number;
+  /** calls per rollout (default 10,000), and as many rewards */
+  maxCallsPerRollout?: number;
 }
+
+/** How many finished rollout ids are remembered (later calls for them get 409). */
+const FINISHED_REMEMBERED = 100_000;
 
 export interface RolloutRecord {
   rolloutId: string;
@@ -65,9 +76,35 @@ export class LlmProxy {
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private nextCallIndex = new Map<string, number>();
-  /** rollouts already taken: later calls and events for them are refused (409) */
+  /** rollouts already taken (the most recent FINISHED_REMEMBERED): later calls and events get 409 */
   private readonly finished = new Set<string>();
+  /** engine calls in flight per rollout, aborted when the rollout is taken */
+  private readonly inflightCalls = new Map<string, Set<AbortController>>();
   readonly handle = (req: HttpRequest): Promise<HttpResponse> => this.route(req);
+
+  /**
+   * A handler for one worker's channel: it may call only the chat and event routes of the rollout it is
+   * running now (`current()`), so a harness cannot write calls or rewards into another rollout, pause the
+   * proxy, or reach it between jobs.
+   */
+  scoped(current: () => string | null): HttpHandler {
+    return async (req) => {
+      const path = req.path.split('?')[0];
+      if (path === '/healthz') return this.route(req);
+      const m = CHAT.exec(path) ?? EVENTS.exec(path);
+      const own = current();
+      const rid = m ? decodePart(m[1]) : null;
+      if (!m || own === null || rid !== own)
+        return errorResponse(
+          403,
+          own === null
+            ? `this worker runs no rollout now; ${req.method} ${path} refused`
+            : `this worker runs rollout '${own}' and may only call its chat and events routes; ${req.method} ${path} refused`,
+          'permission_error',
+        );
+      return this.route(req);
+    };
+  }
 
   constructor(private readonly opts: ProxyOptions) {}
 
@@ -111,6 +148,13 @@ export class LlmProxy {
     this.records.delete(rolloutId);
     this.nextCallIndex.delete(rolloutId);
     this.finished.add(rolloutId);
+    if (this.finished.size > FINISHED_REMEMBERED) {
+      const oldest = this.finished.values().next().value as string;
+      this.finished.delete(oldest);
+    }
+    // A call still waiting for its engine (a hung remote server) is abandoned now, not when it times out.
+    for (const ctl of this.inflightCalls.get(rolloutId) ?? []) ctl.abort(new Error('the rollout ended'));
+    this.inflightCalls.delete(rolloutId);
     if (!r) return r;
     const calls = r.calls.map((c) =>
       c.httpStatus === 0
@@ -120,9 +164,17 @@ export class LlmProxy {
     return { ...r, calls, rewards: [...r.rewards] };
   }
 
-  private recordFor(rid: string, aid: string, mode: 'train' | 'val'): RolloutRecord {
+  private recordFor(rid: string, aid: string, mode: 'train' | 'val'): RolloutRecord | HttpResponse {
     let r = this.records.get(rid);
     if (!r) {
+      const max = this.opts.maxOpenRollouts ?? 10_000;
+      if (this.records.size >= max)
+        return errorResponse(
+          503,
+          `too many rollouts in progress (${this.records.size}); rollout '${rid}' was not opened`,
+          'server_error',
+          { 'retry-after': '5' },
+        );
       r = { rolloutId: rid, attemptId: aid, mode, calls: [], rewards: [] };
       this.records.set(rid, r);
     }
@@ -192,8 +244,17 @@ export class LlmProxy {
     const value = b.data?.value;
     if (typeof value !== 'number' || !Number.isFinite(value))
       return errorResponse(400, "'data.value' must be a finite number", undefined, {}, 'data.value');
-    const existing = this.records.get(rid);
-    const rec = existing ?? this.recordFor(rid, aid, 'train');
+    const rec = this.recordFor(rid, aid, 'train');
+    if ('status' in rec) return rec;
+    const maxRewards = this.opts.maxCallsPerRollout ?? 10_000;
+    if (rec.rewards.length >= maxRewards)
+      return errorResponse(
+        400,
+        `rollout '${rid}' already has ${rec.rewards.length} rewards`,
+        undefined,
+        {},
+        'body',
+      );
     const ev: RewardEvent = { value, timestampMs: (this.opts.now ?? Date.now)() };
     if (rec.calls.length > 0) ev.callIndex = rec.calls.length - 1;
     rec.rewards.push(ev);
@@ -224,6 +285,14 @@ export class LlmProxy {
 
     const now = this.opts.now ?? Date.now;
     const rec = this.recordFor(rid, aid, mode);
+    if ('status' in rec) return rec;
+    const maxCalls = this.opts.maxCallsPerRollout ?? 10_000;
+    if (rec.calls.length >= maxCalls)
+      return errorResponse(
+        400,
+        `rollout '${rid}' already has ${rec.calls.length} calls, the most one rollout may make`,
+        'invalid_request_error',
+      );
     const callIndex = this.nextCallIndex.get(rid) ?? 0;
     this.nextCallIndex.set(rid, callIndex + 1);
     const maxResponse = this.opts.maxResponseTokens ?? 1024;
@@ -261,12 +330,11 @@ export class LlmProxy {
     };
 
     let promptIds: Int32Array | null = null;
-    if (this.opts.tokenizer) {
+    const tok = this.opts.tokenizer;
+    if (tok) {
+      let text: string;
       try {
-        promptIds = this.opts.tokenizer.encodeChat(req.messages, {
-          addGenerationPrompt: true,
-          tools: req.tools,
-        });
+        text = tok.renderChat(req.messages, { addGenerationPrompt: true, tools: req.tools });
       } catch (e) {
         return fail(
           400,
@@ -275,6 +343,16 @@ export class LlmProxy {
           'messages',
         );
       }
+      // Refuse a prompt that is certainly too long before the (possibly slow) tokenization.
+      const atLeast = tok.minTokenCount(text);
+      if (atLeast >= maxContext)
+        return fail(
+          400,
+          `This model's maximum context length is ${maxContext} tokens. However, your messages resulted in at least ${atLeast} tokens.`,
+          'invalid_request_error',
+          'messages',
+        );
+      promptIds = tok.encode(text);
       if (promptIds.length >= maxContext)
         return fail(
           400,
@@ -288,6 +366,10 @@ export class LlmProxy {
     const maxTokens = Math.max(1, Math.min(requested, maxResponse, maxContext - (promptIds?.length ?? 0)));
 
     this.inflight++;
+    const ctl = new AbortController();
+    const calls = this.inflightCalls.get(rid) ?? new Set<AbortController>();
+    this.inflightCalls.set(rid, calls);
+    calls.add(ctl);
     let out: Awaited<ReturnType<ChatEngine['generate']>>;
     try {
       out = await this.opts.engine.generate({
@@ -299,10 +381,13 @@ export class LlmProxy {
         maxTokens,
         temperature,
         seed: req.seed,
+        signal: ctl.signal,
       });
     } catch (e) {
       return fail(502, `engine failed: ${e instanceof Error ? e.message : String(e)}`, 'server_error');
     } finally {
+      calls.delete(ctl);
+      if (calls.size === 0 && this.inflightCalls.get(rid) === calls) this.inflightCalls.delete(rid);
       this.inflight--;
       if (this.inflight === 0 && this.drainWaiters.length) {
         for (const w of this.drainWaiters.splice(0)) w();
@@ -334,8 +419,9 @@ export class LlmProxy {
     call.httpStatus = 200;
     if (call.timings) call.timings.endMs = now();
 
-    const tok = this.opts.tokenizer;
     const ids = Array.from(out.tokenIds);
+    // OpenAI's log-probs are numbers; an engine without a value for some token gives none for the call.
+    const lpComplete = call.responseLogProbs !== undefined && !out.logProbs.some(Number.isNaN);
     const answer: ChatCompletionResponse = {
       id: `chatcmpl-${rid}-${callIndex}`,
       object: 'chat.completion',
@@ -348,7 +434,7 @@ export class LlmProxy {
           message,
           finish_reason: finishReason,
           token_ids: call.responseTokenIds ? ids : null,
-          logprobs: call.responseLogProbs
+          logprobs: lpComplete
             ? {
                 content: ids.map((id, i) => ({
                   token: tok ? tok.tokenText(id) : String(id),

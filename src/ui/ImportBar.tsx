@@ -46,7 +46,9 @@ export function ImportBar(props: {
   sample: string;
   onSample: (name: string) => void;
 }) {
-  const { source, progress, importError, summary, trace, importSource } = useLab();
+  const { source, progress, importError, summary, report, trace, importSource } = useLab();
+  const excludeIncomplete = useLab((s) => s.excludeIncomplete);
+  const setExcludeIncomplete = useLab((s) => s.setExcludeIncomplete);
   const [dragging, setDragging] = useState(false);
   const openFile = (f: File | undefined) => {
     if (f) importSource({ kind: 'file', file: f, name: f.name });
@@ -119,9 +121,36 @@ export function ImportBar(props: {
             {summary.tokenizerError && (
               <span className="warn"> · no token texts: {summary.tokenizerError}</span>
             )}
+            {report && report.renamed > 0 && (
+              <span className="warn" data-testid="renamed-rollouts">
+                {' '}
+                · {report.renamed} duplicate rollout id{report.renamed > 1 ? 's' : ''} renamed
+              </span>
+            )}
+            {report?.nothingToTrainOn && (
+              <span className="bad" data-testid="nothing-to-train">
+                {' '}
+                · nothing to train on: {report.nothingToTrainOn}
+              </span>
+            )}
           </span>
         ) : null}
       </div>
+      {report && report.incomplete > 0 && !progress && (
+        <label className="field incomplete" data-testid="incomplete-rollouts">
+          <input
+            type="checkbox"
+            checked={excludeIncomplete}
+            data-testid="exclude-incomplete"
+            onChange={(e) => setExcludeIncomplete(e.target.checked)}
+          />
+          <span className="warn">
+            {report.incomplete} incomplete rollout{report.incomplete > 1 ? 's' : ''} (a part could not be
+            read)
+          </span>
+          : leave {report.incomplete > 1 ? 'them' : 'it'} out
+        </label>
+      )}
       {trace && !progress && <IssueReport issues={trace.issues} />}
     </section>
   );

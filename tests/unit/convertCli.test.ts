@@ -46,10 +46,21 @@ describe('lab convert', () => {
     writeFileSync(inPath, JSON.stringify(events));
     const jsonl = join(dir, 'trace.jsonl');
     expect(await convert.run([inPath, jsonl])).toBe(0);
-    expect(errors.join('\n')).toContain('rollout r2: data.prompt_token_ids[1] must be a token id');
+    expect(errors.join('\n')).toContain(
+      'events[2]: data.prompt_token_ids[1] must be a token id (integer ≥ 0), got a string ("x"); rollout r2 is kept without this event and marked incomplete',
+    );
     const fromJsonl = parseTraceText(readFileSync(jsonl, 'utf8'));
     expect(fromJsonl.format).toBe('jsonl');
-    expect(fromJsonl.rollouts.map((r) => r.rolloutId)).toEqual(['r1']);
+    expect(fromJsonl.rollouts.map((r) => r.rolloutId)).toEqual(['r1', 'r2']);
+    expect(fromJsonl.rollouts[1].incomplete).toEqual([
+      {
+        where: 'events[2]',
+        message: 'data.prompt_token_ids[1] must be a token id (integer ≥ 0), got a string ("x")',
+      },
+    ]);
+    const complete = join(dir, 'complete.jsonl');
+    expect(await convert.run([inPath, complete, '--exclude-incomplete'])).toBe(0);
+    expect(parseTraceText(readFileSync(complete, 'utf8')).rollouts.map((r) => r.rolloutId)).toEqual(['r1']);
     const back = join(dir, 'back.json');
     expect(await convert.run([jsonl, back, '--to', 'agl-events'])).toBe(0);
     const again = parseTraceText(readFileSync(back, 'utf8'));
@@ -89,6 +100,7 @@ describe('lab convert', () => {
     expect(errors.at(-1)).toContain(
       'not a completed-rollouts document: document must be an object, got an array',
     );
+    await expect(convert.run([ev, dir])).rejects.toThrow(/is a folder, not a file/);
   });
 });
 

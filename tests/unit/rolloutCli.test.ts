@@ -86,8 +86,9 @@ describe('lab rollout', () => {
     const text = readFileSync(out, 'utf8');
     const parsed = parseJsonlTrace(text);
     expect(parsed.issues).toEqual([]);
-    const rs = parsed.rollouts;
-    expect(rs).toHaveLength(4);
+    // lines come in the order rollouts finish; sample_idx_in_step keeps the plan's order
+    const rs = [...parsed.rollouts].sort((a, b) => (a.sampleIdxInStep ?? 0) - (b.sampleIdxInStep ?? 0));
+    expect(rs.map((r) => r.sampleIdxInStep)).toEqual([0, 1, 2, 3]);
     expect(rs[0].dataId).toBe(rs[1].dataId);
     for (const r of rs) {
       expect(r.state).toBe('succeeded');
@@ -98,7 +99,7 @@ describe('lab rollout', () => {
         expect(c.responseLogProbs?.length).toBe(c.responseTokenIds?.length);
       }
     }
-    expect(toJsonlTrace(rs)).toBe(text);
+    expect(toJsonlTrace(parsed.rollouts)).toBe(text);
   });
 });
 

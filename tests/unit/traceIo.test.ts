@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   detectFormat,
+  parseJsonlTrace,
   parseTraceText,
   readAglEvents,
   TraceFormatError,
+  TraceReader,
   toAglEventsBundle,
   toJsonlTrace,
 } from '../../src/core/trace/io';
-import { JsonlTraceReader, parseJsonlTrace } from '../../src/core/trace/io/jsonl';
 import { formatIssue, type Rollout } from '../../src/core/trace/types';
 
 function sampleRollout(id: string, extra: Partial<Rollout> = {}): Rollout {
@@ -121,7 +122,7 @@ describe('our JSONL trace format', () => {
       'line 5: calls[0].prompt_token_ids[1] must be a token id (integer ≥ 0), got a string ("x")',
       'line 6: calls[0].request.messages[1].role must be system, user, assistant or tool, got "robot"',
       'line 7: rollout_id must be a string, got nothing (missing)',
-      'line 9: record must be an object, got a number',
+      'line 9 is neither a rollout record ({"rollout_id", "calls", …}) nor an event ({"event_type", …}): it is a JSON number',
     ]);
     expect(batch.counters.records_skipped).toBe(6);
   });
@@ -132,7 +133,7 @@ describe('our JSONL trace format', () => {
       'not json\n' +
       toJsonlTrace([sampleRollout('c')]);
     const whole = parseJsonlTrace(text);
-    const reader = new JsonlTraceReader();
+    const reader = new TraceReader();
     for (let i = 0; i < text.length; i += 37) reader.push(text.slice(i, i + 37));
     const chunked = reader.finish();
     expect(chunked.rollouts).toEqual(whole.rollouts);
@@ -208,7 +209,7 @@ describe('completed-rollouts JSON (golden agl_trajectory input shape)', () => {
     });
     expect(batch.issues.map(formatIssue)).toEqual([
       "rollouts[0]: triplets[0].response_log_probs has 2 values but response_token_ids has 3; the call's log-probs are treated as absent",
-      'rollouts[1]: final_reward must be a finite number or null, got "high"',
+      'rollouts[1]: final_reward must be a finite number or null, got a string ("high")',
     ]);
   });
 });
@@ -389,17 +390,27 @@ describe('Agent Lightning gateway events → trace model', () => {
     expect(b.counters.nonfinite_logprobs).toBe(1);
   });
 
-  it('skips the rollout of a malformed event and keeps the others', () => {
+  it('keeps the rollout of a malformed event without it, marked incomplete, and keeps the others', () => {
     const bad = structuredClone(tripletEvents[0]) as Record<string, unknown>;
     (bad.data as Record<string, unknown>).prompt_token_ids = [1, -2];
     const noType = { rollout_id: 'ro-3', data: {} };
     const b = readAglEvents([...fullEvents, bad, noType, { event_type: 'reward', data: { value: 1 } }]);
-    expect(b.rollouts.map((r) => r.rolloutId)).toEqual(['ro-1']);
+    expect(b.rollouts.map((r) => r.rolloutId)).toEqual(['ro-1', 'ro-2', 'ro-3']);
     expect(b.issues.map(formatIssue)).toEqual([
-      'events[5]: event_type must be a string, got nothing (missing); rollout ro-3 is skipped',
-      'events[6]: rollout_id must be a string, got nothing (missing)',
-      'rollout ro-2: data.prompt_token_ids[1] must be a token id (integer ≥ 0), got -2 (in events[4])',
+      'events[4]: data.prompt_token_ids[1] must be a token id (integer ≥ 0), got -2; rollout ro-2 is kept without this event and marked incomplete',
+      'events[5]: event_type must be a string, got nothing (missing); rollout ro-3 is kept without it and marked incomplete',
+      'events[6]: rollout_id must be a string, got nothing (missing); it lies among the events of rollout ro-3, kept and marked incomplete',
     ]);
+    const [r1, r2, r3] = b.rollouts;
+    expect(r1.incomplete).toBeUndefined();
+    expect(r2.calls).toHaveLength(0);
+    expect(r2.incomplete).toEqual([
+      { where: 'events[4]', message: 'data.prompt_token_ids[1] must be a token id (integer ≥ 0), got -2' },
+    ]);
+    expect(r3.incomplete?.map((g) => g.where)).toEqual(['events[5]', 'events[6]']);
+    // the marks survive JSONL and the events bundle
+    expect(parseTraceText(toJsonlTrace(b.rollouts)).rollouts).toEqual(b.rollouts);
+    expect(parseTraceText(JSON.stringify(toAglEventsBundle(b.rollouts))).rollouts).toEqual(b.rollouts);
   });
 
   it('exports a bundle that reads back to the same rollouts (events ⇄ JSONL)', () => {
@@ -438,7 +449,8 @@ describe('detectFormat', () => {
     expect(() => detectFormat('{"foo": 1}')).toThrow('unknown trace format: an object with keys "foo"');
     expect(() => detectFormat('[1, 2]')).toThrow('unknown trace format: a list whose items are not events');
     expect(() => detectFormat('{"a":1}\n{"b":2}')).toThrow(/line 1 is an object with keys "a"/);
-    expect(() => detectFormat('[1, 2')).toThrow(/not JSON, and no line is a JSON record/);
+    expect(() => detectFormat('[1, 2')).toThrow('unknown trace format: a list whose items are not events');
+    expect(() => detectFormat('\n\n{"x": [1,\n')).toThrow(/not JSON, and no line is a JSON record/);
   });
   it('recognises JSON Lines whose first line is broken, and reports that line', () => {
     const text = '{"rollout_id": "x", "calls": [\n' + toJsonlTrace([sampleRollout('ok')]);

@@ -3,16 +3,20 @@
  * Agent Lightning's controller runs an agent: the endpoint and reward URL come from `AGL_OPENAI_BASE_URL`,
  * `AGL_EVENT_URL` and `AGL_KEY`, and the reward is posted there at the end.
  */
-import { clientFromAglEnv } from '../../harness/client';
+import { ApiError, clientFromAglEnv, ResponseError, TransportError } from '../../harness/client';
 import { BEHAVIOURS, type Behaviour, isBehaviour } from '../../harness/harness';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
-import { parseArgs, UsageError } from '../args';
+import { CommandError, EXIT, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
+
+const MAX_INDEX = 1_000_000;
 
 export const command: Command = {
   summary: 'run one harness task against AGL_OPENAI_BASE_URL and post its reward to AGL_EVENT_URL',
   usage: `AGL_OPENAI_BASE_URL=… [AGL_EVENT_URL=…] [AGL_KEY=…] lab agent --harness ${Object.keys(HARNESSES).join('|')}
-    [--split train|val] [--seed S=0] [--index I=0] [--behaviour NAME[,NAME]]... [--max-turns T]`,
+    [--split train|val] [--seed S=0] [--index I=0] [--behaviour NAME[,NAME]]... [--max-turns T]
+  exit codes: 0 done, 2 bad usage, ${EXIT.http} the server answered with an HTTP error or an invalid answer,
+  ${EXIT.unreachable} the server could not be reached or did not answer in time`,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       harness: { type: 'string' },
@@ -31,8 +35,11 @@ export const command: Command = {
       throw new UsageError(`--split must be train or val, got '${split}'`);
     const seed = (flags.seed as number | undefined) ?? 0;
     const index = (flags.index as number | undefined) ?? 0;
-    if (!Number.isInteger(seed)) throw new UsageError('--seed must be an integer');
-    if (!Number.isInteger(index) || index < 0) throw new UsageError('--index must be a non-negative integer');
+    if (!Number.isSafeInteger(seed))
+      throw new UsageError(`--seed must be an integer of at most 2^53 − 1 in magnitude, got ${seed}`);
+    // the task list is generated up to --index
+    if (!Number.isInteger(index) || index < 0 || index >= MAX_INDEX)
+      throw new UsageError(`--index must be an integer in [0, ${MAX_INDEX}), got ${index}`);
     const behaviours = ((flags.behaviour as string[] | undefined) ?? [])
       .flatMap((v) => v.split(','))
       .map((b) => {
@@ -41,8 +48,8 @@ export const command: Command = {
         return b as Behaviour;
       });
     const maxTurns = flags['max-turns'] as number | undefined;
-    if (maxTurns !== undefined && (!Number.isInteger(maxTurns) || maxTurns < 1))
-      throw new UsageError('--max-turns must be a positive integer');
+    if (maxTurns !== undefined && (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > 1000))
+      throw new UsageError(`--max-turns must be an integer in [1, 1000], got ${maxTurns}`);
     let client: ReturnType<typeof clientFromAglEnv>;
     try {
       client = clientFromAglEnv(process.env);
@@ -52,8 +59,20 @@ export const command: Command = {
     if (!client) throw new UsageError('AGL_OPENAI_BASE_URL is not set');
     const harness = getHarness(name);
     const task = harness.makeTasks(split, seed, index + 1)[index];
-    const out = await harness.run(client, task, { behaviours, maxTurns });
-    await client.reportReward(out.reward);
+    let out: Awaited<ReturnType<typeof harness.run>>;
+    try {
+      out = await harness.run(client, task, { behaviours, maxTurns });
+      await client.reportReward(out.reward);
+    } catch (e) {
+      // The server's fault, not ours: one line and an exit code that says which kind.
+      if (e instanceof ApiError || e instanceof ResponseError)
+        throw new CommandError(
+          e instanceof ResponseError ? `invalid answer: ${e.message}` : e.message,
+          EXIT.http,
+        );
+      if (e instanceof TransportError) throw new CommandError(e.message, EXIT.unreachable);
+      throw e;
+    }
     console.log(JSON.stringify({ task: task.id, reward: out.reward, turns: out.turns, ended: out.ended }));
     return 0;
   },

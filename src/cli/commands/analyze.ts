@@ -5,17 +5,19 @@
  * with --json. Several files are read as one trace (as the page reads a sample of several files). The trainer
  * flags come from core's option registry (upstream names and defaults).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { UpstreamError } from '../../core/algos/numeric';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
 import { REFERENCE_STACK } from '../../core/pipeline/options';
 import { combineTraces } from '../../core/trace/combine';
-import { parseTraceText, TraceFormatError } from '../../core/trace/io';
+import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
+import { TraceFormatError } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
+import { readTraceFile } from '../traceFile';
 import { trainerFlagSpec, trainerFlagsUsage, trainerOptionsFromFlags } from '../trainerFlags';
 
 const SHOW_ISSUES = 20;
@@ -99,11 +101,11 @@ function printText(a: Analysis, file: string): void {
     );
 }
 
-function readTrace(file: string): TraceBatch | string {
+async function readTrace(file: string): Promise<TraceBatch | string> {
   if (!existsSync(file)) throw new UsageError(`trace file ${file} does not exist`);
   if (statSync(file).isDirectory()) throw new UsageError(`${file} is a folder, not a trace file`);
   try {
-    return parseTraceText(readFileSync(file, 'utf8'));
+    return await readTraceFile(file);
   } catch (e) {
     if (e instanceof TraceFormatError) return e.message;
     throw e;
@@ -132,7 +134,7 @@ export const command: Command = {
       throw new UsageError(`--examples must be a non-negative integer, got '${flags.examples}'`);
     const parts: { name: string; trace: TraceBatch }[] = [];
     for (const file of positionals) {
-      const t = readTrace(file);
+      const t = await readTrace(file);
       if (typeof t === 'string') {
         console.error(`lab analyze: ${file}: ${t}`);
         return 1;
@@ -157,6 +159,12 @@ export const command: Command = {
       console.error(`… and ${trace.issues.length - SHOW_ISSUES} more issues`);
     if (trace.rollouts.length === 0) {
       console.error(`lab analyze: no valid rollout in ${label}`);
+      return 1;
+    }
+    // A trace with nothing to train on is a result, not a crash: say what it holds and why.
+    const empty = nothingToTrainOn(traceInventory(trace.rollouts));
+    if (empty) {
+      console.error(`lab analyze: ${label}: ${trace.rollouts.length} rollouts; ${empty}; no training rows`);
       return 1;
     }
     let analysis: Analysis;

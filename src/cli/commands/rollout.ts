@@ -2,10 +2,12 @@
  * `lab rollout`: runs harness rollouts in worker_threads against the in-process LLM proxy and writes the
  * recorded traces as JSONL (one rollout per line).
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { setMaxListeners } from 'node:events';
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import { toJsonlTrace } from '../../core/trace/io';
+import { rolloutToJsonlLine } from '../../core/trace/io';
+import type { Rollout } from '../../core/trace/types';
 import { loadCheckpointFile } from '../../engine/checkpoint';
 import { defaultConfig } from '../../engine/model';
 import { createPolicyEngine } from '../../engine/policy';
@@ -17,26 +19,36 @@ import { WorkerPool } from '../../harness/pool';
 import { LlmProxy } from '../../harness/proxy';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
-import { parseArgs, UsageError } from '../args';
+import { CommandError, EXIT, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { spawnNodeHarnessWorker } from '../nodeWorkers';
 import { loadTokenizer } from '../tokenizers';
+import { outputProblem } from '../traceFile';
+
+/** Upper bounds of the counts: each keeps a typo (1e300) from exhausting memory or threads. */
+const MAX_TASKS = 100_000;
+const MAX_GROUP = 1024;
+const MAX_ROLLOUTS = 1_000_000;
+const MAX_WORKERS = 64;
 
 const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|policy|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
     [--timeout-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
-  --n is the number of tasks; each runs --group-size times (n × K rollouts).
+  --n is the number of tasks; each runs --group-size times (n × K rollouts, at most ${MAX_ROLLOUTS}).
+  Each rollout is appended to --out as it finishes (in the order they finish); on SIGINT / SIGTERM the
+  finished ones and those cut short (state failed, with the calls they made) are kept and the file is closed.
   --fixed-clock stamps calls from a fake clock (with --workers 1 the output is byte-reproducible).
   --engine URL forwards to an OpenAI-compatible server (API key from OPENAI_API_KEY).
   --engine policy samples from the project's policy on the CPU engine (weights from --checkpoint, else a
     freshly initialised policy sized for the policy tokenizer); --tokenizer defaults to 'policy' then.
   behaviours: ${BEHAVIOURS.join(', ')}`;
 
-function posInt(v: unknown, flag: string, dflt: number, min = 1): number {
+function posInt(v: unknown, flag: string, dflt: number, min = 1, max = 2 ** 31 - 1): number {
   if (v === undefined) return dflt;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
     throw new UsageError(`--${flag} must be an integer ≥ ${min}, got ${v}`);
+  if (v > max) throw new UsageError(`--${flag} must be at most ${max}, got ${v}`);
   return v;
 }
 
@@ -101,6 +113,8 @@ export const command: Command = {
       throw new UsageError('--checkpoint only applies to --engine policy');
     const out = flags.out as string | undefined;
     if (!out) throw new UsageError('--out is required');
+    const outBad = outputProblem(out);
+    if (outBad) throw new UsageError(`--out: ${outBad}`);
     const split = (flags.split as string | undefined) ?? 'train';
     if (split !== 'train' && split !== 'val')
       throw new UsageError(`--split must be train or val, got '${split}'`);
@@ -112,21 +126,28 @@ export const command: Command = {
         return b as Behaviour;
       });
     const seed = flags.seed === undefined ? 0 : (flags.seed as number);
-    if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed))
+      throw new UsageError(`--seed must be an integer of at most 2^53 − 1 in magnitude, got ${seed}`);
     const spec: RunSpec = {
       harness,
       split: split as Split,
-      n: posInt(flags.n, 'n', 8),
-      groupSize: posInt(flags['group-size'], 'group-size', 1),
+      n: posInt(flags.n, 'n', 8, 1, MAX_TASKS),
+      groupSize: posInt(flags['group-size'], 'group-size', 1, 1, MAX_GROUP),
       seed,
       behaviours: [...new Set(behaviours)],
-      maxTurns: flags['max-turns'] === undefined ? undefined : posInt(flags['max-turns'], 'max-turns', 1),
+      maxTurns:
+        flags['max-turns'] === undefined ? undefined : posInt(flags['max-turns'], 'max-turns', 1, 1, 1000),
     };
-    const workers = posInt(flags.workers, 'workers', 4);
-    const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000);
+    if (spec.n * spec.groupSize > MAX_ROLLOUTS)
+      throw new UsageError(
+        `--n × --group-size must be at most ${MAX_ROLLOUTS} rollouts, got ${spec.n} × ${spec.groupSize}`,
+      );
+    // More workers than rollouts would only start idle threads.
+    const workers = Math.min(posInt(flags.workers, 'workers', 4, 1, MAX_WORKERS), spec.n * spec.groupSize);
     // setTimeout fires at once for delays past 2^31−1 ms, which would fail every rollout.
-    if (timeoutMs > 2 ** 31 - 1)
-      throw new UsageError(`--timeout-ms must be at most ${2 ** 31 - 1}, got ${timeoutMs}`);
+    const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000, 1, 2 ** 31 - 1);
+    const maxTokens = posInt(flags['max-tokens'], 'max-tokens', 1024, 1, 1 << 20);
+    const maxContext = posInt(flags['max-context'], 'max-context', 32768, 2, 1 << 24);
     let tokenizer: ReturnType<typeof loadTokenizer>;
     try {
       tokenizer = loadTokenizer(
@@ -158,6 +179,9 @@ export const command: Command = {
           engineSpec,
           (flags.model as string | undefined) ?? 'default',
           process.env.OPENAI_API_KEY ?? '',
+          undefined,
+          // ids must index the vocabulary the trace will be read with; a hung server is cut at the timeout
+          { vocabSize: tokenizer.vocabSize, vocabName: tokenizer.name, timeoutMs },
         );
     } catch (e) {
       // e.g. a --tokenizer without a known end-of-turn token
@@ -166,33 +190,92 @@ export const command: Command = {
     const proxy = new LlmProxy({
       engine,
       tokenizer: engineSpec.startsWith('http') ? null : tokenizer,
-      maxResponseTokens: posInt(flags['max-tokens'], 'max-tokens', 1024),
-      maxContextTokens: posInt(flags['max-context'], 'max-context', 32768),
+      maxResponseTokens: maxTokens,
+      maxContextTokens: maxContext,
       now: flags['fixed-clock'] ? fakeClock() : undefined,
     });
+    // The output is written as rollouts finish, so an interrupt or a crash keeps every finished rollout.
+    let fd: number;
+    try {
+      fd = openSync(out, 'w');
+    } catch (e) {
+      throw new UsageError(`--out: cannot open ${out}: ${(e as Error).message}`);
+    }
     const pool = new WorkerPool({
       size: workers,
       spawn: () => spawnNodeHarnessWorker(),
-      connect: (port) => serveChannel(port, proxy.handle),
+      connect: (port, current) => serveChannel(port, proxy.scoped(current)),
       timeoutMs,
     });
+    let written = 0;
+    let writeError: string | null = null;
+    const stop = new AbortController();
+    // every queued rollout listens on it
+    setMaxListeners(plan.length + 16, stop.signal);
+    let interrupted: NodeJS.Signals | null = null;
+    const write = (r: Rollout) => {
+      if (writeError) return;
+      // Interrupted: a rollout cut short keeps what it recorded (failed, with the reason); one that never
+      // started has nothing to keep.
+      if (interrupted && r.state === 'failed' && r.error === 'cancelled') {
+        if (r.calls.length === 0) return;
+        r.error = `interrupted by ${interrupted}`;
+      }
+      try {
+        writeSync(fd, rolloutToJsonlLine(r));
+        written++;
+      } catch (e) {
+        writeError = (e as Error).message;
+        stop.abort();
+      }
+    };
+    let interruptedAt = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (interrupted) {
+        // One Ctrl-C can arrive twice (from the terminal and relayed by a wrapper such as tsx or npm): only a
+        // second one a moment later means "leave now", with what is written.
+        if (Date.now() - interruptedAt < 3000) return;
+        closeSync(fd);
+        process.exit(sig === 'SIGINT' ? EXIT.sigint : EXIT.sigterm);
+      }
+      interrupted = sig;
+      interruptedAt = Date.now();
+      console.error(`lab rollout: ${sig}: stopping; finished rollouts are kept in ${out}`);
+      stop.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     const tStart = performance.now();
-    let rollouts: Awaited<ReturnType<typeof runRollouts>>;
+    let rollouts: Rollout[];
     let t0 = tStart;
     try {
       // Rollout throughput is measured from when every worker has loaded; start-up is reported on its own.
-      await pool.ready();
+      await Promise.race([
+        pool.ready(),
+        new Promise<void>((r) => stop.signal.addEventListener('abort', () => r(), { once: true })),
+      ]);
       t0 = performance.now();
-      rollouts = await runRollouts(spec, plan, proxy, pool);
+      rollouts = await runRollouts(spec, plan, proxy, pool, { signal: stop.signal, onRollout: write });
     } finally {
       pool.close();
+      closeSync(fd);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
+    if (writeError) throw new CommandError(`cannot write ${out}: ${writeError}`, 1);
     const secs = (performance.now() - t0) / 1000;
-    writeFileSync(out, toJsonlTrace(rollouts));
     const failed = rollouts.filter((r) => r.state === 'failed');
     const rewards = rollouts.map((r) => r.finalReward ?? 0);
     const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
     const calls = rollouts.reduce((a, r) => a + r.calls.length, 0);
+    if (interrupted) {
+      const done = rollouts.filter((r) => r.state === 'succeeded').length;
+      console.log(
+        `rollout: interrupted by ${interrupted}: ${written} rollouts written (${done} finished, ` +
+          `${written - done} cut short or failed), ${plan.length - written} not run → ${out}`,
+      );
+      return interrupted === 'SIGINT' ? EXIT.sigint : EXIT.sigterm;
+    }
     console.log(
       `rollout: ${rollouts.length} rollouts (${failed.length} failed), ${calls} calls, mean reward ${mean.toFixed(3)}, ` +
         `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s ` +

@@ -76,6 +76,30 @@ function rewriteStripCalls(node: unknown): void {
   }
 }
 
+export interface TokenLengthStats {
+  maxTokenBytes: number;
+  maxAlphaRun: number;
+  maxDigitRun: number;
+}
+
+/** UTF-8 length of a string (lone surrogates count 3, as TextEncoder writes U+FFFD for them). */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
 export class ChatTokenizer {
   readonly name: string;
   readonly vocabSize: number;
@@ -87,6 +111,9 @@ export class ChatTokenizer {
   private readonly template: Template | null;
   private readonly config: JsonObject;
   private readonly idToTokenCache: (string | undefined)[] = [];
+  private readonly vocabRef: Record<string, number>;
+  private readonly addedContents: string[];
+  private lengthStats: TokenLengthStats | null = null;
 
   constructor(name: string, tokenizerJson: JsonObject, tokenizerConfig: JsonObject) {
     this.name = name;
@@ -104,11 +131,55 @@ export class ChatTokenizer {
       addedMap.set(t.content, t.id);
     }
     this.vocabSize = maxId + 1;
+    this.vocabRef = model?.vocab ?? {};
+    this.addedContents = added.map((t) => t.content);
     this.specialIds = special;
     this.addedTokens = addedMap;
     const tpl = tokenizerConfig.chat_template;
     this.template = typeof tpl === 'string' ? new Template(tpl) : null;
     if (this.template) rewriteStripCalls((this.template as unknown as { parsed: unknown }).parsed);
+  }
+
+  /**
+   * The longest token (in UTF-8 bytes; byte-level vocabularies spell each byte as one character) and the
+   * longest token made only of ASCII letters / only of ASCII digits. Computed once, on first use.
+   */
+  tokenLengthStats(): TokenLengthStats {
+    if (this.lengthStats) return this.lengthStats;
+    let maxTokenBytes = 1;
+    let maxAlphaRun = 1;
+    let maxDigitRun = 1;
+    for (const k of Object.keys(this.vocabRef)) {
+      if (k.length > maxTokenBytes) maxTokenBytes = k.length;
+      if (k.length > maxAlphaRun && /^[A-Za-z]+$/.test(k)) maxAlphaRun = k.length;
+      if (k.length > maxDigitRun && /^[0-9]+$/.test(k)) maxDigitRun = k.length;
+    }
+    for (const c of this.addedContents) maxTokenBytes = Math.max(maxTokenBytes, utf8Length(c));
+    this.lengthStats = { maxTokenBytes, maxAlphaRun, maxDigitRun };
+    return this.lengthStats;
+  }
+
+  /**
+   * A lower bound on `encode(text).length` that costs one pass over the text, so that a prompt far over a
+   * context limit is refused without tokenizing it (a long run without spaces costs the BPE seconds). Every
+   * token is a piece of the text, so the count is at least bytes / longest token; and the tokens lying wholly
+   * inside a run of ASCII letters (digits) are letters (digits) only, so a run of n characters holds at least
+   * (n − 2·(longest − 1)) / longest-letters-token of them (tokens that reach outside cover at most
+   * longest − 1 characters of it at each end).
+   */
+  minTokenCount(text: string): number {
+    const { maxTokenBytes, maxAlphaRun, maxDigitRun } = this.tokenLengthStats();
+    const byBytes = Math.ceil(utf8Length(text) / maxTokenBytes);
+    const margin = 2 * (maxTokenBytes - 1);
+    let byRuns = 0;
+    const runs = /[A-Za-z]+|[0-9]+/g;
+    for (let m = runs.exec(text); m !== null; m = runs.exec(text)) {
+      const inner = m[0].length - margin;
+      if (inner <= 0) continue;
+      const c = m[0].charCodeAt(0);
+      byRuns += Math.ceil(inner / (c >= 48 && c <= 57 ? maxDigitRun : maxAlphaRun));
+    }
+    return Math.max(byBytes, byRuns);
   }
 
   /** Token ids of `text`; special-token strings in the text map to their ids; no BOS/EOS is added. */

@@ -99,6 +99,13 @@ export interface RewardEvent {
   timestampMs?: number;
 }
 
+/** A part of a rollout's source that could not be read (an unreadable event): the rollout is kept without it. */
+export interface RolloutGap {
+  /** where the unreadable part was: "line 7", "events[12]", "rollouts[3].events[2]" */
+  where: string;
+  message: string;
+}
+
 export interface Rollout {
   rolloutId: string;
   /** The task; rollouts with the same dataId form one GRPO group (verl `uid`). */
@@ -115,6 +122,16 @@ export interface Rollout {
   step?: number;
   sampleIdxInStep?: number;
   metadata: Record<string, unknown>;
+  /**
+   * Present when part of the rollout's source could not be read (a call or reward event is missing): the
+   * rollout is kept without it and marked, so a user can see it and exclude it.
+   */
+  incomplete?: RolloutGap[];
+}
+
+/** The batch without its incomplete rollouts (those with a part that could not be read). */
+export function excludeIncomplete<T extends { rollouts: Rollout[] }>(batch: T): T {
+  return { ...batch, rollouts: batch.rollouts.filter((r) => !r.incomplete?.length) };
 }
 
 /** A batch of rollouts as loaded from one source, with what the loader had to say about it. */

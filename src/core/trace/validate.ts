@@ -26,7 +26,13 @@ export class RecordInvalid extends Error {
     readonly field: string,
     readonly detail: string,
   ) {
+    // No stack trace: this is data, not a bug, and a file of a million bad records must not pay for a
+    // million captured stacks.
+    const E = Error as { stackTraceLimit?: number };
+    const limit = E.stackTraceLimit;
+    E.stackTraceLimit = 0;
     super(`${field} ${detail}`);
+    E.stackTraceLimit = limit;
   }
 }
 
@@ -71,14 +77,83 @@ export function readBool(v: unknown, path: string): boolean {
 
 export function readNumber(v: unknown, path: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v))
-    throw new RecordInvalid(path, `must be a finite number, got ${describe(v)}`);
+    throw new RecordInvalid(
+      path,
+      `must be a finite number, got ${typeof v === 'number' ? String(v) : describe(v)}`,
+    );
   return v;
 }
 
+/** An integer that a double holds exactly (|v| ≤ 2^53 − 1), so every reader and writer agrees on it. */
 export function readInt(v: unknown, path: string): number {
-  if (typeof v !== 'number' || !Number.isInteger(v))
-    throw new RecordInvalid(path, `must be an integer, got ${typeof v === 'number' ? v : describe(v)}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v))
+    throw new RecordInvalid(
+      path,
+      typeof v === 'number' && Number.isInteger(v)
+        ? `must be an integer of at most 2^53 − 1 in magnitude, got ${v}`
+        : `must be an integer, got ${typeof v === 'number' ? v : describe(v)}`,
+    );
   return v;
+}
+
+/** An integer in [lo, hi]. */
+export function readIntIn(v: unknown, path: string, lo: number, hi: number): number {
+  const x = readInt(v, path);
+  if (x < lo || x > hi) throw new RecordInvalid(path, `must be an integer in [${lo}, ${hi}], got ${x}`);
+  return x;
+}
+
+/** HTTP status of a recorded call: 0 while in flight, else a status code (499: the rollout ended first). */
+export function readHttpStatus(v: unknown, path: string): number {
+  return readIntIn(v, path, 0, 999);
+}
+
+/** Deepest nesting accepted in free-form JSON (metadata, tool schemas, tool-call arguments, errors). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Free-form JSON (metadata, tool parameter schemas, parsed tool-call arguments): any JSON value, checked
+ * without recursion so that hostile nesting cannot overflow the stack here. It must nest at most
+ * MAX_JSON_DEPTH levels (JSON.stringify and structured cloning recurse, so deeper values could not be written
+ * back or sent to a worker) and hold only finite numbers (JSON.parse turns 1e400 into Infinity, which JSON
+ * cannot write).
+ */
+export function readJsonValue(v: unknown, path: string): Json {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v, path, depth: 0 }];
+  while (stack.length) {
+    const top = stack.pop() as { v: unknown; path: string; depth: number };
+    const x = top.v;
+    if (x === null || typeof x === 'string' || typeof x === 'boolean') continue;
+    if (typeof x === 'number') {
+      if (!Number.isFinite(x))
+        throw new RecordInvalid(top.path, `is a number too large for JSON (${x}); write it as a string`);
+      continue;
+    }
+    if (typeof x !== 'object') throw new RecordInvalid(top.path, `must be a JSON value, got ${describe(x)}`);
+    if (top.depth >= MAX_JSON_DEPTH)
+      throw new RecordInvalid(
+        path,
+        `nests deeper than ${MAX_JSON_DEPTH} levels (at ${top.path.slice(0, 80)}…)`,
+      );
+    if (Array.isArray(x)) {
+      for (let i = x.length - 1; i >= 0; i--)
+        stack.push({ v: x[i], path: `${top.path}[${i}]`, depth: top.depth + 1 });
+    } else {
+      const keys = Object.keys(x);
+      for (let i = keys.length - 1; i >= 0; i--)
+        stack.push({
+          v: (x as Record<string, unknown>)[keys[i]],
+          path: join(top.path, keys[i]),
+          depth: top.depth + 1,
+        });
+    }
+  }
+  return v as Json;
+}
+
+/** Free-form JSON that must be an object (metadata). */
+export function readJsonObject(v: unknown, path: string): JsonObject {
+  return readJsonValue(readObject(v, path), path) as JsonObject;
 }
 
 export function readOptInt(v: unknown, path: string): number | undefined {
@@ -112,8 +187,16 @@ export class Slab<T extends Int32Array | Float32Array> {
   }
 }
 
-/** A JSON array of token ids → Int32Array; every entry must be an integer in [0, 2^31). */
+/**
+ * A JSON array of token ids → Int32Array; every entry must be an integer in [0, 2^31). An Int32Array (ids an
+ * importer already read) is checked for negative entries and kept as it is.
+ */
 export function readTokenIds(v: unknown, path: string, slab?: Slab<Int32Array>): Int32Array {
+  if (v instanceof Int32Array) {
+    for (let i = 0; i < v.length; i++)
+      if (v[i] < 0) throw new RecordInvalid(`${path}[${i}]`, `must be a token id (integer ≥ 0), got ${v[i]}`);
+    return v;
+  }
   const a = readArray(v, path);
   const out = slab ? slab.take(a.length) : new Int32Array(a.length);
   for (let i = 0; i < a.length; i++) {
@@ -130,20 +213,31 @@ export function readTokenIds(v: unknown, path: string, slab?: Slab<Int32Array>):
 
 /**
  * A JSON array of log-probs → Float32Array. Non-finite entries (null, "nan", "inf", "-inf", NaN, ±Infinity,
- * positive values are kept) become NaN = "absent", and are counted in `nonFinite`.
+ * and numbers beyond float32's range, which a Float32Array would hold as ±Infinity) become NaN = "absent",
+ * and are counted in `nonFinite`; positive values are kept. A Float32Array (log-probs an importer already
+ * read) has its infinite entries made absent the same way.
  */
 export function readLogProbs(
   v: unknown,
   path: string,
   slab?: Slab<Float32Array>,
 ): { values: Float32Array; nonFinite: number } {
+  if (v instanceof Float32Array) {
+    let nonFinite = 0;
+    for (let i = 0; i < v.length; i++)
+      if (!Number.isFinite(v[i])) {
+        if (!Number.isNaN(v[i])) v[i] = Number.NaN;
+        nonFinite++;
+      }
+    return { values: v, nonFinite };
+  }
   const a = readArray(v, path);
   const out = slab ? slab.take(a.length) : new Float32Array(a.length);
   let nonFinite = 0;
   for (let i = 0; i < a.length; i++) {
     const x = a[i];
-    if (typeof x === 'number' && Number.isFinite(x)) out[i] = x;
-    else if (x === null || (typeof x === 'number' && !Number.isFinite(x)) || isNonFiniteString(x)) {
+    if (typeof x === 'number' && Number.isFinite(Math.fround(x))) out[i] = x;
+    else if (x === null || typeof x === 'number' || isNonFiniteString(x)) {
       out[i] = Number.NaN;
       nonFinite++;
     } else throw new RecordInvalid(`${path}[${i}]`, `must be a number or null, got ${describe(x)}`);
@@ -186,7 +280,12 @@ function readMessageContent(v: unknown, path: string): string | null {
       const p = readObject(part, join(path, i));
       if (p.type === 'text') text += readString(p.text, join(join(path, i), 'text'));
       else
-        throw new RecordInvalid(join(join(path, i), 'type'), `"${String(p.type)}" parts are not supported`);
+        throw new RecordInvalid(
+          join(join(path, i), 'type'),
+          typeof p.type === 'string'
+            ? `"${p.type}" parts are not supported (only "text")`
+            : `must be "text", got ${describe(p.type)}`,
+        );
     });
     return text;
   }
@@ -195,28 +294,33 @@ function readMessageContent(v: unknown, path: string): string | null {
 
 function readToolCall(v: unknown, path: string): ToolCall {
   const o = readObject(v, path);
-  const f = readObject(o.function, join(path, 'function'));
+  const fp = join(path, 'function');
+  const f = readObject(o.function, fp);
   const args = f.arguments;
   return {
     id: readOptString(o.id, join(path, 'id')) ?? '',
     type: 'function',
     function: {
-      name: readString(f.name, join(join(path, 'function'), 'name')),
+      name: readString(f.name, join(fp, 'name')),
       // Some servers send already-parsed arguments; keep them as the JSON text the model produced.
-      arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
+      arguments:
+        typeof args === 'string' ? args : JSON.stringify(readJsonValue(args ?? {}, join(fp, 'arguments'))),
     },
   };
 }
 
 function readTool(v: unknown, path: string): ToolDefinition {
   const o = readObject(v, path);
-  const f = readObject(o.function, join(path, 'function'));
+  const fp = join(path, 'function');
+  const f = readObject(o.function, fp);
   const def: ToolDefinition = {
     type: 'function',
-    function: { name: readString(f.name, join(join(path, 'function'), 'name')) },
+    function: { name: readString(f.name, join(fp, 'name')) },
   };
-  if (typeof f.description === 'string') def.function.description = f.description;
-  if (isObject(f.parameters)) def.function.parameters = f.parameters;
+  const desc = readOptString(f.description, join(fp, 'description'));
+  if (desc !== undefined) def.function.description = desc;
+  if (f.parameters !== undefined && f.parameters !== null)
+    def.function.parameters = readJsonObject(f.parameters, join(fp, 'parameters'));
   return def;
 }
 
@@ -248,7 +352,9 @@ function readSampling(o: JsonObject, path: string): SamplingParams {
     if (x !== undefined && x !== null) s[k] = readNumber(x, join(path, k));
   }
   if (o.stop !== undefined && o.stop !== null) {
-    s.stop = typeof o.stop === 'string' ? [o.stop] : readArray(o.stop, join(path, 'stop')).map(String);
+    const sp = join(path, 'stop');
+    s.stop =
+      typeof o.stop === 'string' ? [o.stop] : readArray(o.stop, sp).map((x, i) => readString(x, join(sp, i)));
   }
   return s;
 }
@@ -305,12 +411,23 @@ export function issueFrom(e: unknown, where: string): TraceIssue {
   throw e;
 }
 
+/** The largest time (ms from the epoch, either way) a JavaScript Date holds: any later time is a corrupt value. */
+export const MAX_TIME_MS = 8.64e15;
+
+/** A time in ms since the epoch, within what a Date holds. */
+export function readTimeMs(v: unknown, path: string): number {
+  const x = readNumber(v, path);
+  if (Math.abs(x) > MAX_TIME_MS)
+    throw new RecordInvalid(path, `is ${x}, not a time (at most ${MAX_TIME_MS} ms from 1970 either way)`);
+  return x;
+}
+
 export function readTimings(v: unknown, path: string): CallTimings | undefined {
   if (v === undefined || v === null) return undefined;
   const o = readObject(v, path);
   return {
-    startMs: readNumber(o.start_ms, join(path, 'start_ms')),
-    endMs: readNumber(o.end_ms, join(path, 'end_ms')),
+    startMs: readTimeMs(o.start_ms, join(path, 'start_ms')),
+    endMs: readTimeMs(o.end_ms, join(path, 'end_ms')),
   };
 }
 
@@ -338,19 +455,18 @@ export function readResponse(v: unknown, path: string): ModelResponse | null {
 export function readReward(v: unknown, path: string): RewardEvent {
   const o = readObject(v, path);
   const r: RewardEvent = { value: readNumber(o.value, join(path, 'value')) };
-  const ci = readOptInt(o.call_index, join(path, 'call_index'));
+  const ci =
+    o.call_index === undefined || o.call_index === null
+      ? undefined
+      : readIntIn(o.call_index, join(path, 'call_index'), 0, Number.MAX_SAFE_INTEGER);
   if (ci !== undefined) r.callIndex = ci;
   if (o.timestamp_ms !== undefined && o.timestamp_ms !== null)
-    r.timestampMs = readNumber(o.timestamp_ms, join(path, 'timestamp_ms'));
+    r.timestampMs = readTimeMs(o.timestamp_ms, join(path, 'timestamp_ms'));
   return r;
 }
 
 /** Structural checks a whole rollout must pass, whatever format it came from. */
 export function checkRollout(r: Rollout): void {
-  r.calls.forEach((c, i) => {
-    if (c.promptTokenIds === undefined && c.responseTokenIds !== undefined)
-      throw new RecordInvalid(`calls[${i}].prompt_token_ids`, 'is missing but response_token_ids is present');
-  });
   r.rewards.forEach((rw, i) => {
     if (rw.callIndex !== undefined && (rw.callIndex < 0 || rw.callIndex >= r.calls.length))
       throw new RecordInvalid(

@@ -7,15 +7,25 @@
 
 import { retokenizationView } from '../../core/tokenize/retokenizationView';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import type { TraceBatch } from '../../core/trace/types';
-import { combineTraces, compute, newBuildCache, parseTrace, splitResult } from './pipeline';
-import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
-import { readStreamText } from './readText';
+import { renameDuplicateIds } from '../../core/trace/dedupe';
+import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
+import { type ParsedTrace, TraceReader } from '../../core/trace/io';
+import { excludeIncomplete, type TraceBatch } from '../../core/trace/types';
+import { combineTraces, compute, newBuildCache, splitResult } from './pipeline';
+import {
+  checkToWorker,
+  type FromWorker,
+  type ImportReport,
+  type ImportSummary,
+  type ToWorker,
+} from './protocol';
 import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
 let trace: TraceBatch | null = null;
+/** the whole imported trace (`trace` may leave its incomplete rollouts out) and its summary */
+let imported: { trace: TraceBatch; summary: ImportSummary; report: ImportReport } | null = null;
 let tok: ChatTokenizer | null = null;
 /** ids whose texts the page already has */
 let known = new Set<number>();
@@ -46,6 +56,36 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
   return out;
 }
 
+/**
+ * Reads a byte stream into a trace as it arrives: decoded and parsed chunk by chunk (core's streaming
+ * TraceReader), so a file of any size is read without ever being one string (V8 stops at 512 MiB).
+ */
+async function readTrace(
+  stream: ReadableStream<Uint8Array>,
+  onBytes: (done: number) => void,
+): Promise<ParsedTrace> {
+  const reader = new TraceReader();
+  const decoder = new TextDecoder('utf-8');
+  const r = stream.getReader();
+  let done = 0;
+  let reported = 0;
+  for (;;) {
+    const next = await r.read();
+    if (next.done) break;
+    done += next.value.byteLength;
+    const text = decoder.decode(next.value, { stream: true });
+    if (text) reader.push(text);
+    if (done - reported >= 1 << 20) {
+      reported = done;
+      onBytes(done);
+    }
+  }
+  const tail = decoder.decode();
+  if (tail) reader.push(tail);
+  onBytes(done);
+  return reader.finish();
+}
+
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const { id, source } = msg;
   // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
@@ -55,11 +95,12 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
     post({ type: 'progress', id, phase, done, total });
   // A sample may be several files (e.g. an expert's and a random engine's attempts at the same tasks): each is
   // read and parsed on its own, then combined into one trace.
-  const parts: { name: string; trace: TraceBatch; text: string; format: string; lines: number }[] = [];
+  const parts: { name: string; trace: TraceBatch; bytes: number; format: string; lines: number }[] = [];
   const inputs =
     source.kind === 'url'
       ? source.urls.map((u) => ({ url: u, name: u.slice(u.lastIndexOf('/') + 1) }))
       : [{ url: null, name: source.name }];
+  let renamed = 0;
   for (const input of inputs) {
     let stream: ReadableStream<Uint8Array>;
     let total: number;
@@ -73,55 +114,85 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       total = file.size;
       stream = file.stream();
     }
-    const text = await readStreamText(stream, total, (d, t) => progress('read', d, t));
-    progress('parse', 0, text.length);
-    const one = parseTrace(text, input.name, (d, t) => progress('parse', d, t));
+    let one: ParsedTrace;
+    let bytesRead = 0;
+    try {
+      one = await readTrace(stream, (d) => {
+        bytesRead = d;
+        progress('read', d, Math.max(total, d));
+      });
+    } catch (e) {
+      throw new Error(inputs.length > 1 ? `${input.name}: ${message(e)}` : message(e));
+    }
+    // Two rollouts with one id (runs appended to one file) stay two rollouts: the later one is renamed.
+    const dedup = renameDuplicateIds(one.rollouts, 'rollout ids');
+    renamed += dedup.renamed;
     parts.push({
       name: input.name,
-      trace: one.trace,
-      text,
-      format: one.summary.format,
-      lines: one.summary.lines,
+      trace: {
+        rollouts: dedup.rollouts,
+        issues: [...one.issues, ...dedup.issues],
+        counters: one.counters,
+      },
+      bytes: bytesRead,
+      format: one.format,
+      lines: one.lines,
     });
   }
   const combined = parts.length === 1 ? parts[0].trace : combineTraces(parts);
-  const parsed = {
-    trace: combined,
-    summary: {
-      name: source.name,
-      lines: parts.reduce((n, p) => n + p.lines, 0),
-      format: [...new Set(parts.map((p) => p.format))].join(' + '),
-    },
+  const inv = traceInventory(combined.rollouts);
+  const summary: ImportSummary = {
+    name: source.name,
+    lines: parts.reduce((n, p) => n + p.lines, 0),
+    format: [...new Set(parts.map((p) => p.format))].join(' + '),
+    bytes: parts.reduce((n, p) => n + p.bytes, 0),
+    tokenizer: null,
+    tokenizerError: null,
   };
-  const chars = parts.reduce((n, p) => n + p.text.length, 0);
+  const report: ImportReport = {
+    incomplete: inv.incomplete,
+    excludedIncomplete: msg.excludeIncomplete === true,
+    renamed,
+    nothingToTrainOn: nothingToTrainOn(inv),
+  };
   const ids: ArrayLike<number>[] = [];
-  for (const r of parsed.trace.rollouts)
+  for (const r of combined.rollouts)
     for (const c of r.calls) {
       if (c.promptTokenIds) ids.push(c.promptTokenIds);
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
-  let tokError: string | null = null;
   if (ids.length > 0 && !tok) {
     try {
       tok = await tokLoad;
     } catch (e) {
-      tokError = message(e);
+      summary.tokenizerError = message(e);
     }
   }
-  trace = parsed.trace;
+  summary.tokenizer = ids.length && tok ? tok.name : null;
+  const shown = report.excludedIncomplete ? excludeIncomplete(combined) : combined;
+  // The worker switches to the new trace only once the page has it: a trace that fails to reach the page
+  // (too large to copy) leaves both on the previous one.
+  const prevKnown = known;
   known = new Set();
-  post({
-    type: 'imported',
-    id,
-    summary: {
-      ...parsed.summary,
-      bytes: chars,
-      tokenizer: ids.length && tok ? tok.name : null,
-      tokenizerError: tokError,
-    },
-    trace: parsed.trace,
-    tokenText: newTexts(ids),
-  });
+  try {
+    post({ type: 'imported', id, summary, report, trace: shown, tokenText: newTexts(ids) });
+  } catch (e) {
+    known = prevKnown;
+    throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
+  }
+  imported = { trace: combined, summary, report };
+  trace = shown;
+}
+
+/** The loaded trace with or without its incomplete rollouts. */
+function runFilter(msg: Extract<ToWorker, { type: 'filter' }>) {
+  if (!imported) throw new Error('no trace loaded yet');
+  const report = { ...imported.report, excludedIncomplete: msg.excludeIncomplete };
+  const shown = msg.excludeIncomplete ? excludeIncomplete(imported.trace) : imported.trace;
+  const summary = imported.summary;
+  post({ type: 'imported', id: msg.id, summary, report, trace: shown, tokenText: new Map() });
+  imported.report = report;
+  trace = shown;
 }
 
 async function runCompute() {
@@ -158,6 +229,12 @@ self.onmessage = (e: MessageEvent) => {
   }
   if (msg.type === 'import') {
     runImport(msg).catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
+  } else if (msg.type === 'filter') {
+    try {
+      runFilter(msg);
+    } catch (err) {
+      post({ type: 'failed', id: msg.id, message: message(err) });
+    }
   } else if (msg.type === 'retok') {
     (async () => {
       if (!trace) throw new Error('no trace loaded yet');

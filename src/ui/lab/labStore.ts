@@ -10,6 +10,7 @@ import type { BuiltRows, ComputeOptions, ComputeResult } from './pipeline';
 import {
   checkFromWorker,
   type FromWorker,
+  type ImportReport,
   type ImportSource,
   type ImportSummary,
   type Phase,
@@ -21,7 +22,11 @@ export interface LabState {
   progress: { phase: Phase; done: number; total: number } | null;
   importError: string | null;
   summary: ImportSummary | null;
+  /** incomplete / renamed rollouts and whether anything can be trained on */
+  report: ImportReport | null;
   trace: TraceBatch | null;
+  /** leave out rollouts with a part that could not be read (kept for the next import too) */
+  excludeIncomplete: boolean;
   /** text of every token id in the trace (empty when it has no ids) */
   tokenText: Map<number, string>;
   result: ComputeResult | null;
@@ -32,6 +37,7 @@ export interface LabState {
   retok: RetokCallView | null;
   retokError: string | null;
   importSource: (source: ImportSource) => void;
+  setExcludeIncomplete: (exclude: boolean) => void;
   compute: (options: ComputeOptions) => void;
   requestRetok: (rollout: number, call: number) => void;
 }
@@ -58,8 +64,21 @@ function getWorker(): Worker {
     }
     onReply(m);
   };
+  // A worker that dies (out of memory on a huge file, a crash) is replaced on the next request: the page keeps
+  // what it shows and stays usable.
+  const dead = worker;
   worker.onerror = (e) => {
-    useLab.setState({ importError: `lab worker crashed: ${e.message}`, progress: null });
+    e.preventDefault?.();
+    if (worker === dead) worker = null;
+    dead.terminate();
+    lastRows = null;
+    useLab.setState({
+      importError: `the lab worker stopped (${e.message || 'no reason given'}); load a trace again`,
+      progress: null,
+    });
+  };
+  worker.onmessageerror = () => {
+    useLab.setState({ importError: 'a reply from the lab worker could not be read', progress: null });
   };
   return worker;
 }
@@ -86,7 +105,9 @@ function onReply(m: FromWorker) {
     else if (m.type === 'imported')
       set({
         progress: null,
+        importError: null,
         summary: m.summary,
+        report: m.report,
         trace: m.trace,
         tokenText: m.tokenText,
         result: null,
@@ -121,7 +142,9 @@ export const useLab = create<LabState>((set) => ({
   progress: null,
   importError: null,
   summary: null,
+  report: null,
   trace: null,
+  excludeIncomplete: false,
   tokenText: new Map(),
   result: null,
   resultOptions: null,
@@ -131,7 +154,18 @@ export const useLab = create<LabState>((set) => ({
   importSource: (source) => {
     importId = nextId++;
     set({ source: source.name, importError: null, progress: { phase: 'read', done: 0, total: 0 } });
-    getWorker().postMessage({ type: 'import', id: importId, source });
+    getWorker().postMessage({
+      type: 'import',
+      id: importId,
+      source,
+      excludeIncomplete: useLab.getState().excludeIncomplete,
+    });
+  },
+  setExcludeIncomplete: (exclude) => {
+    set({ excludeIncomplete: exclude });
+    if (!useLab.getState().trace) return;
+    importId = nextId++;
+    getWorker().postMessage({ type: 'filter', id: importId, excludeIncomplete: exclude });
   },
   compute: (options) => {
     computeId = nextId++;

@@ -12,9 +12,11 @@ export type ImportSource =
   | { kind: 'file'; file: Blob; name: string };
 
 export type ToWorker =
-  | { type: 'import'; id: number; source: ImportSource }
+  | { type: 'import'; id: number; source: ImportSource; excludeIncomplete?: boolean }
   | { type: 'compute'; id: number; options: ComputeOptions }
-  | { type: 'retok'; id: number; rollout: number; call: number };
+  | { type: 'retok'; id: number; rollout: number; call: number }
+  /** show the loaded trace with or without its incomplete rollouts (answered with 'imported') */
+  | { type: 'filter'; id: number; excludeIncomplete: boolean };
 
 export type Phase = 'read' | 'parse' | 'build';
 
@@ -29,12 +31,25 @@ export interface ImportSummary {
   tokenizerError: string | null;
 }
 
+/** What the import found beyond the records themselves. */
+export interface ImportReport {
+  /** rollouts with a part that could not be read, in the whole file */
+  incomplete: number;
+  /** whether they are left out of `trace` */
+  excludedIncomplete: boolean;
+  /** rollouts renamed because their id was taken by an earlier one */
+  renamed: number;
+  /** why nothing in the trace can be trained on, or null */
+  nothingToTrainOn: string | null;
+}
+
 export type FromWorker =
   | { type: 'progress'; id: number; phase: Phase; done: number; total: number }
   | {
       type: 'imported';
       id: number;
       summary: ImportSummary;
+      report: ImportReport;
       trace: TraceBatch;
       tokenText: Map<number, string>;
     }
@@ -82,6 +97,11 @@ export function checkToWorker(v: unknown): ToWorker {
       throw new Error(`lab worker: compute.options: ${(e as Error).message}`);
     }
   }
+  if (v.type === 'filter') {
+    if (typeof v.excludeIncomplete !== 'boolean')
+      throw new Error('lab worker: filter.excludeIncomplete must be true or false');
+    return v as ToWorker;
+  }
   if (v.type === 'retok') {
     if (!Number.isInteger(v.rollout) || !Number.isInteger(v.call))
       throw new Error('lab worker: retok needs integer rollout and call indices');
@@ -98,7 +118,13 @@ export function checkFromWorker(v: unknown): FromWorker {
       if (typeof v.done === 'number' && typeof v.total === 'number') return v as FromWorker;
       break;
     case 'imported':
-      if (isObj(v.summary) && isObj(v.trace) && Array.isArray(v.trace.rollouts) && v.tokenText instanceof Map)
+      if (
+        isObj(v.summary) &&
+        isObj(v.report) &&
+        isObj(v.trace) &&
+        Array.isArray(v.trace.rollouts) &&
+        v.tokenText instanceof Map
+      )
         return v as FromWorker;
       break;
     case 'computed':

@@ -41,6 +41,9 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         : `${rows[i]} row${rows[i] === 1 ? '' : 's'}`
       : '';
     const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
+    // a rollout with a part that could not be read (an unreadable event) must not look complete
+    const gaps = r.incomplete ?? [];
+    const gapText = gaps.map((g) => `${g.where}: ${g.message}`).join('\n');
     return (
       <div
         role="option"
@@ -54,8 +57,13 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         }}
         title={failure || undefined}
       >
-        <span className="c-id" title={r.rolloutId}>
-          {middleEllipsis(r.rolloutId, props.idChars ?? 28)}
+        <span
+          className={gaps.length ? 'c-id warn' : 'c-id'}
+          title={gaps.length ? `${r.rolloutId}\nincomplete:\n${gapText}` : r.rolloutId}
+          data-incomplete={gaps.length ? gaps.length : undefined}
+        >
+          {gaps.length ? '⚠ ' : ''}
+          {middleEllipsis(r.rolloutId, (props.idChars ?? 28) - (gaps.length ? 2 : 0))}
         </span>
         <span
           className="c-num"

@@ -1,154 +1,90 @@
 /**
- * The import front door: `detectFormat` looks at a text and names its format; `parseTraceText` parses it into
- * a TraceBatch. Formats (docs/TRACE_FORMAT.md):
+ * The import front door: `parseTraceText` reads a text into a TraceBatch, `readTraceChunks` reads a stream of
+ * text chunks of any size, `detectFormat` names the format a text is read as. Formats (docs/TRACE_FORMAT.md):
  * - `jsonl`: our trace format, one rollout per line;
  * - `agl-events`: Agent Lightning gateway events, a JSON list (GET /api/rollouts/{rid}/events, full or
  *   format=triplet) or our `{"rollouts": [{rollout, events}]}` bundle;
  * - `agl-event-lines`: the same events as JSON Lines;
  * - `completed-rollouts`: `{"rollouts": [{rollout_id, …, triplets}]}` (golden agl_trajectory input shape).
+ * All of them are read by the streaming `TraceReader` (reader.ts).
  */
 import type { TraceBatch } from '../types';
-import { isObject, RecordInvalid } from '../validate';
-import { readAglEventLines, readAglEvents } from './aglEvents';
-import { readCompletedRollouts } from './completedRollouts';
-import { type ParseOptions, parseJsonlTrace } from './jsonl';
+import { type ParsedTrace, type ReadOptions, TraceReader } from './reader';
 
-export type TraceFormat = 'jsonl' | 'agl-events' | 'agl-event-lines' | 'completed-rollouts';
+export interface ParseOptions extends ReadOptions {
+  /** called now and then with the characters read so far and the total (for a progress bar) */
+  onProgress?: (done: number, total: number) => void;
+}
 
-/** The text is in no format we read, or is not JSON at all. */
-export class TraceFormatError extends Error {}
+/** How much text is handed to the reader at a time when a whole text is parsed. */
+const SLICE = 1 << 20;
 
-/** The first `n` non-blank lines, trimmed. */
-function firstLines(text: string, n: number): string[] {
-  const out: string[] = [];
-  let start = 0;
-  while (start < text.length && out.length < n) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = text.length;
-    const line = text.slice(start, end).trim();
-    if (line) out.push(line);
-    start = end + 1;
+/** Reads a whole text; bad records are reported in `issues`, valid ones kept. Throws TraceFormatError. */
+export function parseTraceText(text: string, opts: ParseOptions = {}): ParsedTrace {
+  const reader = new TraceReader(opts);
+  for (let at = 0; at < text.length; at += SLICE) {
+    reader.push(at === 0 && text.length <= SLICE ? text : text.slice(at, at + SLICE));
+    opts.onProgress?.(Math.min(at + SLICE, text.length), text.length);
   }
-  return out;
+  if (text.length === 0) opts.onProgress?.(0, 0);
+  return reader.finish();
 }
 
-function tryParse(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
+/**
+ * Reads text chunks as they arrive (a file stream, a decoded fetch or Blob stream); `onChunk` is told the
+ * characters read so far. Nothing but the rollouts and one record's text is held in memory.
+ */
+export async function readTraceChunks(
+  chunks: AsyncIterable<string> | Iterable<string>,
+  opts: ReadOptions & { onChunk?: (chars: number) => void } = {},
+): Promise<ParsedTrace> {
+  const reader = new TraceReader(opts);
+  let chars = 0;
+  for await (const chunk of chunks) {
+    reader.push(chunk);
+    chars += chunk.length;
+    opts.onChunk?.(chars);
   }
+  return reader.finish();
 }
 
-/** The line-format a single record belongs to, if it is one. */
-function recordKind(v: unknown): TraceFormat | null {
-  if (!isObject(v)) return null;
-  if ('calls' in v && 'rollout_id' in v) return 'jsonl';
-  if ('event_type' in v) return 'agl-event-lines';
-  return null;
-}
-
-function classifyDocument(v: unknown): TraceFormat | null {
-  if (Array.isArray(v))
-    return v.length === 0 || (isObject(v[0]) && 'event_type' in v[0]) ? 'agl-events' : null;
-  if (!isObject(v)) return null;
-  if ('calls' in v && 'rollout_id' in v) return 'jsonl';
-  if ('event_type' in v) return 'agl-event-lines';
-  if (Array.isArray(v.rollouts)) {
-    const first = v.rollouts[0];
-    if (first === undefined) return 'completed-rollouts';
-    if (isObject(first) && 'events' in first && 'rollout' in first) return 'agl-events';
-    if (isObject(first) && ('triplets' in first || 'final_reward' in first)) return 'completed-rollouts';
+/** UTF-8 bytes → text chunks (multi-byte characters split across chunks are joined). */
+export async function* decodeUtf8(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  for await (const b of bytes) {
+    const s = decoder.decode(b, { stream: true });
+    if (s) yield s;
   }
-  return null;
+  const tail = decoder.decode();
+  if (tail) yield tail;
 }
 
-/** Names the format of `text`, or throws TraceFormatError saying what it saw. */
-export function detectFormat(text: string): TraceFormat {
-  const lines = firstLines(text, 5);
-  if (lines.length === 0) throw new TraceFormatError('the trace is empty');
-  const records = lines.map(tryParse);
-  const kind = recordKind(records[0]);
-  if (kind) return kind;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    // JSON Lines whose first line is broken: the next lines tell the format (the bad line is reported later).
-    for (const v of records.slice(1)) {
-      const k = recordKind(v);
-      if (k) return k;
-    }
-    if (records[0] !== undefined)
-      throw new TraceFormatError(
-        `unknown trace format: line 1 is ${describeTop(records[0])}, not a rollout ({"rollout_id", "calls", …}) or an event ({"event_type", …})`,
-      );
-    throw new TraceFormatError(
-      `unknown trace format: not JSON, and no line is a JSON record (${(e as Error).message})`,
-    );
-  }
-  const f = classifyDocument(doc);
-  if (f) return f;
-  throw new TraceFormatError(`unknown trace format: ${describeTop(doc)}`);
+/** The format `text` is read as; throws TraceFormatError saying what it saw when it is none. */
+export function detectFormat(text: string): ParsedTrace['format'] {
+  return parseTraceText(text).format;
 }
 
-function describeTop(v: unknown): string {
-  if (isObject(v)) {
-    const keys = Object.keys(v).slice(0, 6);
-    return `an object with keys ${keys.length ? keys.map((k) => `"${k}"`).join(', ') : '(none)'}`;
-  }
-  if (Array.isArray(v)) return 'a list whose items are not events';
-  return `a JSON ${v === null ? 'null' : typeof v}`;
+/** Reads a text as our JSONL trace format (lines of other shapes are reported and skipped). */
+export function parseJsonlTrace(text: string, opts: ParseOptions = {}): TraceBatch {
+  const { rollouts, issues, counters } = parseTraceText(text, { ...opts, format: 'jsonl' });
+  return { rollouts, issues, counters };
 }
 
-/** Detects the format and parses; bad records are reported in `issues`, valid ones kept. */
-export function parseTraceText(
-  text: string,
-  opts: ParseOptions & { format?: TraceFormat } = {},
-): TraceBatch & {
-  format: TraceFormat;
-} {
-  const format = opts.format ?? detectFormat(text);
-  let batch: TraceBatch;
-  try {
-    batch = parseAs(format, text, opts);
-  } catch (e) {
-    // A document that is not of the named format at all (e.g. --from names the wrong one) is a format error,
-    // not a bad record.
-    if (e instanceof RecordInvalid) throw new TraceFormatError(`not a ${format} document: ${e.message}`);
-    throw e;
-  }
-  if (format !== 'jsonl') opts.onProgress?.(text.length, text.length);
-  return { ...batch, format };
-}
-
-function parseAs(format: TraceFormat, text: string, opts: ParseOptions): TraceBatch {
-  let batch: TraceBatch;
-  switch (format) {
-    case 'jsonl':
-      batch = parseJsonlTrace(text, opts);
-      break;
-    case 'agl-event-lines':
-      batch = readAglEventLines(text);
-      break;
-    case 'agl-events':
-      batch = readAglEvents(parseWhole(text));
-      break;
-    case 'completed-rollouts':
-      batch = readCompletedRollouts(parseWhole(text));
-      break;
-  }
-  return batch;
-}
-
-function parseWhole(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new TraceFormatError(`not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-export { readAglEvents, rolloutToAglEvents, toAglEventsBundle } from './aglEvents';
+export {
+  AglEventAssembler,
+  aglEventsBundleChunks,
+  readAglEvents,
+  rolloutToAglEvents,
+  toAglEventsBundle,
+} from './aglEvents';
 export { readCompletedRollouts } from './completedRollouts';
-export { parseJsonlTrace, toJsonlTrace } from './jsonl';
+export { readTraceRecord, rolloutToJsonlLine, rolloutToRecord, toJsonlTrace } from './jsonl';
+export {
+  MAX_RECORD_CHARS,
+  type ParsedTrace,
+  type ReadOptions,
+  TRACE_FORMATS,
+  type TraceFormat,
+  TraceFormatError,
+  TraceReader,
+} from './reader';

@@ -3,19 +3,21 @@
  * integer arrays; log-probs are JSON numbers with `null` where a value is absent (NaN in the typed array).
  * Float32 log-probs are written as the exact double of the float32, so export → import is lossless.
  */
-import type { ModelCall, Rollout, TraceBatch, TraceIssue } from '../types';
+import type { ModelCall, Rollout, RolloutGap } from '../types';
 import {
   bump,
   checkCallTokens,
   checkRollout,
+  describe,
   type ImportCounters,
-  issueFrom,
+  type JsonObject,
   join,
   RecordInvalid,
   readArray,
   readBool,
   readEngine,
-  readInt,
+  readHttpStatus,
+  readJsonObject,
   readLogProbs,
   readObject,
   readOptInt,
@@ -35,23 +37,34 @@ export interface ParseOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Parses one JSONL record (already JSON-decoded) into a Rollout; throws RecordInvalid. */
+/**
+ * Parses one JSONL record (already JSON-decoded) into a Rollout; throws RecordInvalid. This is THE validator of
+ * the trace model: every importer builds its rollouts through `readCall` and `assembleRollout`, so whatever
+ * any reader accepts, the JSONL writer can write and this reader reads back.
+ */
 export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
   const o = readObject(v, '');
   const cp = 'calls';
   const rawCalls = readArray(o.calls, cp);
   const slabs = recordSlabs(rawCalls);
   const calls = rawCalls.map((c, i) => readCall(c, join(cp, i), counters, slabs));
+  return assembleRollout(o, calls);
+}
+
+/** The rollout-level fields of a record (everything but `calls`), around calls already read by `readCall`. */
+export function assembleRollout(o: JsonObject, calls: ModelCall[]): Rollout {
   const rp = 'rewards';
   const rewards = readArray(o.rewards ?? [], rp).map((r, i) => readReward(r, join(rp, i)));
   const fr = o.final_reward;
   let finalReward: number | null = null;
   if (fr !== null && fr !== undefined) {
     if (typeof fr !== 'number' || !Number.isFinite(fr))
-      throw new RecordInvalid('final_reward', `must be a finite number or null, got ${JSON.stringify(fr)}`);
+      throw new RecordInvalid(
+        'final_reward',
+        `must be a finite number or null, got ${typeof fr === 'number' ? fr : describe(fr)}`,
+      );
     finalReward = fr;
   }
-  const meta = o.metadata ?? {};
   const rollout: Rollout = {
     rolloutId: readString(o.rollout_id, 'rollout_id'),
     dataId: readString(o.data_id, 'data_id'),
@@ -60,7 +73,7 @@ export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
     calls,
     rewards,
     finalReward,
-    metadata: readObject(meta, 'metadata'),
+    metadata: readJsonObject(o.metadata ?? {}, 'metadata'),
   };
   const err = readOptString(o.error, 'error');
   if (err !== undefined) rollout.error = err;
@@ -68,11 +81,23 @@ export function readTraceRecord(v: unknown, counters: ImportCounters): Rollout {
   if (step !== undefined) rollout.step = step;
   const si = readOptInt(o.sample_idx_in_step, 'sample_idx_in_step');
   if (si !== undefined) rollout.sampleIdxInStep = si;
+  if (o.incomplete !== undefined && o.incomplete !== null) {
+    const ip = 'incomplete';
+    const gaps = readArray(o.incomplete, ip).map((g, i): RolloutGap => {
+      const gp = join(ip, i);
+      const go = readObject(g, gp);
+      return {
+        where: readString(go.where, join(gp, 'where')),
+        message: readString(go.message, join(gp, 'message')),
+      };
+    });
+    if (gaps.length) rollout.incomplete = gaps;
+  }
   checkRollout(rollout);
   return rollout;
 }
 
-interface RecordSlabs {
+export interface RecordSlabs {
   ids: Slab<Int32Array>;
   logProbs: Slab<Float32Array>;
 }
@@ -95,26 +120,32 @@ function recordSlabs(rawCalls: unknown[]): RecordSlabs {
   };
 }
 
-function readCall(v: unknown, path: string, counters: ImportCounters, slabs: RecordSlabs): ModelCall {
+/**
+ * One call of a record (`path` names it in errors). Token arrays may be JSON arrays or typed arrays that an
+ * importer already read (see readTokenIds / readLogProbs).
+ */
+export function readCall(v: unknown, path: string, counters: ImportCounters, slabs?: RecordSlabs): ModelCall {
   const o = readObject(v, path);
   const call: ModelCall = {
     request: readRequest(o.request, join(path, 'request')),
     response: readResponse(o.response, join(path, 'response')),
-    httpStatus: o.http_status === undefined ? 200 : readInt(o.http_status, join(path, 'http_status')),
+    httpStatus: o.http_status === undefined ? 200 : readHttpStatus(o.http_status, join(path, 'http_status')),
   };
   if (o.prompt_token_ids !== undefined && o.prompt_token_ids !== null)
-    call.promptTokenIds = readTokenIds(o.prompt_token_ids, join(path, 'prompt_token_ids'), slabs.ids);
+    call.promptTokenIds = readTokenIds(o.prompt_token_ids, join(path, 'prompt_token_ids'), slabs?.ids);
   if (o.response_token_ids !== undefined && o.response_token_ids !== null)
-    call.responseTokenIds = readTokenIds(o.response_token_ids, join(path, 'response_token_ids'), slabs.ids);
+    call.responseTokenIds = readTokenIds(o.response_token_ids, join(path, 'response_token_ids'), slabs?.ids);
+  if (call.responseTokenIds !== undefined && call.promptTokenIds === undefined)
+    throw new RecordInvalid(join(path, 'prompt_token_ids'), 'is missing but response_token_ids is present');
   if (o.response_log_probs !== undefined && o.response_log_probs !== null) {
-    const lp = readLogProbs(o.response_log_probs, join(path, 'response_log_probs'), slabs.logProbs);
+    const lp = readLogProbs(o.response_log_probs, join(path, 'response_log_probs'), slabs?.logProbs);
     call.responseLogProbs = lp.values;
     bump(counters, 'nonfinite_logprobs', lp.nonFinite);
   }
   checkCallTokens(call, path, 'strict', () => {}, counters);
   if (o.mismatched_log_probs !== undefined && o.mismatched_log_probs !== null) {
     const mp = join(path, 'mismatched_log_probs');
-    const lp = readLogProbs(o.mismatched_log_probs, mp, slabs.logProbs);
+    const lp = readLogProbs(o.mismatched_log_probs, mp, slabs?.logProbs);
     if (call.responseLogProbs)
       throw new RecordInvalid(mp, 'is given together with response_log_probs; a call has one or the other');
     if (lp.values.length === call.responseTokenIds?.length)
@@ -128,86 +159,6 @@ function readCall(v: unknown, path: string, counters: ImportCounters, slabs: Rec
   const err = readOptString(o.error, join(path, 'error'));
   if (err !== undefined) call.error = err;
   return call;
-}
-
-/** Calls `fn(line, lineNumber)` for each non-blank line, without splitting the whole text up front. */
-export function forEachLine(
-  text: string,
-  fn: (line: string, lineNo: number) => void,
-  onProgress?: (done: number, total: number) => void,
-): void {
-  let start = 0;
-  let lineNo = 0;
-  let lastReport = 0;
-  const total = text.length;
-  while (start < total) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = total;
-    lineNo++;
-    const line = text.slice(start, end).trim();
-    if (line) fn(line, lineNo);
-    start = end + 1;
-    if (onProgress && start - lastReport > 1 << 20) {
-      lastReport = start;
-      onProgress(Math.min(start, total), total);
-    }
-  }
-  onProgress?.(total, total);
-}
-
-/**
- * Incremental JSONL reader: `push` text chunks as they arrive (a file read in slices, a fetch stream), then
- * `finish`. Lines may span chunks. A bad line is reported (line number, field, reason) and skipped.
- */
-export class JsonlTraceReader {
-  private readonly rollouts: Rollout[] = [];
-  private readonly issues: TraceIssue[] = [];
-  private readonly counters: ImportCounters = {};
-  private pending = '';
-  private lineNo = 0;
-
-  /** Reads one line (1-based `lineNo` for messages). Blank lines are ignored. */
-  line(text: string, lineNo: number): void {
-    const line = text.trim();
-    if (!line) return;
-    const where = `line ${lineNo}`;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (e) {
-      this.issues.push({ where, message: `is not valid JSON (${(e as Error).message})`, severity: 'error' });
-      return;
-    }
-    try {
-      this.rollouts.push(readTraceRecord(v, this.counters));
-    } catch (e) {
-      this.issues.push(issueFrom(e, where));
-    }
-  }
-
-  push(chunk: string): void {
-    const text = this.pending + chunk;
-    let start = 0;
-    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
-      this.line(text.slice(start, end), ++this.lineNo);
-      start = end + 1;
-    }
-    this.pending = text.slice(start);
-  }
-
-  finish(): TraceBatch {
-    if (this.pending) this.line(this.pending, ++this.lineNo);
-    this.pending = '';
-    this.counters.records_skipped = this.issues.filter((i) => i.severity !== 'warning').length;
-    return { rollouts: this.rollouts, issues: this.issues, counters: this.counters };
-  }
-}
-
-/** Parses a whole JSONL trace. A bad line is reported (line number, field, reason) and skipped. */
-export function parseJsonlTrace(text: string, opts: ParseOptions = {}): TraceBatch {
-  const reader = new JsonlTraceReader();
-  forEachLine(text, (line, lineNo) => reader.line(line, lineNo), opts.onProgress);
-  return reader.finish();
 }
 
 function idsToJson(a: Int32Array | undefined): number[] | undefined {
@@ -234,6 +185,7 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
     final_reward: r.finalReward,
     rewards: r.rewards.map((w) => ({ value: w.value, call_index: w.callIndex, timestamp_ms: w.timestampMs })),
     metadata: r.metadata,
+    incomplete: r.incomplete,
     calls: r.calls.map((c) => ({
       request: {
         model: c.request.model,
@@ -256,9 +208,14 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
   };
 }
 
-/** Serialises rollouts as JSONL (one line each, trailing newline). */
+/** One rollout as a JSONL line (with its newline). */
+export function rolloutToJsonlLine(r: Rollout): string {
+  return JSON.stringify(rolloutToRecord(r)) + '\n';
+}
+
+/** Serialises rollouts as JSONL (one line each, trailing newline); write large traces line by line instead. */
 export function toJsonlTrace(rollouts: Rollout[]): string {
   let out = '';
-  for (const r of rollouts) out += JSON.stringify(rolloutToRecord(r)) + '\n';
+  for (const r of rollouts) out += rolloutToJsonlLine(r);
   return out;
 }
