@@ -52,6 +52,8 @@ export class OrtCausalLm implements RolloutSampler {
   readonly contextLength: number;
   /** bytes of the model the session runs */
   modelBytes = 0;
+  /** where the last step left the KV cache: 'gpu-buffer' only when the webgpu EP computed it */
+  cacheLocation = '';
   private session: OrtTypes.InferenceSession | null = null;
   /** calls on one session run one at a time (a sync waits for them) */
   private queue: Promise<unknown> = Promise.resolve();
@@ -135,6 +137,7 @@ export class OrtCausalLm implements RolloutSampler {
     if (!session) throw new Error('ORT engine has no session (disposed?)');
     const out = await session.run(this.feedsFor(ids, pos, past));
     for (const t of Object.values(past)) if (t.location === 'gpu-buffer') t.dispose();
+    this.cacheLocation = out[presentKeyName(0)].location;
     const next: Record<string, OrtTypes.Tensor> = {};
     for (let l = 0; l < this.opts.config.layers; l++) {
       next[pastKeyName(l)] = out[presentKeyName(l)];

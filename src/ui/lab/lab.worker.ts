@@ -4,7 +4,7 @@
  * thread only renders. Compute requests are coalesced: when several arrive while one runs, only the newest is
  * computed (a user flicking through toggles sees the last one, never a queue).
  */
-import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import type { TraceBatch } from '../../core/trace/types';
 import { combineTraces, compute, newBuildCache, parseTrace, splitResult } from './pipeline';
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
@@ -47,6 +47,10 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
 
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const { id, source } = msg;
+  // A trace recorded with a brought model carries that model's tokenizer; any other trace uses Qwen3's.
+  const own = source.kind === 'file' && source.tokenizer ? source.tokenizer : null;
+  if (own) tok = new ChatTokenizer(own.name, own.json, own.config);
+  else if (tok && tok.name !== 'qwen3') tok = null;
   // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
   const tokLoad = tok ? Promise.resolve(tok) : loadQwen3Tokenizer();
   tokLoad.catch(() => {}); // awaited (and reported) below
