@@ -46,10 +46,10 @@ describe('rollout engines in Chromium', () => {
       });
 
   for (const device of ['wasm', 'webgpu'] as const)
-    it(`transformers.js on ${device}, f32 and int8: the reference's seeded sample, and syncWeights reloads`, async () => {
+    it(`transformers.js on ${device}, every precision: the reference's seeded sample, and syncWeights reloads`, async () => {
       await pageTransformers();
       const tokenizer = await tokenizerFiles();
-      for (const precision of ['f32', 'int8'] as const) {
+      for (const precision of WEIGHT_PRECISIONS) {
         const lm = await TransformersCausalLm.fromPolicy(cpu.params, {
           device,
           policy: { config, tokenizer, precision },
