@@ -13,7 +13,7 @@
  * that rollout correction exists for.
  *
  * 'rollout' runs every rollout engine on the same four prompts from the same weights (the seeded init trained 30
- * steps, so distributions are peaked): our engine (CPU reference, Node+Dawn, Chromium WebGPU), onnxruntime-web
+ * steps on one row, so distributions are peaked): our engine (CPU reference, Node+Dawn, Chromium WebGPU), onnxruntime-web
  * (wasm EP in Node; wasm and webgpu EPs in Chromium) and transformers.js (onnxruntime-node CPU in Node; wasm and
  * webgpu in Chromium), each ORT/transformers.js engine at f32, f16 and int8 weights. Per row: generated tokens/s
  * (median of reps, with the ratio to our CPU reference), the median weight-sync time (re-export + reload; our

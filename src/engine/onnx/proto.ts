@@ -104,11 +104,12 @@ interface Initializer {
 }
 
 /** IEEE binary16 bits of a float, round to nearest even (overflow to ±inf, NaN kept). */
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
 export function f16Bits(x: number): number {
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  f[0] = x;
-  const b = u[0];
+  f32Scratch[0] = x;
+  const b = u32Scratch[0];
   const sign = (b >>> 16) & 0x8000;
   const exp = (b >>> 23) & 0xff;
   const mant = b & 0x7fffff;
@@ -162,7 +163,8 @@ export class GraphBuilder {
   }
 
   f16(name: string, dims: number[], data: Float32Array): string {
-    const bits = Uint16Array.from(data, f16Bits);
+    const bits = new Uint16Array(data.length);
+    for (let i = 0; i < data.length; i++) bits[i] = f16Bits(data[i]);
     return this.raw(name, dims, DT.FLOAT16, new Uint8Array(bits.buffer));
   }
 
