@@ -2,7 +2,7 @@
  * Node side of model folders (hfFolder.ts): write an exported folder to disk, and read one back as a
  * FolderReader. Node-only (node:fs); the page reads picked or dropped directories instead (ui/models/).
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import type { FolderFiles, FolderReader } from './hfFolder';
@@ -30,6 +30,7 @@ export async function nodeFolderReader(dir: string): Promise<FolderReader> {
     dir,
     paths: () => paths,
     bytes: async (p) => new Uint8Array(await readFile(join(dir, ...p.split('/')))),
+    size: async (p) => (await stat(join(dir, ...p.split('/')))).size,
   };
 }
 

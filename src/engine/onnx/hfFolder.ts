@@ -126,6 +126,10 @@ export interface FolderReader {
   /** every file's relative path */
   paths(): string[];
   bytes(path: string): Promise<Uint8Array>;
+  /** a file's size in bytes without reading it */
+  size(path: string): Promise<number>;
+  /** the file as a Blob (a picked file), so a large model is streamed rather than copied */
+  blob?(path: string): Promise<Blob>;
 }
 
 export function mapReader(files: FolderFiles): FolderReader {
@@ -136,6 +140,7 @@ export function mapReader(files: FolderFiles): FolderReader {
       if (!b) throw new ModelFolderError(p, 'is missing');
       return b;
     },
+    size: async (p) => files.get(p)?.length ?? 0,
   };
 }
 

@@ -62,11 +62,9 @@ export function transformersEnv(): Promise<Transformers> {
       const reader = folders.get(id);
       const path = rest.join('/');
       if (!reader?.paths().includes(path)) return new Response('not found', { status: 404 });
-      const bytes = await reader.bytes(path);
-      return new Response(bytes as BodyInit, {
-        status: 200,
-        headers: { 'content-length': String(bytes.length) },
-      });
+      const size = await reader.size(path);
+      const body = reader.blob ? await reader.blob(path) : await reader.bytes(path);
+      return new Response(body as BodyInit, { status: 200, headers: { 'content-length': String(size) } });
     }) as typeof env.fetch;
     return t;
   });
@@ -191,7 +189,7 @@ export class TransformersCausalLm implements RolloutSampler {
     this.vocabSize = vocab;
     this.contextLength = ctx;
     if (!this.opts.policy) this.precision = dtype;
-    this.modelBytes = (await reader.bytes(onnxFileOf(dtype))).length;
+    this.modelBytes = await reader.size(onnxFileOf(dtype));
     if (old) await old.dispose();
   }
 

@@ -14,15 +14,18 @@ export function folderFromFiles(entries: [string, File][]): PickedFolder {
   if (entries.length === 0) throw new Error('the folder is empty');
   const { prefix, paths } = stripCommonRoot(entries.map(([p]) => p));
   const byPath = new Map(paths.map((p, i) => [p, entries[i][1]]));
+  const file = (p: string): File => {
+    const f = byPath.get(p);
+    if (!f) throw new Error(`${p}: is missing`);
+    return f;
+  };
   return {
     name: prefix ? prefix.slice(0, -1) : 'model',
     reader: {
       paths: () => [...byPath.keys()],
-      bytes: async (p) => {
-        const f = byPath.get(p);
-        if (!f) throw new Error(`${p}: is missing`);
-        return new Uint8Array(await f.arrayBuffer());
-      },
+      bytes: async (p) => new Uint8Array(await file(p).arrayBuffer()),
+      size: async (p) => file(p).size,
+      blob: async (p) => file(p),
     },
   };
 }
