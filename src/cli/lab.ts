@@ -17,6 +17,7 @@ const commands: Record<string, () => Promise<Command>> = {
   convert: async () => (await import('./commands/convert')).command,
   golden: async () => (await import('./commands/golden')).command,
   'engine-check': async () => (await import('./commands/engine-check')).command,
+  'export-model': async () => (await import('./commands/export-model')).command,
   'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
   agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,

@@ -26,7 +26,19 @@ function readJson(path: string): Record<string, unknown> {
   }
 }
 
-export function loadTokenizer(nameOrPath: string): ChatTokenizer {
+/** The two JSON files of a tokenizer (bundled name or folder), as a model folder carries them. */
+export function loadTokenizerFiles(nameOrPath: string): {
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+} {
+  const dir = tokenizerDir(nameOrPath);
+  return {
+    tokenizerJson: readJson(join(dir, 'tokenizer.json')),
+    tokenizerConfig: readJson(join(dir, 'tokenizer_config.json')),
+  };
+}
+
+function tokenizerDir(nameOrPath: string): string {
   const bundled = BUNDLED[nameOrPath];
   const dir = bundled ? bundled() : resolve(nameOrPath);
   if (!bundled) {
@@ -38,11 +50,13 @@ export function loadTokenizer(nameOrPath: string): ChatTokenizer {
     for (const f of ['tokenizer.json', 'tokenizer_config.json'])
       if (!existsSync(join(dir, f))) throw new Error(`tokenizer '${nameOrPath}': ${f} is missing in ${dir}`);
   }
-  return new ChatTokenizer(
-    bundled ? nameOrPath : basename(dir),
-    readJson(join(dir, 'tokenizer.json')),
-    readJson(join(dir, 'tokenizer_config.json')),
-  );
+  return dir;
+}
+
+export function loadTokenizer(nameOrPath: string): ChatTokenizer {
+  const { tokenizerJson, tokenizerConfig } = loadTokenizerFiles(nameOrPath);
+  const name = BUNDLED[nameOrPath] ? nameOrPath : basename(tokenizerDir(nameOrPath));
+  return new ChatTokenizer(name, tokenizerJson, tokenizerConfig);
 }
 
 export const bundledTokenizers = Object.keys(BUNDLED);

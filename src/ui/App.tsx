@@ -5,6 +5,7 @@ import { ImportBar } from './ImportBar';
 import { useLab, warmLabWorker } from './lab/labStore';
 import { resolveOptions } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
+import { ModelsPanel } from './models/ModelsPanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
@@ -48,6 +49,7 @@ const tabs: TabDef<Tab>[] = [
       </Placeholder>
     ),
   },
+  { id: 'models', label: 'Models', render: () => <ModelsPanel /> },
 ];
 
 /** Loads the sample the URL names (the first bundled one by default) at start-up and when it changes. */

@@ -8,7 +8,7 @@ import {
 import { COLOR_BY, type ColorBy } from './tokens/quantities';
 import { type Codec, codecs, decodeHash, encodeHash, type Schema } from './urlState';
 
-export const TABS = ['trace', 'advantages', 'train', 'remote'] as const;
+export const TABS = ['trace', 'advantages', 'train', 'remote', 'models'] as const;
 export type Tab = (typeof TABS)[number];
 
 export const TRACE_VIEWS = ['call', 'retok', 'merge'] as const;

@@ -12,15 +12,27 @@
  * median seconds) with the max |log-prob| difference between the two engines: the train/inference mismatch
  * that rollout correction exists for.
  *
+ * 'rollout' runs every rollout engine on the same four prompts from the same weights (the seeded init trained 30
+ * steps on one row, so distributions are peaked): our engine (CPU reference, Node+Dawn, Chromium WebGPU), onnxruntime-web
+ * (wasm EP in Node; wasm and webgpu EPs in Chromium) and transformers.js (onnxruntime-node CPU in Node; wasm and
+ * webgpu in Chromium), each ORT/transformers.js engine at f32, f16 and int8 weights. Per row: generated tokens/s
+ * (median of reps, with the ratio to our CPU reference), the median weight-sync time (re-export + reload; our
+ * engine: setParams), and the mismatch of the engine's log-probs of what it sampled against our trainer's
+ * (CPU reference) log-probs of the same tokens: mean and max |Δ log-prob| and the share of tokens beyond 0.1.
+ *
  * Without --configs, 'laptop' runs only when Dawn's adapter is a real GPU: on a software adapter
  * (SwiftShader, ~10-20 MFLOP/s for these kernels) one laptop-sized forward takes minutes.
  */
+
+import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { layoutOf, resolveConfig } from '../../src/engine/model';
 import { exportOnnx, maxLogProbDiff, onnxTargets } from '../../src/engine/onnx/export';
+import { OrtCausalLm } from '../../src/engine/onnx/ortLm';
+import { TransformersCausalLm } from '../../src/engine/onnx/transformersLm';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
 import {
@@ -28,8 +40,13 @@ import {
   type BenchConfig,
   type BenchResult,
   benchEngine,
+  benchRollout,
   benchTokens,
+  formatRolloutRow,
   median,
+  ROLLOUT_PRECISIONS,
+  type RolloutRow,
+  rolloutParams,
 } from './benchCore';
 import { chromiumArgs, chromiumPath } from './chromium.mjs';
 
@@ -84,8 +101,79 @@ function forwardRow(bc: BenchConfig, where: string, seconds: number): BenchResul
   };
 }
 
+/** The rollout engines in this Node process (see the header). */
+async function benchRolloutsNode(
+  bc: BenchConfig,
+  reps: number,
+  ctx: GpuContext | null,
+): Promise<RolloutRow[]> {
+  const ort = await import('onnxruntime-web');
+  const config = resolveConfig({ ...bc.model, seed: 1 });
+  const { params, trainer } = await rolloutParams(bc);
+  const rows: RolloutRow[] = [];
+  const base = { config: bc.name, where: 'node' };
+  const ours = [{ name: 'ours-cpu', make: () => new CpuPolicy(config, {}, params) as CpuPolicy | GpuPolicy }];
+  if (ctx) ours.push({ name: 'ours-dawn', make: () => GpuPolicy.create(ctx, config, undefined, params) });
+  for (const o of ours) {
+    const engine = o.make();
+    rows.push(
+      await benchRollout(
+        { ...base, engine: o.name, precision: 'f32' },
+        bc,
+        reps,
+        trainer,
+        (r) => engine.sample(r),
+        async () => {
+          const t0 = performance.now();
+          await engine.setParams(params);
+          return performance.now() - t0;
+        },
+      ),
+    );
+    engine.dispose();
+  }
+  for (const precision of ROLLOUT_PRECISIONS) {
+    const lm = await OrtCausalLm.create({ ort: ort as never, ep: 'wasm', config, precision }, params);
+    rows.push(
+      await benchRollout(
+        { ...base, engine: 'ort-wasm', precision },
+        bc,
+        reps,
+        trainer,
+        (r) => lm.sample(r),
+        async () => (await lm.syncWeights(params)).totalMs,
+      ),
+    );
+    await lm.dispose();
+  }
+  const read = (f: string) =>
+    JSON.parse(readFileSync(new URL(`../../public/tokenizer/${f}`, import.meta.url), 'utf8'));
+  // the folder carries the policy tokenizer's files; the benchmark drives the engine by ids and never reads them
+  const tokenizer = { tokenizerJson: read('tokenizer.json'), tokenizerConfig: read('tokenizer_config.json') };
+  for (const precision of ROLLOUT_PRECISIONS) {
+    const lm = await TransformersCausalLm.fromPolicy(params, {
+      device: 'cpu',
+      policy: { config, tokenizer, precision },
+    });
+    rows.push(
+      await benchRollout(
+        { ...base, engine: 'transformers.js-cpu', precision },
+        bc,
+        reps,
+        trainer,
+        (r) => lm.sample(r),
+        async () => (await lm.syncWeights(params)).totalMs,
+      ),
+    );
+    await lm.dispose();
+  }
+  return rows;
+}
+
+const BACKENDS = ['node', 'chromium', 'cpu', 'onnx', 'rollout'];
+
 function parse(argv: string[]) {
-  const out = { configs: [] as string[], backends: ['node', 'chromium', 'cpu', 'onnx'], reps: 3 };
+  const out = { configs: [] as string[], backends: [...BACKENDS], reps: 3 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -99,8 +187,7 @@ function parse(argv: string[]) {
     if (!BENCH_CONFIGS.some((b) => b.name === c))
       throw new Error(`unknown config '${c}' (known: ${BENCH_CONFIGS.map((b) => b.name).join(', ')})`);
   for (const b of out.backends)
-    if (!['node', 'chromium', 'cpu', 'onnx'].includes(b))
-      throw new Error(`unknown backend '${b}' (node, chromium, cpu, onnx)`);
+    if (!BACKENDS.includes(b)) throw new Error(`unknown backend '${b}' (${BACKENDS.join(', ')})`);
   if (!Number.isInteger(out.reps) || out.reps < 1) throw new Error(`--reps must be a positive integer`);
   return out;
 }
@@ -110,6 +197,7 @@ async function main(): Promise<number> {
   if (child !== null) return child;
   const opts = parse(process.argv.slice(2));
   const results: (BenchResult & { where: string })[] = [];
+  const rolloutRows: RolloutRow[] = [];
   const print = (r: BenchResult & { where: string }) =>
     console.log(
       `${r.config.padEnd(7)} ${r.where.padEnd(20)} params ${String(r.params).padStart(8)}  ` +
@@ -169,6 +257,13 @@ async function main(): Promise<number> {
         const row = { ...r, where: 'chromium' };
         results.push(row);
         print(row);
+        if (opts.backends.includes('rollout'))
+          rolloutRows.push(
+            ...(await page.evaluate(({ name, reps }) => window.runRolloutBench(name, reps), {
+              name: bc.name,
+              reps: opts.reps,
+            })),
+          );
         if (!opts.backends.includes('onnx')) continue;
         const ortRows = await page.evaluate(({ name, reps }) => window.runOrtBench(name, reps), {
           name: bc.name,
@@ -215,6 +310,23 @@ async function main(): Promise<number> {
         ...(r.diffGpu === null ? [] : [['node+dawn', r.diffGpu] as [string, number]]),
       ]);
     }
+  }
+
+  if (opts.backends.includes('rollout')) {
+    for (const bc of selected)
+      rolloutRows.unshift(
+        ...(await benchRolloutsNode(bc, opts.reps, opts.backends.includes('node') ? ctx : null)),
+      );
+    console.log(
+      '\nrollout engines (same prompts, same weights; tokens/s of sampling, weight sync, log-probs vs the trainer):',
+    );
+    for (const r of rolloutRows)
+      console.log(
+        formatRolloutRow(
+          r,
+          rolloutRows.find((p) => p.config === r.config && p.engine === 'ours-cpu'),
+        ),
+      );
   }
 
   console.log('\nratios (tokens/s of the first backend over the second):');

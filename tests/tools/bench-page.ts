@@ -2,14 +2,21 @@
 // onnxruntime-web (wasm and WebGPU EPs) on the ONNX export of the same weights on the same batch.
 import { layoutOf, resolveConfig } from '../../src/engine/model';
 import { exportOnnx, maxLogProbDiff } from '../../src/engine/onnx/export';
+import { type OrtEp as LmEp, OrtCausalLm } from '../../src/engine/onnx/ortLm';
+import { ortForEp, pageTransformers } from '../../src/engine/onnx/ortWeb';
+import { TransformersCausalLm } from '../../src/engine/onnx/transformersLm';
 import { CpuPolicy, createPolicyEngine } from '../../src/engine/policy';
 import {
   BENCH_CONFIGS,
   type BenchConfig,
   type BenchResult,
   benchEngine,
+  benchRollout,
   benchTokens,
   median,
+  ROLLOUT_PRECISIONS,
+  type RolloutRow,
+  rolloutParams,
 } from './benchCore';
 import { type OrtEp, openOrt } from './ortBrowser';
 
@@ -27,6 +34,7 @@ declare global {
   interface Window {
     runBench: (config: string, reps: number) => Promise<BenchResult>;
     runOrtBench: (config: string, reps: number) => Promise<OrtPageResult[]>;
+    runRolloutBench: (config: string, reps: number) => Promise<RolloutRow[]>;
     benchReady: boolean;
   }
 }
@@ -88,5 +96,79 @@ window.runOrtBench = async (name, reps) => {
     }
   }
   return out;
+};
+/** Rollout engines in this page on the same prompts and weights: ours (WebGPU), ORT wasm/webgpu, transformers.js. */
+window.runRolloutBench = async (name, reps) => {
+  const bc = find(name);
+  const config = resolveConfig({ ...bc.model, seed: 1 });
+  const { params, trainer } = await rolloutParams(bc);
+  const rows: RolloutRow[] = [];
+  const base = { config: bc.name, where: 'chromium' };
+  const { engine } = await createPolicyEngine({ config, backend: 'webgpu', params });
+  try {
+    rows.push(
+      await benchRollout(
+        { ...base, engine: 'ours-webgpu', precision: 'f32' },
+        bc,
+        reps,
+        trainer,
+        (r) => engine.sample(r),
+        async () => {
+          const t0 = performance.now();
+          await engine.setParams(params);
+          return performance.now() - t0;
+        },
+      ),
+    );
+  } finally {
+    engine.dispose();
+  }
+  for (const ep of ['wasm', 'webgpu'] as LmEp[])
+    for (const precision of ROLLOUT_PRECISIONS) {
+      const lm = await OrtCausalLm.create({ ort: ortForEp(ep), ep, config, precision }, params);
+      try {
+        rows.push(
+          await benchRollout(
+            { ...base, engine: `ort-${ep}`, precision },
+            bc,
+            reps,
+            trainer,
+            (r) => lm.sample(r),
+            async () => (await lm.syncWeights(params)).totalMs,
+          ),
+        );
+      } finally {
+        await lm.dispose();
+      }
+    }
+  await pageTransformers();
+  const get = async (f: string) => (await (await fetch(`/tokenizer/${f}`)).json()) as Record<string, unknown>;
+  // the folder carries the policy tokenizer's files; the benchmark drives the engine by ids and never reads them
+  const tokenizer = {
+    tokenizerJson: await get('tokenizer.json'),
+    tokenizerConfig: await get('tokenizer_config.json'),
+  };
+  for (const device of ['wasm', 'webgpu'] as const)
+    for (const precision of ROLLOUT_PRECISIONS) {
+      const lm = await TransformersCausalLm.fromPolicy(params, {
+        device,
+        policy: { config, tokenizer, precision },
+      });
+      try {
+        rows.push(
+          await benchRollout(
+            { ...base, engine: `transformers.js-${device}`, precision },
+            bc,
+            reps,
+            trainer,
+            (r) => lm.sample(r),
+            async () => (await lm.syncWeights(params)).totalMs,
+          ),
+        );
+      } finally {
+        await lm.dispose();
+      }
+    }
+  return rows;
 };
 window.benchReady = true;

@@ -10,9 +10,9 @@ import { chromiumPath } from './chromium.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-function run(cmd, args) {
+function run(cmd, args, env = {}) {
   console.log(`> ${cmd} ${args.join(' ')}`);
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
   if (r.status !== 0) {
     console.error(`ensure: '${cmd} ${args.join(' ')}' failed with exit code ${r.status}`);
     process.exit(r.status ?? 1);
@@ -26,7 +26,11 @@ function ensureDeps() {
     !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs);
   if (!stale) return;
   console.log('ensure: installing npm dependencies');
-  run('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+  // onnxruntime-node (under @huggingface/transformers) would download CUDA provider binaries in its postinstall;
+  // package.json's allowScripts denies that script on npm 11, and this variable skips it on older npm.
+  run('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'], {
+    ONNXRUNTIME_NODE_INSTALL: 'skip',
+  });
 }
 
 function ensureChromium() {

@@ -4,73 +4,13 @@
  * `tokens` (B, T) and `targets` (B, T, 1) int64, the output `target_logp` (B, T, 1) = log-softmax(logits)
  * gathered at the targets (row t predicts token t+1, as in logprob.wgsl).
  *
- * The protobuf messages are declared here with the field numbers of onnx/onnx.proto (IR version 8, opset 17:
- * LayerNormalization is a standard op from 17 on); protobufjs encodes them.
+ * The protobuf messages are declared in proto.ts with the field numbers of onnx/onnx.proto (IR version 8, opset
+ * 17: LayerNormalization is a standard op from 17 on); protobufjs encodes them. causalLm.ts exports the same
+ * weights as a KV-cache causal LM for generation.
  */
 import protobuf from 'protobufjs';
 import { type Layout, type PolicyConfig, views } from '../model';
-
-const onnxSchema = {
-  nested: {
-    onnx: {
-      nested: {
-        ModelProto: {
-          fields: {
-            ir_version: { type: 'int64', id: 1 },
-            producer_name: { type: 'string', id: 2 },
-            graph: { type: 'GraphProto', id: 7 },
-            opset_import: { rule: 'repeated', type: 'OperatorSetIdProto', id: 8 },
-          },
-        },
-        OperatorSetIdProto: {
-          fields: { domain: { type: 'string', id: 1 }, version: { type: 'int64', id: 2 } },
-        },
-        GraphProto: {
-          fields: {
-            node: { rule: 'repeated', type: 'NodeProto', id: 1 },
-            name: { type: 'string', id: 2 },
-            initializer: { rule: 'repeated', type: 'TensorProto', id: 5 },
-            input: { rule: 'repeated', type: 'ValueInfoProto', id: 11 },
-            output: { rule: 'repeated', type: 'ValueInfoProto', id: 12 },
-          },
-        },
-        NodeProto: {
-          fields: {
-            input: { rule: 'repeated', type: 'string', id: 1 },
-            output: { rule: 'repeated', type: 'string', id: 2 },
-            name: { type: 'string', id: 3 },
-            op_type: { type: 'string', id: 4 },
-            attribute: { rule: 'repeated', type: 'AttributeProto', id: 5 },
-          },
-        },
-        AttributeProto: {
-          fields: {
-            name: { type: 'string', id: 1 },
-            f: { type: 'float', id: 2 },
-            i: { type: 'int64', id: 3 },
-            ints: { rule: 'repeated', type: 'int64', id: 8 },
-            type: { type: 'int32', id: 20 },
-          },
-        },
-        TensorProto: {
-          fields: {
-            dims: { rule: 'repeated', type: 'int64', id: 1 },
-            data_type: { type: 'int32', id: 2 },
-            name: { type: 'string', id: 8 },
-            raw_data: { type: 'bytes', id: 9 },
-          },
-        },
-        ValueInfoProto: { fields: { name: { type: 'string', id: 1 }, type: { type: 'TypeProto', id: 2 } } },
-        TypeProto: { fields: { tensor_type: { type: 'TypeProtoTensor', id: 1 } } },
-        TypeProtoTensor: {
-          fields: { elem_type: { type: 'int32', id: 1 }, shape: { type: 'TensorShapeProto', id: 2 } },
-        },
-        TensorShapeProto: { fields: { dim: { rule: 'repeated', type: 'Dimension', id: 1 } } },
-        Dimension: { fields: { dim_value: { type: 'int64', id: 1 } } },
-      },
-    },
-  },
-};
+import { onnxSchema } from './proto';
 
 const FLOAT = 1;
 const INT64 = 7;

@@ -6,7 +6,7 @@
  */
 
 import { retokenizationView } from '../../core/tokenize/retokenizationView';
-import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { renameDuplicateIds } from '../../core/trace/dedupe';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { type ParsedTrace, TraceReader } from '../../core/trace/io';
@@ -88,6 +88,10 @@ async function readTrace(
 
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const { id, source } = msg;
+  // A trace recorded with a brought model carries that model's tokenizer; any other trace uses Qwen3's.
+  const own = source.kind === 'file' && source.tokenizer ? source.tokenizer : null;
+  if (own) tok = new ChatTokenizer(own.name, own.json, own.config);
+  else if (tok && tok.name !== 'qwen3') tok = null;
   // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
   const tokLoad = tok ? Promise.resolve(tok) : loadQwen3Tokenizer();
   tokLoad.catch(() => {}); // awaited (and reported) below

@@ -7,9 +7,16 @@ import type { RetokCallView } from '../../core/tokenize/retokenizationView';
 import type { TraceBatch } from '../../core/trace/types';
 import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
 
+/** A trace's own tokenizer (a brought model's), used for its token texts instead of the default Qwen3 one. */
+export interface TraceTokenizer {
+  name: string;
+  json: Record<string, unknown>;
+  config: Record<string, unknown>;
+}
+
 export type ImportSource =
   | { kind: 'url'; urls: string[]; name: string }
-  | { kind: 'file'; file: Blob; name: string };
+  | { kind: 'file'; file: Blob; name: string; tokenizer?: TraceTokenizer };
 
 export type ToWorker =
   | { type: 'import'; id: number; source: ImportSource; excludeIncomplete?: boolean }
@@ -83,7 +90,14 @@ export function checkToWorker(v: unknown): ToWorker {
       s.urls.every((u) => typeof u === 'string')
     )
       return v as ToWorker;
-    if (s.kind === 'file' && s.file instanceof Blob) return v as ToWorker;
+    if (s.kind === 'file' && s.file instanceof Blob) {
+      const t = s.tokenizer;
+      if (t !== undefined && !(isObj(t) && typeof t.name === 'string' && isObj(t.json) && isObj(t.config)))
+        throw new Error(
+          'lab worker: import.source.tokenizer needs a name and the tokenizer.json / tokenizer_config.json objects',
+        );
+      return v as ToWorker;
+    }
     throw new Error(
       `lab worker: import.source.kind must be 'url' (with a non-empty urls list) or 'file' (with a Blob)`,
     );

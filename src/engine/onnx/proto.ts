@@ -1,0 +1,249 @@
+/**
+ * The subset of onnx/onnx.proto the exporters write, declared with onnx.proto's field numbers and encoded by
+ * protobufjs, plus a small graph builder. No Node APIs: the page imports this too.
+ *
+ * Element types (TensorProto.DataType): FLOAT 1, INT8 3, INT64 7, BOOL 9, FLOAT16 10.
+ * Attribute types (AttributeProto.AttributeType): FLOAT 1, INT 2, INTS 7.
+ */
+import protobuf from 'protobufjs';
+
+export const onnxSchema = {
+  nested: {
+    onnx: {
+      nested: {
+        ModelProto: {
+          fields: {
+            ir_version: { type: 'int64', id: 1 },
+            producer_name: { type: 'string', id: 2 },
+            producer_version: { type: 'string', id: 3 },
+            graph: { type: 'GraphProto', id: 7 },
+            opset_import: { rule: 'repeated', type: 'OperatorSetIdProto', id: 8 },
+            metadata_props: { rule: 'repeated', type: 'StringStringEntryProto', id: 14 },
+          },
+        },
+        StringStringEntryProto: {
+          fields: { key: { type: 'string', id: 1 }, value: { type: 'string', id: 2 } },
+        },
+        OperatorSetIdProto: {
+          fields: { domain: { type: 'string', id: 1 }, version: { type: 'int64', id: 2 } },
+        },
+        GraphProto: {
+          fields: {
+            node: { rule: 'repeated', type: 'NodeProto', id: 1 },
+            name: { type: 'string', id: 2 },
+            initializer: { rule: 'repeated', type: 'TensorProto', id: 5 },
+            input: { rule: 'repeated', type: 'ValueInfoProto', id: 11 },
+            output: { rule: 'repeated', type: 'ValueInfoProto', id: 12 },
+          },
+        },
+        NodeProto: {
+          fields: {
+            input: { rule: 'repeated', type: 'string', id: 1 },
+            output: { rule: 'repeated', type: 'string', id: 2 },
+            name: { type: 'string', id: 3 },
+            op_type: { type: 'string', id: 4 },
+            attribute: { rule: 'repeated', type: 'AttributeProto', id: 5 },
+          },
+        },
+        AttributeProto: {
+          fields: {
+            name: { type: 'string', id: 1 },
+            f: { type: 'float', id: 2 },
+            i: { type: 'int64', id: 3 },
+            ints: { rule: 'repeated', type: 'int64', id: 8 },
+            type: { type: 'int32', id: 20 },
+          },
+        },
+        TensorProto: {
+          fields: {
+            dims: { rule: 'repeated', type: 'int64', id: 1 },
+            data_type: { type: 'int32', id: 2 },
+            name: { type: 'string', id: 8 },
+            raw_data: { type: 'bytes', id: 9 },
+          },
+        },
+        ValueInfoProto: { fields: { name: { type: 'string', id: 1 }, type: { type: 'TypeProto', id: 2 } } },
+        TypeProto: { fields: { tensor_type: { type: 'TypeProtoTensor', id: 1 } } },
+        TypeProtoTensor: {
+          fields: { elem_type: { type: 'int32', id: 1 }, shape: { type: 'TensorShapeProto', id: 2 } },
+        },
+        TensorShapeProto: { fields: { dim: { rule: 'repeated', type: 'Dimension', id: 1 } } },
+        Dimension: {
+          oneofs: { value: { oneof: ['dim_value', 'dim_param'] } },
+          fields: { dim_value: { type: 'int64', id: 1 }, dim_param: { type: 'string', id: 2 } },
+        },
+      },
+    },
+  },
+};
+
+export const DT = { FLOAT: 1, INT8: 3, INT64: 7, BOOL: 9, FLOAT16: 10 } as const;
+export const ATTR = { FLOAT: 1, INT: 2, INTS: 7 } as const;
+
+export type Attr = { name: string; f?: number; i?: number; ints?: number[]; type: number };
+export const intAttr = (name: string, i: number): Attr => ({ name, i, type: ATTR.INT });
+export const floatAttr = (name: string, f: number): Attr => ({ name, f, type: ATTR.FLOAT });
+export const intsAttr = (name: string, ints: number[]): Attr => ({ name, ints, type: ATTR.INTS });
+
+/** A dimension: a fixed size or a symbolic name (`dim_param`, e.g. 'batch_size'). */
+export type Dim = number | string;
+
+interface Node {
+  input: string[];
+  output: string[];
+  op_type: string;
+  name: string;
+  attribute: Attr[];
+}
+
+interface Initializer {
+  name: string;
+  dims: number[];
+  data_type: number;
+  raw_data: Uint8Array;
+}
+
+/** IEEE binary16 bits of a float, round to nearest even (overflow to ±inf, NaN kept). */
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
+export function f16Bits(x: number): number {
+  f32Scratch[0] = x;
+  const b = u32Scratch[0];
+  const sign = (b >>> 16) & 0x8000;
+  const exp = (b >>> 23) & 0xff;
+  const mant = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    // subnormal: shift the implicit-1 mantissa right, rounding to nearest even
+    const m = mant | 0x800000;
+    const shift = 14 - e;
+    const half = 1 << (shift - 1);
+    let r = m >>> shift;
+    const rest = m & ((1 << shift) - 1);
+    if (rest > half || (rest === half && r & 1)) r++;
+    return sign | r;
+  }
+  let r = (e << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && r & 1)) r++; // may carry into the exponent: still correct
+  return sign | r;
+}
+
+/** The float a binary16 bit pattern stands for. */
+export function f16Value(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >>> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 0x1f) return mant ? Number.NaN : sign * Number.POSITIVE_INFINITY;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
+/** Collects nodes and initializers; names are unique per builder. */
+export class GraphBuilder {
+  readonly nodes: Node[] = [];
+  readonly inits: Initializer[] = [];
+  private uid = 0;
+
+  fresh(prefix: string): string {
+    return `${prefix}_${this.uid++}`;
+  }
+
+  raw(name: string, dims: number[], dataType: number, bytes: Uint8Array): string {
+    this.inits.push({ name, dims, data_type: dataType, raw_data: bytes });
+    return name;
+  }
+
+  f32(name: string, dims: number[], data: Float32Array): string {
+    return this.raw(name, dims, DT.FLOAT, new Uint8Array(new Float32Array(data).buffer));
+  }
+
+  f16(name: string, dims: number[], data: Float32Array): string {
+    const bits = new Uint16Array(data.length);
+    for (let i = 0; i < data.length; i++) bits[i] = f16Bits(data[i]);
+    return this.raw(name, dims, DT.FLOAT16, new Uint8Array(bits.buffer));
+  }
+
+  i64(name: string, values: number[], dims: number[] = [values.length]): string {
+    return this.raw(name, dims, DT.INT64, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
+  }
+
+  /** A float scalar constant (0-d). */
+  scalar(v: number): string {
+    return this.f32(this.fresh('const'), [], Float32Array.of(v));
+  }
+
+  /** An int64 scalar constant (0-d). */
+  scalarI64(v: number): string {
+    return this.i64(this.fresh('const'), [v], []);
+  }
+
+  /** One node with a single output (named after the op unless `out` is given). */
+  op(type: string, inputs: string[], attrs: Attr[] = [], out?: string): string {
+    const o = out ?? this.fresh(type.toLowerCase());
+    this.nodes.push({ input: inputs, output: [o], op_type: type, name: o, attribute: attrs });
+    return o;
+  }
+
+  /** One node with several named outputs. */
+  opN(type: string, inputs: string[], outputs: string[], attrs: Attr[] = []): string[] {
+    this.nodes.push({
+      input: inputs,
+      output: outputs,
+      op_type: type,
+      name: this.fresh(type),
+      attribute: attrs,
+    });
+    return outputs;
+  }
+}
+
+export interface ValueInfo {
+  name: string;
+  elemType: number;
+  dims: Dim[];
+}
+
+/** Encodes a graph as an ONNX ModelProto (IR 8, default-domain opset `opset`). */
+export function encodeModel(
+  g: GraphBuilder,
+  opts: {
+    name: string;
+    inputs: ValueInfo[];
+    outputs: ValueInfo[];
+    opset?: number;
+    metadata?: Record<string, string>;
+  },
+): Uint8Array {
+  const info = (v: ValueInfo) => ({
+    name: v.name,
+    type: {
+      tensor_type: {
+        elem_type: v.elemType,
+        shape: { dim: v.dims.map((d) => (typeof d === 'number' ? { dim_value: d } : { dim_param: d })) },
+      },
+    },
+  });
+  const root = protobuf.Root.fromJSON(onnxSchema);
+  const Model = root.lookupType('onnx.ModelProto');
+  const model = {
+    ir_version: 8,
+    producer_name: 'harness-lab',
+    opset_import: [{ domain: '', version: opts.opset ?? 17 }],
+    metadata_props: Object.entries(opts.metadata ?? {}).map(([key, value]) => ({ key, value })),
+    graph: {
+      name: opts.name,
+      node: g.nodes,
+      initializer: g.inits,
+      input: opts.inputs.map(info),
+      output: opts.outputs.map(info),
+    },
+  };
+  const err = Model.verify(model);
+  if (err) throw new Error(`onnx export: ${err}`);
+  return Model.encode(Model.fromObject(model)).finish();
+}

@@ -1,0 +1,234 @@
+import { type DragEvent, useState } from 'react';
+import { HARNESSES, type HarnessName } from '../../harness/registry';
+import { folderFromDrop, folderFromInput } from './folderInput';
+import { type ModelRunOptions, useModels } from './modelStore';
+
+const HARNESS_NAMES = Object.keys(HARNESSES) as HarnessName[];
+const hasWebGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
+
+function NumberField(props: {
+  id: string;
+  label: string;
+  value: number;
+  min: number;
+  max?: number;
+  step?: number;
+  onChange: (v: number) => void;
+}) {
+  return (
+    <span className="field">
+      <label htmlFor={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        data-testid={props.id}
+        type="number"
+        value={props.value}
+        min={props.min}
+        max={props.max}
+        step={props.step ?? 1}
+        onChange={(e) => {
+          const v = Number(e.target.value);
+          if (Number.isFinite(v) && v >= props.min && (props.max === undefined || v <= props.max))
+            props.onChange(v);
+        }}
+      />
+    </span>
+  );
+}
+
+/**
+ * Bring your own model: a local folder with an ONNX chat model in the Hugging Face layout (config.json,
+ * onnx/model*.onnx, tokenizer.json, tokenizer_config.json with its chat template) runs as the rollout engine of
+ * a harness, in this page (inference only), and its trace opens in the Trace view.
+ */
+export function ModelsPanel() {
+  const { folder, info, error, status, running, traceUrl, traceName, summary, pick, run } = useModels();
+  const [dragging, setDragging] = useState(false);
+  const [opts, setOpts] = useState<Omit<ModelRunOptions, 'dtype'> & { dtype: string | null }>({
+    harness: 'instruction',
+    n: 2,
+    groupSize: 1,
+    seed: 1,
+    temperature: 1,
+    maxTokens: 64,
+    device: 'wasm',
+    dtype: null,
+    workers: 2,
+  });
+  const set = (patch: Partial<typeof opts>) => setOpts({ ...opts, ...patch });
+  const dtype =
+    opts.dtype !== null && info?.dtypes.includes(opts.dtype) ? opts.dtype : (info?.defaultDtype ?? '');
+  const onDrop = async (e: DragEvent) => {
+    e.preventDefault();
+    setDragging(false);
+    try {
+      await pick(await folderFromDrop(e.dataTransfer.items));
+    } catch (err) {
+      await pick(err as Error);
+    }
+  };
+  const c = info?.config as Record<string, unknown> | undefined;
+  return (
+    <section className="models" aria-label="Bring your own model">
+      <h2>Bring your own model</h2>
+      <p className="muted">
+        A local folder with an ONNX chat model in the Hugging Face layout — <code>config.json</code>,{' '}
+        <code>onnx/model.onnx</code> (or another variant such as <code>model_q4.onnx</code>),{' '}
+        <code>tokenizer.json</code>, <code>tokenizer_config.json</code> with its chat template — runs here in
+        transformers.js as the rollout engine of a harness (inference only; nothing is fetched from a hub).
+        Its calls are recorded with the model's own token ids and log-probs.
+      </p>
+      <section
+        aria-label="Model folder drop zone"
+        className={dragging ? 'model-drop dragging' : 'model-drop'}
+        data-testid="model-drop"
+        onDragOver={(e) => {
+          e.preventDefault();
+          setDragging(true);
+        }}
+        onDragLeave={() => setDragging(false)}
+        onDrop={onDrop}
+      >
+        <label htmlFor="model-folder">Model folder</label>
+        <input
+          id="model-folder"
+          data-testid="model-folder-input"
+          type="file"
+          multiple
+          {...{ webkitdirectory: '' }}
+          onChange={(e) => {
+            const files = e.target.files;
+            if (files?.length) {
+              try {
+                void pick(folderFromInput(files));
+              } catch (err) {
+                void pick(err as Error);
+              }
+            }
+          }}
+        />
+        <span className="muted">or drop the folder here</span>
+      </section>
+      {error && (
+        <p className="bad" data-testid="model-error" role="alert">
+          {folder ? `${folder.name}: ` : ''}
+          {error}
+        </p>
+      )}
+      {info && folder && (
+        <>
+          <p data-testid="model-info">
+            <b>{folder.name}</b> · {info.modelType} · vocabulary {String(c?.vocab_size ?? '?')} · ONNX
+            variants {info.dtypes.join(', ')}
+            {info.weightPrecision && ` · exported policy, ${info.weightPrecision} weights`}
+          </p>
+          <div className="model-controls">
+            <span className="field">
+              <label htmlFor="model-harness">Harness</label>
+              <select
+                id="model-harness"
+                data-testid="model-harness"
+                value={opts.harness}
+                onChange={(e) => set({ harness: e.target.value as HarnessName })}
+              >
+                {HARNESS_NAMES.map((h) => (
+                  <option key={h} value={h}>
+                    {h}
+                  </option>
+                ))}
+              </select>
+            </span>
+            <span className="field">
+              <label htmlFor="model-dtype">ONNX variant</label>
+              <select
+                id="model-dtype"
+                data-testid="model-dtype"
+                value={dtype}
+                onChange={(e) => set({ dtype: e.target.value })}
+              >
+                {info.dtypes.map((d) => (
+                  <option key={d} value={d}>
+                    {d}
+                  </option>
+                ))}
+              </select>
+            </span>
+            <span className="field">
+              <label htmlFor="model-device">Device</label>
+              <select
+                id="model-device"
+                data-testid="model-device"
+                value={opts.device}
+                onChange={(e) => set({ device: e.target.value as ModelRunOptions['device'] })}
+              >
+                <option value="wasm">wasm</option>
+                {hasWebGpu && <option value="webgpu">webgpu</option>}
+              </select>
+            </span>
+            <NumberField
+              id="model-n"
+              label="Tasks"
+              value={opts.n}
+              min={1}
+              max={256}
+              onChange={(n) => set({ n })}
+            />
+            <NumberField
+              id="model-group"
+              label="Rollouts per task"
+              value={opts.groupSize}
+              min={1}
+              max={64}
+              onChange={(groupSize) => set({ groupSize })}
+            />
+            <NumberField
+              id="model-seed"
+              label="Seed"
+              value={opts.seed}
+              min={0}
+              onChange={(seed) => set({ seed })}
+            />
+            <NumberField
+              id="model-temperature"
+              label="Temperature"
+              value={opts.temperature}
+              min={0}
+              max={5}
+              step={0.1}
+              onChange={(temperature) => set({ temperature })}
+            />
+            <NumberField
+              id="model-max-tokens"
+              label="Max tokens per call"
+              value={opts.maxTokens}
+              min={1}
+              max={8192}
+              onChange={(maxTokens) => set({ maxTokens })}
+            />
+            <button
+              type="button"
+              data-testid="model-run"
+              disabled={running}
+              onClick={() => void run({ ...opts, dtype })}
+            >
+              Run rollouts
+            </button>
+          </div>
+        </>
+      )}
+      <p className="muted" data-testid="model-status" aria-live="polite">
+        {status ?? ''}
+      </p>
+      {summary && traceUrl && traceName && (
+        <p data-testid="model-summary">
+          {summary.rollouts} rollouts ({summary.failed} failed) · {summary.calls} calls ·{' '}
+          {summary.responseTokens} response tokens · {summary.seconds.toFixed(1)} s ·{' '}
+          <a href={traceUrl} download={traceName} data-testid="model-trace-download">
+            download {traceName}
+          </a>{' '}
+          (open in the Trace view)
+        </p>
+      )}
+    </section>
+  );
+}
