@@ -23,23 +23,38 @@ const commands: Record<string, () => Promise<Command>> = {
   rollout: async () => (await import('./commands/rollout')).command,
 };
 
-function help(): string {
+/** Every command with its one-line summary (each module is loaded for it: the summary lives beside the code). */
+async function help(): Promise<string> {
+  const names = Object.keys(commands).sort();
+  const summaries = await Promise.all(
+    names.map((n) =>
+      commands[n]().then(
+        (c) => c.summary,
+        (e: unknown) => `(cannot load: ${e instanceof Error ? e.message : String(e)})`,
+      ),
+    ),
+  );
+  const width = Math.max(0, ...names.map((n) => n.length));
   const lines = ['usage: npm run lab -- <command> [args]', '', 'commands:'];
-  for (const name of Object.keys(commands).sort()) lines.push(`  ${name}`);
-  if (Object.keys(commands).length === 0) lines.push('  (none yet)');
-  lines.push('', "run 'npm run lab -- <command> --help' for a command's usage");
+  // summaries are sentence fragments: one case for all ("Check the WGSL kernels" → "check the WGSL kernels")
+  const fragment = (s: string) => (/^[A-Z][a-z]/.test(s) ? s[0].toLowerCase() + s.slice(1) : s);
+  names.forEach((n, i) => {
+    lines.push(`  ${n.padEnd(width)}  ${fragment(summaries[i])}`);
+  });
+  if (names.length === 0) lines.push('  (none yet)');
+  lines.push('', "run 'npm run lab -- <command> --help' for a command's usage and flags");
   return lines.join('\n');
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    console.log(help());
+    console.log(await help());
     return name ? 0 : 2;
   }
   const load = commands[name];
   if (!load) {
-    console.error(`lab: unknown command '${name}'\n\n${help()}`);
+    console.error(`lab: unknown command '${name}'\n\n${await help()}`);
     return 2;
   }
   const cmd = await load();

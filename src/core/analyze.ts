@@ -9,6 +9,13 @@
 import type { MergeFailure, MergeFailureKind } from './aggregate/mergeFailure';
 import { REFERENCE_STACK, type TrainerOptions } from './pipeline/options';
 import { callWeights, callWeightsInput, rowsOfRollouts } from './pipeline/perCall';
+import {
+  DEFAULT_WEIGHT_SIGN,
+  getWeightSign,
+  signed,
+  signedSides,
+  type WeightSignName,
+} from './pipeline/sign';
 import { computeTrainerView, type TrainerCounters, type TrainerView } from './pipeline/trainer';
 import { retokenizationView } from './tokenize/retokenizationView';
 import type { RetokenizationCause } from './tokenize/retokenize';
@@ -21,6 +28,10 @@ export interface AnalyzeExtras {
   examples?: number;
   /** include every row's per-token arrays (ids, masks, advantages, each mode's weights) */
   perToken?: boolean;
+  /** skip the per-call retokenization report (it re-renders and re-encodes every call) */
+  noRetokenization?: boolean;
+  /** the convention every weight is given in: the push −∂L/∂logπ (default) or ∂L/∂logπ */
+  sign?: WeightSignName;
 }
 
 export interface Stats {
@@ -37,7 +48,7 @@ export interface RolloutWeight {
   reward: number | null;
   rows: number;
   trainableTokens: number;
-  /** Σ ∂L/∂logπ over the rollout's tokens under the selected loss mode */
+  /** Σ over the rollout's tokens of its effective weight (in `Analysis.sign`) under the selected loss mode */
   weight: number;
 }
 
@@ -70,6 +81,11 @@ export interface TokenRow {
 
 export interface Analysis {
   reference: string;
+  /**
+   * the convention of every weight below: `push` = −∂L/∂logπ (positive = reinforced), `grad` = ∂L/∂logπ;
+   * `negative` / `positive` are the sides in that convention
+   */
+  sign: { name: WeightSignName; symbol: string };
   input: { rollouts: number; calls: number; promptTokens: number; responseTokens: number; issues: number };
   importCounters: Record<string, number>;
   options: TrainerOptions & { tokenizer: string | null };
@@ -196,6 +212,8 @@ export function analyzeTrace(
   extras: AnalyzeExtras = {},
 ): Analysis {
   const examples = extras.examples ?? 5;
+  const sign = getWeightSign(extras.sign ?? DEFAULT_WEIGHT_SIGN);
+  const sg = (v: number) => signed(v, sign);
   const rollouts = trace.rollouts;
   const view: TrainerView = computeTrainerView({ rollouts, options, tokenizer: extras.tokenizer });
   const o = view.options;
@@ -245,17 +263,17 @@ export function analyzeTrace(
     reward: rollouts[ri].finalReward,
     rows: rowsOf[ri].length,
     trainableTokens: trainedTokensOf(ri),
-    weight: sel.rolloutSums[ri],
+    weight: sg(sel.rolloutSums[ri]),
   }));
   const allModes: Analysis['allModes'] = {};
   for (const m of view.modes) {
     const per: Record<string, number> = {};
-    for (const ri of rolloutOrder) per[rollouts[ri].rolloutId] = m.rolloutSums[ri];
+    for (const ri of rolloutOrder) per[rollouts[ri].rolloutId] = sg(m.rolloutSums[ri]);
     allModes[m.name] = {
       key: m.key,
-      total: m.total,
+      total: sg(m.total),
       absTotal: m.absTotal,
-      rolloutWeightStats: stats(rolloutOrder.map((ri) => m.rolloutSums[ri])),
+      rolloutWeightStats: stats(rolloutOrder.map((ri) => sg(m.rolloutSums[ri]))),
       perRollout: per,
     };
   }
@@ -270,7 +288,7 @@ export function analyzeTrace(
         observation: cw.observations[k],
         untrained: cw.untrained[k],
         meanAdvantage: Number.isNaN(cw.advantage[k]) ? null : cw.advantage[k],
-        weight: w,
+        weight: sg(w),
       })),
     };
   });
@@ -280,6 +298,7 @@ export function analyzeTrace(
       for (let t = batch.offsets[r]; t < batch.offsets[r + 1]; t++) trained[t] = view.responseMask[t];
   const analysis: Analysis = {
     reference: REFERENCE_STACK.label,
+    sign: { name: sign.name, symbol: sign.symbol },
     input: { rollouts: rollouts.length, calls, promptTokens, responseTokens, issues: trace.issues.length },
     importCounters: trace.counters,
     options: { ...o, tokenizer: extras.tokenizer?.name ?? null },
@@ -297,18 +316,18 @@ export function analyzeTrace(
       miniBatches: view.miniBatch.reduce((m, x) => Math.max(m, x + 1), 0),
       metrics: view.metrics,
     },
-    retokenization: extras.tokenizer ? retokenization(trace, extras.tokenizer, examples) : null,
+    retokenization:
+      extras.tokenizer && !extras.noRetokenization ? retokenization(trace, extras.tokenizer, examples) : null,
     advantages: { ...stats(view.advantages, trained), dtype: view.advantagesDType },
     weights: {
       mode: sel.name,
-      total: sel.total,
+      total: sg(sel.total),
       absTotal: sel.absTotal,
       perRollout,
       perGroup: view.groups.keys.map((dataId, g) => ({
         dataId,
-        weight: view.groups.sums[g],
-        negative: view.groups.negative[g],
-        positive: view.groups.positive[g],
+        weight: sg(view.groups.sums[g]),
+        ...signedSides(view.groups.negative[g], view.groups.positive[g], sign),
       })),
     },
     allModes,
@@ -330,7 +349,7 @@ export function analyzeTrace(
       mask: slice(batch.mask, r),
       responseMask: slice(view.responseMask, r),
       advantages: slice(view.advantages, r),
-      weights: Object.fromEntries(view.modes.map((m) => [m.name, slice(m.weights, r)])),
+      weights: Object.fromEntries(view.modes.map((m) => [m.name, slice(m.weights, r).map(sg)])),
       modeAdvantages: Object.fromEntries(view.modes.map((m) => [m.name, slice(m.advantages, r)])),
     }));
   }

@@ -7,6 +7,7 @@ import { command as analyze } from '../../src/cli/commands/analyze';
 import { command as convert } from '../../src/cli/commands/convert';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
 import type { Analysis } from '../../src/core/analyze';
+import { getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { toAglEventsBundle } from '../../src/core/trace/io';
 import { AGENT_BATCH_SHAPE, syntheticAgentBatch } from '../../src/core/trace/synthetic';
@@ -70,7 +71,8 @@ describe('lab analyze', () => {
     const view = computeTrainerView({ rollouts, options: { lossMode: 'per_rollout_mean' } });
     for (const r of a.weights.perRollout) {
       const idx = rollouts.findIndex((x) => x.rolloutId === r.rolloutId);
-      expect(r.weight).toBe(view.selected.rolloutSums[idx]);
+      // the push −∂L/∂logπ by default
+      expect(r.weight).toBe(signed(view.selected.rolloutSums[idx], getWeightSign('push')));
     }
     // per_rollout_mean gives every rollout of a group the weight −A_r/N, whatever its length or rows: exactly in
     // float32; in bf16 (as upstream) each token's A/(T·N) is rounded, so the totals spread by up to ~2^-8
@@ -112,6 +114,7 @@ describe('lab analyze', () => {
     expect(text).toContain('merge (level=transition, tokens=engine): 120 rows');
     expect(text).toContain('advantages (rloo, rollout-level, bfloat16)');
     expect(text).toMatch(/per_rollout_mean\s+Σ\|w\|/);
+    expect(text).toContain('effective weights, push −∂L/∂logπ (positive = reinforced');
     out = [];
     expect(
       await analyze.run([jsonl, '--adv', 'rloo', '--no-rollout-level-adv', '--reward-dtype', 'float32']),
@@ -130,7 +133,10 @@ describe('lab analyze', () => {
       /trace_aggregator.level \(--level\)/,
     );
     await expect(analyze.run([jsonl, '--reward-dtype', 'fp16'])).rejects.toThrow(/bfloat16, float32/);
-    await expect(analyze.run([jsonl, '--token-source', 'retokenize'])).rejects.toThrow(/needs --tokenizer/);
+    await expect(analyze.run([jsonl, '--token-source', 'retokenize', '--tokenizer', 'none'])).rejects.toThrow(
+      /needs a tokenizer/,
+    );
+    await expect(analyze.run([jsonl, '--sign', 'up'])).rejects.toThrow(/--sign must be one of push.*grad/);
     await expect(analyze.run([join(dir, 'missing.jsonl')])).rejects.toThrow(/does not exist/);
     await expect(analyze.run([jsonl, '--frobnicate'])).rejects.toThrow(/unknown flag --frobnicate/);
     await expect(analyze.run([jsonl, '--max-prompt-length', '-3'])).rejects.toThrow(/must be ≥ 1/);

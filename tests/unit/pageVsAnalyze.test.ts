@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { command as analyze } from '../../src/cli/commands/analyze';
+import { loadTokenizer } from '../../src/cli/tokenizers';
 import type { Analysis } from '../../src/core/analyze';
 import {
   DEFAULT_TRAINER_OPTIONS,
@@ -36,11 +37,15 @@ function flagsFor(o: TrainerOptions): string[] {
 
 afterEach(() => vi.restoreAllMocks());
 
-async function analyzeJson(paths: string[], o: TrainerOptions): Promise<Analysis> {
+async function analyzeJson(
+  paths: string[],
+  o: TrainerOptions,
+  extra = ['--sign', 'grad'],
+): Promise<Analysis> {
   const out: string[] = [];
   vi.spyOn(console, 'log').mockImplementation((m: string) => void out.push(m));
   vi.spyOn(console, 'error').mockImplementation(() => {});
-  expect(await analyze.run([...paths, ...flagsFor(o), '--json'])).toBe(0);
+  expect(await analyze.run([...paths, ...flagsFor(o), ...extra, '--json'])).toBe(0);
   vi.restoreAllMocks();
   return JSON.parse(out.join('\n')) as Analysis;
 }
@@ -132,4 +137,45 @@ describe('the page’s worker pipeline and `lab analyze --json` give the same nu
         expect(Array.from(cw.untrained)).toEqual(pc.calls.map((x) => x.untrained));
       }
     });
+});
+
+describe('the page and `lab analyze` share their defaults', () => {
+  it('classify merge failures with the same tokenizer and show the push −∂L/∂logπ by default', async () => {
+    const { paths, trace } = sample([
+      'coding-scripted.jsonl',
+      'coding-random.jsonl',
+      'search-strip-think.jsonl',
+    ]);
+    // the page's worker reads every trace with ids through the Qwen3 tokenizer; the CLI does so unless told not to
+    const page = compute(trace, DEFAULT_TRAINER_OPTIONS, loadTokenizer('qwen3'), newBuildCache());
+    const a = await analyzeJson(paths, DEFAULT_TRAINER_OPTIONS, []);
+    expect(a.options.tokenizer).toBe('qwen3');
+    const kinds = (fs: { kind: string }[]) => fs.map((f) => f.kind);
+    expect(page.mergeFailures.length).toBeGreaterThan(0);
+    expect(kinds(a.merge.examples)).toEqual(kinds(page.mergeFailures.slice(0, a.merge.examples.length)));
+    const byKind: Record<string, number> = {};
+    for (const f of page.mergeFailures) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
+    for (const [k, n] of Object.entries(a.merge.failures)) expect(n, k).toBe(byKind[k] ?? 0);
+    expect(a.merge.failures.other).toBe(0);
+    // the default sign is the push: −(the page's ∂L/∂logπ), named so
+    expect(a.sign).toEqual({ name: 'push', symbol: '−∂L/∂logπ' });
+    const ids = trace.rollouts.map((r) => r.rolloutId);
+    let nonzero = 0;
+    for (const r of a.weights.perRollout) {
+      const g = page.rolloutWeight[ids.indexOf(r.rolloutId)];
+      expect(r.weight).toBe(g === 0 ? 0 : -g);
+      if (g !== 0) nonzero++;
+    }
+    expect(nonzero).toBeGreaterThan(0);
+    // successful rollouts are reinforced: a positive push
+    for (const r of a.weights.perRollout)
+      if (r.reward === 1 && r.weight !== 0) expect(r.weight).toBeGreaterThan(0);
+    const grad = await analyzeJson(paths, DEFAULT_TRAINER_OPTIONS, ['--sign', 'grad', '--tokenizer', 'none']);
+    // without a tokenizer the same breaks cannot be told apart (what the CLI used to print by default)
+    expect(grad.merge.failures.other).toBe(page.mergeFailures.length);
+    a.weights.perGroup.forEach((g, i) => {
+      expect(g.positive).toBe(-grad.weights.perGroup[i].negative || 0);
+      expect(g.negative).toBe(-grad.weights.perGroup[i].positive || 0);
+    });
+  });
 });

@@ -10,6 +10,12 @@ import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { UpstreamError } from '../../core/algos/numeric';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
 import { REFERENCE_STACK } from '../../core/pipeline/options';
+import {
+  DEFAULT_WEIGHT_SIGN,
+  getWeightSign,
+  WEIGHT_SIGNS,
+  type WeightSignName,
+} from '../../core/pipeline/sign';
 import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError } from '../../core/trace/io';
@@ -84,8 +90,10 @@ function printText(a: Analysis, file: string): void {
     `\nadvantages (${o.advEstimator}${o.advEstimator.startsWith('grpo') ? `, norm_adv_by_std=${o.normAdvByStdInGrpo}` : ''}, ` +
       `${o.enableRolloutLevelAdvantage ? 'rollout-level' : 'row-level'}, ${a.advantages.dtype}) over trained tokens: ${fmtStats(a.advantages)}`,
   );
+  const sign = getWeightSign(a.sign.name);
   console.log(
-    `\neffective weights ∂L/∂logπ (${a.weights.mode}): total ${fmt(a.weights.total)}, Σ|w| ${fmt(a.weights.absTotal)}`,
+    `\neffective weights, ${sign.label} (${sign.reinforced} = reinforced; ${a.weights.mode}): ` +
+      `total ${fmt(a.weights.total)}, Σ|w| ${fmt(a.weights.absTotal)}`,
   );
   const sorted = [...a.weights.perRollout].sort((x, y) => Math.abs(y.weight) - Math.abs(x.weight));
   console.log('  largest |weight| rollouts:');
@@ -94,7 +102,7 @@ function printText(a: Analysis, file: string): void {
       `    ${r.rolloutId.padEnd(16)} group ${r.dataId.padEnd(12)} reward ${String(r.reward).padEnd(6)} ` +
         `rows ${String(r.rows).padStart(3)} tokens ${String(r.trainableTokens).padStart(6)} weight ${fmt(r.weight)}`,
     );
-  console.log('\nall loss modes (per-rollout total weight):');
+  console.log(`\nall loss modes (per-rollout total ${sign.symbol}):`);
   for (const [m, s] of Object.entries(a.allModes))
     console.log(
       `  ${m.padEnd(24)} Σ|w| ${fmt(s.absTotal).padStart(11)}  per rollout ${fmtStats(s.rolloutWeightStats)}`,
@@ -115,20 +123,31 @@ async function readTrace(file: string): Promise<TraceBatch | string> {
 export const command: Command = {
   summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
-    'npm run lab -- analyze <trace file>... [--tokenizer qwen3|PATH] [--examples N] [--per-token] [--json] ' +
-    trainerFlagsUsage(),
+    'npm run lab -- analyze <trace file>... [--tokenizer qwen3|policy|PATH|none] [--no-retokenization] ' +
+    `[--sign ${WEIGHT_SIGNS.map((s) => s.name).join('|')}] [--examples N] [--per-token] [--json] ` +
+    trainerFlagsUsage() +
+    '\n\nWeights are the push −∂L/∂logπ (positive = the update raises the token’s log-prob) unless --sign grad asks ' +
+    'for ∂L/∂logπ. Token texts and merge-failure classes use the Qwen3 tokenizer, as the page does, unless ' +
+    '--tokenizer names another (or none).',
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       ...trainerFlagSpec(),
       tokenizer: { type: 'string' },
       examples: { type: 'number' },
       'per-token': { type: 'bool' },
+      'no-retokenization': { type: 'bool' },
+      sign: { type: 'string' },
       json: { type: 'bool' },
     });
     if (positionals.length === 0) throw new UsageError('expected a trace file');
     const options = trainerOptionsFromFlags(flags);
-    if (options.tokenSource === 'retokenize' && flags.tokenizer === undefined)
-      throw new UsageError('--token-source retokenize needs --tokenizer');
+    if (options.tokenSource === 'retokenize' && flags.tokenizer === 'none')
+      throw new UsageError('--token-source retokenize needs a tokenizer, and --tokenizer none was given');
+    const signName = flags.sign === undefined ? DEFAULT_WEIGHT_SIGN : String(flags.sign);
+    if (!WEIGHT_SIGNS.some((s) => s.name === signName))
+      throw new UsageError(
+        `--sign must be one of ${WEIGHT_SIGNS.map((s) => `${s.name} (${s.symbol})`).join(', ')}, got '${signName}'`,
+      );
     const examples = flags.examples === undefined ? 5 : Number(flags.examples);
     if (!Number.isInteger(examples) || examples < 0)
       throw new UsageError(`--examples must be a non-negative integer, got '${flags.examples}'`);
@@ -141,17 +160,28 @@ export const command: Command = {
       }
       parts.push({ name: file, trace: t });
     }
+    const trace = parts.length === 1 ? parts[0].trace : combineTraces(parts);
+    // As the page: the Qwen3 tokenizer whenever the trace has token ids (merge-failure classes and snippets need
+    // one), unless another or none is named.
+    const hasIds = trace.rollouts.some((r) => r.calls.some((c) => c.promptTokenIds || c.responseTokenIds));
+    const tokName =
+      flags.tokenizer === undefined
+        ? hasIds || options.tokenSource === 'retokenize'
+          ? 'qwen3'
+          : null
+        : flags.tokenizer === 'none'
+          ? null
+          : String(flags.tokenizer);
     let tokenizer: ReturnType<typeof loadTokenizer> | undefined;
-    if (flags.tokenizer !== undefined) {
+    if (tokName !== null) {
       try {
-        tokenizer = loadTokenizer(String(flags.tokenizer));
+        tokenizer = loadTokenizer(tokName);
       } catch (e) {
         throw new UsageError(
-          `--tokenizer: ${(e as Error).message} (bundled: ${bundledTokenizers.join(', ')})`,
+          `--tokenizer: ${(e as Error).message} (bundled: ${bundledTokenizers.join(', ')}, or none)`,
         );
       }
     }
-    const trace = parts.length === 1 ? parts[0].trace : combineTraces(parts);
     const label = positionals.join(' + ');
     for (const i of trace.issues.slice(0, SHOW_ISSUES))
       console.error(`${label}: ${i.severity === 'warning' ? 'warning' : 'skipped'}: ${formatIssue(i)}`);
@@ -169,7 +199,13 @@ export const command: Command = {
     }
     let analysis: Analysis;
     try {
-      analysis = analyzeTrace(trace, options, { tokenizer, examples, perToken: Boolean(flags['per-token']) });
+      analysis = analyzeTrace(trace, options, {
+        tokenizer,
+        examples,
+        perToken: Boolean(flags['per-token']),
+        noRetokenization: Boolean(flags['no-retokenization']),
+        sign: signName as WeightSignName,
+      });
     } catch (e) {
       // what upstream would raise on this batch: report it as upstream does, not as a crash
       if (e instanceof UpstreamError || e instanceof SampleBuildError) {

@@ -34,6 +34,13 @@ export interface MergeFailure {
   /** decoded text (ids joined by spaces without a tokenizer) around firstDiff, on each side */
   contextSnippet: string;
   promptSnippet: string;
+  /**
+   * the ids of the context and of the new prompt from position `windowStart` on (a few before firstDiff, more
+   * after), so a view can align the two sides by position and mark the first differing token
+   */
+  windowStart: number;
+  contextWindow: number[];
+  promptWindow: number[];
 }
 
 const EMPTY = new Int32Array(0);
@@ -73,6 +80,15 @@ function snippet(a: Int32Array, b: Int32Array, at: number, tok: ChatTokenizer | 
   return out;
 }
 
+/** Positions [from, to) of `a ++ b` as numbers (the two parts are read in place, not joined). */
+function windowIds(a: Int32Array, b: Int32Array, from: number, to: number): number[] {
+  const na = a.length;
+  const end = Math.min(to, na + b.length);
+  const out: number[] = [];
+  for (let i = from; i < end; i++) out.push(i < na ? a[i] : b[i - na]);
+  return out;
+}
+
 function isAddedToken(tok: ChatTokenizer, id: number | undefined): boolean {
   if (id === undefined) return false;
   if (tok.specialIds.has(id)) return true;
@@ -85,13 +101,20 @@ export function classifyMergeFailure(
   prevPrompt: Int32Array,
   prevResponse: Int32Array,
   tok: ChatTokenizer | undefined,
-): { kind: MergeFailureKind; firstDiff: number; contextSnippet: string; promptSnippet: string } {
+): Pick<
+  MergeFailure,
+  'kind' | 'firstDiff' | 'contextSnippet' | 'promptSnippet' | 'windowStart' | 'contextWindow' | 'promptWindow'
+> {
   const firstDiff = firstDifference(prompt, prevPrompt, prevResponse);
   const ctxLength = prevPrompt.length + prevResponse.length;
+  const windowStart = Math.max(0, firstDiff - SNIPPET_BEFORE);
   const out = {
     firstDiff,
     contextSnippet: snippet(prevPrompt, prevResponse, firstDiff, tok),
     promptSnippet: snippet(prompt, EMPTY, firstDiff, tok),
+    windowStart,
+    contextWindow: windowIds(prevPrompt, prevResponse, windowStart, firstDiff + SNIPPET_AFTER),
+    promptWindow: windowIds(prompt, EMPTY, windowStart, firstDiff + SNIPPET_AFTER),
   };
   const isCut = firstDiff === prompt.length && prompt.length < ctxLength;
   if (tok) {

@@ -65,6 +65,8 @@ export interface AdvEstimator {
   label: string;
   /** the formula, for docs and the page */
   formula: string;
+  /** the same formula in TeX (the page typesets it; plain `formula` where absent) */
+  tex?: string;
   /** upstream function */
   source: string;
   /** the options it reads, with upstream keys and defaults (the page's controls and the CLI's flags) */
@@ -266,6 +268,7 @@ registerAdvEstimator('grpo', {
   label: 'GRPO',
   formula:
     'A_i = (R_i − mean_g R) / (std_g R + ε) (or R_i − mean_g R without std), broadcast over the response mask; a singleton group uses mean 0, std 1',
+  tex: 'A_i = \\dfrac{R_i - \\operatorname{mean}_g R}{\\operatorname{std}_g R + \\varepsilon}\\quad\\text{or, without std,}\\quad A_i = R_i - \\operatorname{mean}_g R',
   source: 'verl core_algos.compute_grpo_outcome_advantage',
   options: [NORM_STD],
   rowScalars({ scores, groups }, opts) {
@@ -300,6 +303,7 @@ registerAdvEstimator('rloo', {
   label: 'RLOO',
   formula:
     'A_i = R_i·n/(n−1) − mean_g R·n/(n−1) = R_i − mean_{j≠i} R_j for groups of n > 1; R_i for singletons',
+  tex: 'A_i = R_i - \\dfrac{1}{n-1}\\sum_{j \\in g,\\, j \\ne i} R_j',
   source: 'verl core_algos.compute_rloo_outcome_advantage',
   options: [],
   rowScalars({ scores, groups }, opts) {
@@ -328,6 +332,7 @@ registerAdvEstimator('rloo', {
 registerAdvEstimator('reinforce_plus_plus_baseline', {
   label: 'REINFORCE++ (baseline)',
   formula: 'A = whiten_batch((R_i − mean_g R)·m) · m  (mean over the group, whitening over all valid tokens)',
+  tex: 'A = \\operatorname{whiten}_{\\text{batch}}\\!\\big((R_i - \\operatorname{mean}_g R)\\, m\\big)\\, m',
   source: 'verl core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage',
   options: [],
   compute({ rows, tokenLevelRewards, groups }, opts) {
@@ -350,6 +355,7 @@ registerAdvEstimator('reinforce_plus_plus_baseline', {
 registerAdvEstimator('opo', {
   label: 'OPO',
   formula: 'A_i = R_i − Σ_g(|o_j|·R_j)/Σ_g|o_j|  (length-weighted group baseline; 0 baseline for singletons)',
+  tex: 'A_i = R_i - \\dfrac{\\sum_{j \\in g} |o_j|\\, R_j}{\\sum_{j \\in g} |o_j|}',
   source: 'verl core_algos.compute_opo_outcome_advantage',
   options: [],
   rowScalars({ scores, groups, lengths }, opts) {
@@ -382,6 +388,7 @@ registerAdvEstimator('opo', {
 registerAdvEstimator('gpg', {
   label: 'GPG',
   formula: 'A_i = α·(R_i − mean_g R) with α = B / max(1, #{i: R_i ≠ 0}); singleton mean 0',
+  tex: 'A_i = \\alpha\\,(R_i - \\operatorname{mean}_g R),\\quad \\alpha = \\dfrac{B}{\\max(1,\\ |\\{i : R_i \\ne 0\\}|)}',
   source: 'verl core_algos.compute_gpg_outcome_advantage',
   options: [],
   rowScalars({ scores, groups }, opts) {
@@ -411,6 +418,7 @@ registerAdvEstimator('grpo_passk', {
   label: 'GRPO pass@k',
   formula:
     'only the best row of each group gets A = (R_max − R_second) [/ (std_g R + ε)]; every other row gets 0; groups need ≥ 2 rows',
+  tex: 'A_{i^\\ast} = \\dfrac{R_{(1)} - R_{(2)}}{\\operatorname{std}_g R + \\varepsilon}\\ \\text{for the best row } i^\\ast\\!,\\quad A_i = 0\\ \\text{otherwise}',
   source: 'verl core_algos.compute_grpo_passk_outcome_advantage',
   options: [NORM_STD],
   rowScalars({ scores, groups }, opts) {
@@ -446,6 +454,7 @@ registerAdvEstimator('reinforce_plus_plus', {
   label: 'REINFORCE++',
   formula:
     'G_t = r_t + γ·G_{t+1}·m_{t+1} (the running return restarts at every mask-0 position), A = whiten_batch(G)·m; returns = G',
+  tex: 'G_t = r_t + \\gamma\\, G_{t+1}\\, m_{t+1},\\quad A = \\operatorname{whiten}_{\\text{batch}}(G)\\, m',
   source: 'verl core_algos.compute_reinforce_plus_plus_outcome_advantage',
   options: [GAMMA],
   compute({ rows, tokenLevelRewards }, opts) {
@@ -470,6 +479,7 @@ registerAdvEstimator('reinforce_plus_plus', {
 registerAdvEstimator('remax', {
   label: 'ReMax',
   formula: 'G_t = Σ_{s≥t} r_s·m_s,  A_t = G_t − b·m_t  (b = reward of the greedy baseline response)',
+  tex: 'G_t = \\sum_{s \\ge t} r_s\\, m_s,\\quad A_t = G_t - b\\, m_t',
   source: 'verl core_algos.compute_remax_outcome_advantage',
   options: [],
   requires: [

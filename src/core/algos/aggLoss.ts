@@ -45,6 +45,8 @@ export interface AggMode {
   name: LossAggMode;
   label: string;
   formula: string;
+  /** the same formula in TeX (the page typesets it) */
+  tex: string;
   /** where upstream implements it */
   source: string;
   /** per-row coefficients c_r (0 for rows without valid tokens) */
@@ -104,7 +106,8 @@ const AGG_SOURCE = 'verl 0.8.0 core_algos.agg_loss';
 registerAggMode({
   name: 'token-mean',
   label: 'token-mean',
-  formula: 'L = dp · Σ_t m_t ℓ_t / (batch_num_tokens ?? Σ_t m_t)',
+  formula: 'L = dp · Σ_t m_t ℓ_t / N, N = batch_num_tokens (else Σ_t m_t)',
+  tex: 'L = \\mathrm{dp}\\,\\dfrac{\\sum_{r,t} m_{rt}\\,\\ell_{rt}}{N},\\quad N = \\text{batch\\_num\\_tokens, else } \\textstyle\\sum_{r,t} m_{rt}',
   source: AGG_SOURCE,
   rowCoefficients(rows, opts) {
     requireGlobal(opts, 'batchNumTokens');
@@ -118,14 +121,16 @@ registerAggMode({
 registerAggMode({
   name: 'seq-mean-token-sum',
   label: 'seq-mean-token-sum',
-  formula: 'L = dp · Σ_r Σ_t m ℓ / (global_batch_size ?? #non-empty rows)',
+  formula: 'L = dp · Σ_r Σ_t m ℓ / G, G = global_batch_size (else the non-empty rows)',
+  tex: 'L = \\dfrac{\\mathrm{dp}}{G}\\sum_r \\sum_t m_{rt}\\,\\ell_{rt},\\quad G = \\text{global\\_batch\\_size, else the non-empty rows}',
   source: AGG_SOURCE,
   rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, () => 1),
 });
 registerAggMode({
   name: 'seq-mean-token-mean',
   label: 'seq-mean-token-mean',
-  formula: 'L = dp · Σ_r (Σ_t m ℓ / (T_r + 1e-8)) / (global_batch_size ?? #non-empty rows)',
+  formula: 'L = dp · Σ_r (Σ_t m ℓ / (T_r + 1e-8)) / G, G = global_batch_size (else the non-empty rows)',
+  tex: 'L = \\dfrac{\\mathrm{dp}}{G}\\sum_r \\dfrac{\\sum_t m_{rt}\\,\\ell_{rt}}{T_r + 10^{-8}},\\quad T_r = \\textstyle\\sum_t m_{rt}',
   source: AGG_SOURCE,
   rowCoefficients: (rows, opts) => seqCoefficients(rows, opts, (c) => 1 / Math.fround(c + 1e-8)),
 });
@@ -133,7 +138,8 @@ registerAggMode({
   name: 'seq-mean-token-sum-norm',
   label: 'seq-mean-token-sum-norm (Dr. GRPO)',
   formula:
-    'L = dp · Σ_r Σ_t m ℓ / (global_batch_size ?? #non-empty rows) / (loss_scale_factor ?? T), T = padded response width',
+    'L = dp · Σ_r Σ_t m ℓ / (G · C), G = global_batch_size (else the non-empty rows), C = loss_scale_factor (else the padded response width T)',
+  tex: 'L = \\dfrac{\\mathrm{dp}}{G\\,C}\\sum_r \\sum_t m_{rt}\\,\\ell_{rt},\\quad C = \\text{loss\\_scale\\_factor, else the padded width } T',
   source: AGG_SOURCE,
   rowCoefficients(rows, opts) {
     const C = opts.lossScaleFactor ?? paddedWidthOf(rows, opts);

@@ -41,6 +41,8 @@ export interface LossMode {
   key: LossModeKey;
   label: string;
   formula: string;
+  /** the same formula in TeX (the page typesets it) */
+  tex: string;
   source: string;
   /** the verl policy-loss function the actor calls */
   policyLoss: 'vanilla' | 'per_rollout_mean';
@@ -73,6 +75,7 @@ for (const agg of listAggModes())
     key: 'actor_rollout_ref.actor.loss_agg_mode',
     label: agg.label,
     formula: agg.formula,
+    tex: agg.tex,
     source: `${agg.source} (policy_loss.loss_mode: vanilla)`,
     policyLoss: 'vanilla',
     normalizesAdvantages: false,
@@ -85,6 +88,7 @@ registerLossMode({
   label: 'per-rollout mean (Agent Lightning)',
   formula:
     'A ← A / max(1, T_rollout·N_rows) in the advantages’ dtype, then L = dp · Σ_t m_t ℓ_t: every rollout carries A_r/N in total',
+  tex: 'A \\leftarrow \\dfrac{A}{\\max(1,\\ T_{\\text{rollout}}\\, N)},\\quad L = \\mathrm{dp}\\sum_{r,t} m_{rt}\\,\\ell_{rt}',
   source:
     'agentlightning 1.0 per_rollout_loss.py: normalize_advantages_by_rollout + compute_policy_loss_per_rollout_mean',
   policyLoss: 'per_rollout_mean',

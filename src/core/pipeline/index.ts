@@ -1,4 +1,5 @@
 /** The trainer pipeline: options (upstream names and defaults), the whole view, and the pieces a trainer calls. */
 export * from './options';
 export * from './perCall';
+export * from './sign';
 export * from './trainer';
