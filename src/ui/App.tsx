@@ -1,4 +1,5 @@
 import { useEffect } from 'react';
+import { REFERENCE_STACK } from '../core/pipeline/options';
 import { AdvantagesPanel } from './advantages/AdvantagesPanel';
 import { describeGpu, useGpu } from './gpuStatus';
 import { ImportBar } from './ImportBar';
@@ -9,6 +10,7 @@ import { ModelsPanel } from './models/ModelsPanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
+import { UrlNotes } from './UrlNotes';
 
 function Placeholder(props: { title: string; children: string }) {
   return (
@@ -98,14 +100,19 @@ export function App() {
     <div className="app">
       <header className="header">
         <h1>Harness Lab</h1>
+        <span className="reference" data-testid="reference-stack" title="the upstream releases reproduced">
+          numbers as {REFERENCE_STACK.label} compute them
+        </span>
         <output
           className="gpu-status"
           data-testid="gpu-status"
           data-available={gpu ? String(gpu.available) : ''}
+          title={describeGpu(gpu)}
         >
           {describeGpu(gpu)}
         </output>
       </header>
+      <UrlNotes />
       <main>
         <ComputeSync />
         <ImportBar

@@ -1,7 +1,12 @@
 import { type DragEvent, useState } from 'react';
 import type { TraceIssue } from '../core/trace/types';
+import { ExportButtons } from './components/ExportButtons';
+import { rolloutsCsv, rolloutsJson } from './lab/exportView';
 import { useLab } from './lab/labStore';
+import { resolveOptions } from './lab/options';
+import { changedOptions, describeChanges, isStale, useWeightSign } from './lab/present';
 import type { Sample } from './lab/samples';
+import { useView } from './store';
 
 const PHASE: Record<string, string> = { read: 'reading', parse: 'parsing', build: 'building rows' };
 
@@ -113,6 +118,12 @@ export function ImportBar(props: {
         ) : importError ? (
           <span className="bad" data-testid="import-error">
             {source}: {importError}
+            {trace && summary && (
+              <span className="muted" data-testid="import-error-shown">
+                {' '}
+                · still showing <b>{summary.name}</b>
+              </span>
+            )}
           </span>
         ) : summary && trace ? (
           <span data-testid="import-summary">
@@ -151,8 +162,74 @@ export function ImportBar(props: {
           : leave {report.incomplete > 1 ? 'them' : 'it'} out
         </label>
       )}
-      {trace && !progress && <IssueReport issues={trace.issues} />}
+      {trace && !progress && !importError && <IssueReport issues={trace.issues} />}
+      {trace && !progress && !importError && <FileLinkNote />}
     </section>
+  );
+}
+
+/**
+ * A trace read from a local file is not in the page's link (a link names a bundled sample): say so, and offer the
+ * numbers of the view as files instead.
+ */
+function FileLinkNote() {
+  const kind = useLab((s) => s.shownKind);
+  const name = useLab((s) => s.summary?.name ?? '');
+  const trace = useLab((s) => s.trace);
+  const res = useLab((s) => s.result);
+  const view = useView();
+  const sign = useWeightSign();
+  if (kind !== 'file') return null;
+  const ctx = () => {
+    if (!trace || !res) throw new Error('nothing computed yet');
+    return { trace, res, options: resolveOptions(view), sign, source: name };
+  };
+  return (
+    <p className="note file-note" data-testid="file-link-note">
+      <b>{name}</b> is a local file: a link to this page cannot load it (it opens with the bundled sample),
+      though it keeps every setting.
+      {res && (
+        <>
+          {' '}
+          Keep this view's numbers instead:{' '}
+          <ExportButtons
+            source={name}
+            what="rollouts"
+            testId="export-file-view"
+            csv={() => rolloutsCsv(ctx())}
+            json={() => rolloutsJson(ctx())}
+          />
+        </>
+      )}
+    </p>
+  );
+}
+
+/** While the worker recomputes, the numbers on screen are the previous options': say for what it recomputes. */
+export function StaleNote() {
+  const requested = useLab((s) => s.requestedOptions);
+  const shown = useLab((s) => s.resultOptions);
+  const error = useLab((s) => s.computeError);
+  if (!requested || !shown || !isStale(requested, shown) || error) return null;
+  const what = describeChanges(changedOptions(shown, requested));
+  return (
+    <p className="note stale-note" role="status" data-testid="stale-note">
+      <span className="spinner" aria-hidden="true" /> Recomputing for {what || 'the new options'}… the numbers
+      below are still those before the change.
+    </p>
+  );
+}
+
+/** After a failed import the previous trace stays on screen: mark it as such, apart from the new source. */
+export function PreviousTraceNote() {
+  const failed = useLab((s) => s.failedSource);
+  const name = useLab((s) => s.summary?.name);
+  const error = useLab((s) => s.importError);
+  if (!failed || !error || !name) return null;
+  return (
+    <p className="note previous-note" role="status" data-testid="previous-trace-note">
+      <b>{failed}</b> could not be loaded ({error}). Shown below, unchanged: <b>{name}</b>, loaded before it.
+    </p>
   );
 }
 

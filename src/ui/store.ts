@@ -2,11 +2,13 @@ import { create } from 'zustand';
 import {
   DEFAULT_TRAINER_OPTIONS,
   type OptionSpec,
+  resolveTrainerOptionsLenient,
   TRAINER_OPTIONS,
   type TrainerOptions,
 } from '../core/pipeline/options';
+import { DEFAULT_WEIGHT_SIGN, WEIGHT_SIGNS, type WeightSignName } from '../core/pipeline/sign';
 import { COLOR_BY, type ColorBy } from './tokens/quantities';
-import { type Codec, codecs, decodeHash, encodeHash, type Schema } from './urlState';
+import { type Codec, codecs, decodeHashChecked, encodeHash, type HashProblem, type Schema } from './urlState';
 
 export const TABS = ['trace', 'advantages', 'train', 'remote', 'models'] as const;
 export type Tab = (typeof TABS)[number];
@@ -24,6 +26,8 @@ export interface UiView {
   call: number;
   traceView: TraceView;
   colorBy: ColorBy;
+  /** how effective weights are shown: the push −∂L/∂logπ or ∂L/∂logπ (core's registry) */
+  sign: WeightSignName;
 }
 
 /**
@@ -40,12 +44,18 @@ const uiSchema: Schema<UiView> = {
   call: { key: 'c', codec: codecs.int, default: 0 },
   traceView: { key: 'tv', codec: codecs.oneOf(TRACE_VIEWS), default: 'call' },
   colorBy: { key: 'color', codec: codecs.oneOf(COLOR_BY), default: 'weight' },
+  sign: {
+    key: 'sign',
+    codec: codecs.oneOf(WEIGHT_SIGNS.map((s) => s.name)),
+    default: DEFAULT_WEIGHT_SIGN,
+  },
 };
 
 /** "none" stands for null in the URL. */
 const orNone = <T>(c: Codec<T>): Codec<T | null> => ({
   parse: (r) => (r === 'none' ? null : c.parse(r)),
   format: (v) => (v === null ? 'none' : c.format(v)),
+  expects: `${c.expects ?? 'a value'} or none`,
 });
 const specCodec: Codec<number | string> = {
   parse: (r) => (r.trim() !== '' && Number.isFinite(Number(r)) ? Number(r) : r),
@@ -78,8 +88,54 @@ interface Store extends ViewState {
   set: (patch: Partial<ViewState>) => void;
 }
 
-const initial: ViewState =
-  typeof location !== 'undefined' ? decodeHash(viewSchema, location.hash) : decodeHash(viewSchema, '');
+/**
+ * What the page could not use of the link it was opened with (or of a hash the user typed): parameters the schema
+ * rejects, and — checked where the data is — values that name nothing (an unknown sample or rollout, an option
+ * value core refuses). Shown as a note naming each one; cleared by the next link or by dismissing it.
+ */
+export interface UrlNotes {
+  problems: HashProblem[];
+  /** the link's `r=` value, checked once the trace it names is loaded */
+  linkRollout: string | null;
+  /** the link's `sample=` value, checked once the sample list is loaded */
+  linkSample: string | null;
+  add: (p: HashProblem) => void;
+  dismiss: () => void;
+}
+
+export const useUrlNotes = create<UrlNotes>((set) => ({
+  problems: [],
+  linkRollout: null,
+  linkSample: null,
+  add: (p) => set((s) => (s.problems.some((q) => q.key === p.key) ? s : { problems: [...s.problems, p] })),
+  dismiss: () => set({ problems: [] }),
+}));
+
+function readHash(hash: string): ViewState {
+  const { state, problems } = decodeHashChecked(viewSchema, hash);
+  // values of the right form that core still refuses (an unknown loss mode, an estimator a trace cannot feed)
+  const params = new URLSearchParams(hash.replace(/^#/, ''));
+  const partial: Partial<Record<keyof TrainerOptions, unknown>> = {};
+  for (const o of TRAINER_OPTIONS) partial[o.name] = state[o.name];
+  for (const r of resolveTrainerOptionsLenient(partial).replaced) {
+    const spec = TRAINER_OPTIONS.find((o) => o.name === r.name);
+    if (!spec || problems.some((p) => p.key === spec.urlKey)) continue;
+    const reason = r.reason.replace(/^.*?\): /, '');
+    problems.push({
+      key: spec.urlKey,
+      raw: params.get(spec.urlKey) ?? String(state[r.name]),
+      message: `${reason}; showing ${String(DEFAULT_TRAINER_OPTIONS[r.name] ?? 'none')}`,
+    });
+  }
+  useUrlNotes.setState({
+    problems,
+    linkRollout: state.rollout !== '' ? state.rollout : null,
+    linkSample: state.sample !== '' ? state.sample : null,
+  });
+  return state;
+}
+
+const initial: ViewState = readHash(typeof location !== 'undefined' ? location.hash : '');
 
 export const useView = create<Store>((set) => ({
   ...initial,
@@ -121,7 +177,7 @@ export function bindViewToUrl(): () => void {
   const flush = () => {
     if (timer !== null) write();
   };
-  const onHash = () => useView.getState().set(decodeHash(viewSchema, location.hash));
+  const onHash = () => useView.getState().set(readHash(location.hash));
   window.addEventListener('hashchange', onHash);
   window.addEventListener('pagehide', flush);
   document.addEventListener('visibilitychange', flush);

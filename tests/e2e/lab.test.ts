@@ -4,6 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listLossModes } from '../../src/core/algos/lossModes';
 import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
+import { getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { toAglEventsBundle, toJsonlTrace } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
@@ -31,7 +32,7 @@ const LOSS_MODES = listLossModes().map((m) => m.name);
 
 /**
  * Core's per-rollout total weights on a trace: the trainer view with core's default options (what the page opens
- * with) and the choices a test made.
+ * with) and the choices a test made, in the sign convention the page shows by default (the push −∂L/∂logπ).
  */
 function expectedWeights(
   rollouts: Rollout[],
@@ -40,7 +41,9 @@ function expectedWeights(
 ): Map<string, number> {
   const view = computeTrainerView({ rollouts, options: { ...DEFAULT_TRAINER_OPTIONS, ...choice, lossMode } });
   const out = new Map<string, number>();
-  for (const [i, r] of rollouts.entries()) out.set(r.rolloutId, view.selected.rolloutSums[i] ?? 0);
+  const push = getWeightSign('push');
+  for (const [i, r] of rollouts.entries())
+    out.set(r.rolloutId, signed(view.selected.rolloutSums[i] ?? 0, push));
   return out;
 }
 
@@ -190,7 +193,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     const ids = r.calls[0].responseTokenIds;
     expect(ids).toBeDefined();
     const tipText = await tip.textContent();
-    for (const q of ['effective weight', 'advantage', 'log-prob (engine)', 'loss mask'])
+    for (const q of ['push −∂L/∂logπ', 'advantage', 'log-prob (engine)', 'loss mask'])
       expect(tipText).toContain(q);
     // the first chip of the first call is its first response token
     expect(tipText).toContain(`id ${ids![0]}`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAINER_OPTIONS, TRAINER_OPTIONS } from '../../src/core/pipeline/options';
 import { controlSpecs, resolveOptions } from '../../src/ui/lab/options';
 import { type ViewState, viewSchema } from '../../src/ui/store';
-import { decodeHash, encodeHash } from '../../src/ui/urlState';
+import { decodeHash, decodeHashChecked, encodeHash } from '../../src/ui/urlState';
 
 describe('the page view in the URL', () => {
   it('round-trips every control, the selection and the colouring', () => {
@@ -14,6 +14,7 @@ describe('the page view in the URL', () => {
       call: 2,
       traceView: 'merge',
       colorBy: 'logprob',
+      sign: 'grad',
       tokenSource: 'retokenize',
       traceAggregatorLevel: 'transition',
       maxPromptLength: 2048 + 7,
@@ -35,7 +36,19 @@ describe('the page view in the URL', () => {
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
     // the keys links have always used
-    for (const k of ['tab=', 'sample=', 'r=', 'c=', 'tv=', 'color=', 'tokens=', 'level=', 'maxp=', 'maxr='])
+    for (const k of [
+      'tab=',
+      'sample=',
+      'r=',
+      'c=',
+      'tv=',
+      'color=',
+      'sign=',
+      'tokens=',
+      'level=',
+      'maxp=',
+      'maxr=',
+    ])
       expect(hash).toContain(k);
     for (const k of ['adv=', 'std=', 'rla=', 'loss=', 'clo=', 'chi=', 'dtype=', 'cc=', 'lsf=', 'mb=', 'ris='])
       expect(hash).toContain(k);
@@ -55,6 +68,25 @@ describe('the page view in the URL', () => {
     // ReMax needs greedy-baseline rewards a recorded trace does not have: not accepted
     expect(resolveOptions({ ...v, advEstimator: 'remax' }).advEstimator).toBe('grpo');
     expect(resolveOptions({ ...v, advEstimator: 'rloo' }).advEstimator).toBe('rloo');
+  });
+  it('names every parameter of a link it cannot use, with what it shows instead', () => {
+    const { state, problems } = decodeHashChecked(
+      viewSchema,
+      '#tab=graphs&c=two&sign=up&loss=token-mean&frobnicate=1&std=maybe',
+    );
+    expect(state.tab).toBe('trace');
+    expect(state.sign).toBe('push');
+    expect(state.lossMode).toBe('token-mean');
+    const byKey = Object.fromEntries(problems.map((p) => [p.key, p]));
+    expect(Object.keys(byKey).sort()).toEqual(['c', 'frobnicate', 'sign', 'std', 'tab']);
+    expect(byKey.tab.message).toMatch(/expects one of trace, advantages.*; showing trace/);
+    expect(byKey.c.message).toMatch(/expects an integer; showing 0/);
+    expect(byKey.sign.message).toMatch(/expects one of push, grad/);
+    expect(byKey.std.message).toMatch(/expects 1 or 0/);
+    expect(byKey.frobnicate.message).toMatch(/not a setting/);
+    expect(byKey.frobnicate.raw).toBe('1');
+    // a clean link has none
+    expect(decodeHashChecked(viewSchema, encodeHash(viewSchema, state)).problems).toEqual([]);
   });
   it('generates the controls from core’s registries, with ReMax offered disabled and explained', () => {
     const specs = controlSpecs(DEFAULT_TRAINER_OPTIONS);

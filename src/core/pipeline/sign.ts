@@ -19,6 +19,8 @@ export interface WeightSign {
   tex: string;
   /** a short name for controls */
   label: string;
+  /** the shortest name, for narrow column headers */
+  short: string;
   /** the sign a reinforced token (its log-prob raised) has under this convention */
   reinforced: 'positive' | 'negative';
   help: string;
@@ -31,6 +33,7 @@ export const WEIGHT_SIGNS: readonly WeightSign[] = [
     symbol: '−∂L/∂logπ',
     tex: '-\\partial L/\\partial \\log\\pi',
     label: 'push −∂L/∂logπ',
+    short: 'push',
     reinforced: 'positive',
     help: 'how much one descent step raises each token’s log-prob: positive = reinforced, negative = suppressed',
   },
@@ -40,6 +43,7 @@ export const WEIGHT_SIGNS: readonly WeightSign[] = [
     symbol: '∂L/∂logπ',
     tex: '\\partial L/\\partial \\log\\pi',
     label: 'gradient ∂L/∂logπ',
+    short: '∂L/∂logπ',
     reinforced: 'negative',
     help: 'the gradient of the minimised loss: negative = reinforced (descent raises the log-prob), positive = suppressed',
   },

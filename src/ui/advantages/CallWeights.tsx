@@ -1,5 +1,6 @@
 import { memo, useMemo } from 'react';
 import { callWeights } from '../../core/pipeline/perCall';
+import { signed, type WeightSign } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
 import type { BatchIndex } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
@@ -11,8 +12,9 @@ export const CallWeights = memo(function CallWeights(props: {
   res: ComputeResult;
   index: BatchIndex;
   onSelectCall: (k: number) => void;
+  sign: WeightSign;
 }) {
-  const { rollout, rolloutIndex, res, index } = props;
+  const { rollout, rolloutIndex, res, index, sign } = props;
   const { weight, advantage, tokens, observations, untrained } = useMemo(
     () =>
       callWeights(
@@ -32,7 +34,7 @@ export const CallWeights = memo(function CallWeights(props: {
   let max = 0;
   for (const w of weight) max = Math.max(max, Math.abs(w));
   return (
-    <table className="calltable" data-testid="call-weights">
+    <table className="calltable" data-testid="call-weights" aria-label={`${sign.label} per call`}>
       <thead>
         <tr>
           <th>call</th>
@@ -45,7 +47,9 @@ export const CallWeights = memo(function CallWeights(props: {
             not trained
           </th>
           <th className="c-num">mean advantage</th>
-          <th className="c-num">weight</th>
+          <th className="c-num" title={sign.help}>
+            {sign.short}
+          </th>
           <th />
         </tr>
       </thead>
@@ -63,11 +67,11 @@ export const CallWeights = memo(function CallWeights(props: {
             <td className="c-num">{untrained[k]}</td>
             <td className="c-num">{fmt(advantage[k], 4)}</td>
             <td className="c-num" data-testid={`call-weight-${k}`}>
-              {fmt(weight[k], 6)}
+              {fmt(signed(weight[k], sign), 6)}
             </td>
             <td className="c-bar">
               <span
-                className={weight[k] >= 0 ? 'hbar pos' : 'hbar neg'}
+                className={weight[k] <= 0 ? 'hbar reinforced' : 'hbar suppressed'}
                 style={{ width: `${max > 0 ? (Math.abs(weight[k]) / max) * 100 : 0}%` }}
               />
             </td>

@@ -1,4 +1,5 @@
 import { useId } from 'react';
+import { stackedTex, Tex } from '../components/Tex';
 import { useView, type ViewState } from '../store';
 
 type Field<T> = { [K in keyof ViewState]: ViewState[K] extends T ? K : never }[keyof ViewState];
@@ -10,6 +11,8 @@ export type ControlSpec =
       label: string;
       options: { value: string; label: string; title?: string; disabled?: boolean }[];
       help?: string;
+      /** the chosen value's formula: TeX, and its plain-text form */
+      formula?: { tex: string; text: string };
     }
   | { kind: 'checkbox'; field: Field<boolean>; label: string; disabled?: boolean; help?: string }
   | {
@@ -47,6 +50,9 @@ export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewStat
                   </option>
                 ))}
               </select>
+              {c.formula && (
+                <Tex tex={stackedTex(c.formula.tex)} label={c.formula.text} className="formula" display />
+              )}
               {help}
             </div>
           );

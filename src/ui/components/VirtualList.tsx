@@ -11,6 +11,8 @@ export function VirtualList(props: {
   renderRow: (index: number) => ReactNode;
   /** keep this row in view (e.g. the selected one) */
   scrollToIndex?: number;
+  /** render this row even when it is scrolled out of view (the row holding a roving tab stop) */
+  alwaysRender?: number;
   overscan?: number;
   className?: string;
   ariaLabel?: string;
@@ -43,17 +45,19 @@ export function VirtualList(props: {
   const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
   const last = Math.min(count, Math.ceil((scrollTop + height) / rowHeight) + overscan);
   const rows: ReactNode[] = [];
-  for (let i = first; i < last; i++) {
-    rows.push(
-      <div
-        key={i}
-        className="vrow"
-        style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}
-      >
-        {renderRow(i)}
-      </div>,
-    );
-  }
+  const row = (i: number) => (
+    <div
+      key={i}
+      className="vrow"
+      style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}
+    >
+      {renderRow(i)}
+    </div>
+  );
+  const extra = props.alwaysRender;
+  if (extra !== undefined && extra >= 0 && extra < count && extra < first) rows.push(row(extra));
+  for (let i = first; i < last; i++) rows.push(row(i));
+  if (extra !== undefined && extra >= 0 && extra < count && extra >= last) rows.push(row(extra));
   return (
     <div
       ref={ref}

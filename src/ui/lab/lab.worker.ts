@@ -210,7 +210,11 @@ async function runCompute() {
       const result = compute(trace, msg.options, tok ?? undefined, cache);
       const { rows, weights } = splitResult(result);
       const fresh = rows.buildSerial !== sentSerial;
-      const tokenText = fresh ? newTexts([result.batch.responseIds, result.batch.promptIds]) : new Map();
+      // the merge view aligns the ids around each break, which may lie outside the rows (retokenized prompts)
+      const windows = result.mergeFailures.flatMap((f) => [f.contextWindow, f.promptWindow]);
+      const tokenText = fresh
+        ? newTexts([result.batch.responseIds, result.batch.promptIds, ...windows])
+        : new Map();
       sentSerial = rows.buildSerial;
       post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights, tokenText });
     } catch (e) {

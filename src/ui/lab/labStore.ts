@@ -19,6 +19,10 @@ import {
 export interface LabState {
   /** name of the loaded (or loading) source */
   source: string | null;
+  /** what the trace on screen came from: a bundled sample (a link reproduces it) or a file (a link cannot) */
+  shownKind: ImportSource['kind'] | null;
+  /** the name of a source that failed to load while an earlier trace stayed on screen */
+  failedSource: string | null;
   progress: { phase: Phase; done: number; total: number } | null;
   importError: string | null;
   summary: ImportSummary | null;
@@ -32,6 +36,10 @@ export interface LabState {
   result: ComputeResult | null;
   /** options the current result was computed with */
   resultOptions: ComputeOptions | null;
+  /** the options last asked for: while they differ from `resultOptions`, the result on screen is stale */
+  requestedOptions: ComputeOptions | null;
+  /** the result shown before the last change of options on the same trace (the page's ghosts and deltas) */
+  previous: { result: ComputeResult; options: ComputeOptions } | null;
   computeError: string | null;
   /** the retokenization view last asked for, and any error computing it */
   retok: RetokCallView | null;
@@ -47,6 +55,8 @@ let nextId = 1;
 let importId = 0;
 let computeId = 0;
 let retokId = 0;
+/** the kind of the source being imported (becomes `shownKind` once it is on screen) */
+let importKind: ImportSource['kind'] | null = null;
 /** the rows the worker sent last (replies that only carry weights refer to them) */
 let lastRows: BuiltRows | null = null;
 const computeOptions = new Map<number, ComputeOptions>();
@@ -106,15 +116,22 @@ function onReply(m: FromWorker) {
       set({
         progress: null,
         importError: null,
+        failedSource: null,
+        shownKind: importKind,
         summary: m.summary,
         report: m.report,
         trace: m.trace,
         tokenText: m.tokenText,
         result: null,
         resultOptions: null,
+        previous: null,
         retok: null,
       });
-    else if (m.type === 'failed') set({ progress: null, importError: m.message });
+    else if (m.type === 'failed') {
+      // the trace on screen (if any) stays, marked as the one loaded before this source failed
+      const st = useLab.getState();
+      set({ progress: null, importError: m.message, failedSource: st.trace ? st.source : null });
+    }
     return;
   }
   if (m.id === computeId) {
@@ -126,7 +143,23 @@ function onReply(m: FromWorker) {
         return;
       }
       const result: ComputeResult = { ...lastRows, ...m.weights };
-      set({ result, resultOptions: computeOptions.get(m.id) ?? null, computeError: null });
+      const st = useLab.getState();
+      const options = computeOptions.get(m.id) ?? null;
+      // the previous result stays the reference of the ghosts until the options actually change
+      const changed =
+        st.result &&
+        st.resultOptions &&
+        options &&
+        JSON.stringify(st.resultOptions) !== JSON.stringify(options);
+      set({
+        result,
+        resultOptions: options,
+        computeError: null,
+        previous:
+          changed && st.result && st.resultOptions
+            ? { result: st.result, options: st.resultOptions }
+            : st.previous,
+      });
     } else if (m.type === 'failed') set({ computeError: m.message });
   }
   computeOptions.delete(m.id);
@@ -139,6 +172,8 @@ export function warmLabWorker(): void {
 
 export const useLab = create<LabState>((set) => ({
   source: null,
+  shownKind: null,
+  failedSource: null,
   progress: null,
   importError: null,
   summary: null,
@@ -148,12 +183,20 @@ export const useLab = create<LabState>((set) => ({
   tokenText: new Map(),
   result: null,
   resultOptions: null,
+  requestedOptions: null,
+  previous: null,
   computeError: null,
   retok: null,
   retokError: null,
   importSource: (source) => {
     importId = nextId++;
-    set({ source: source.name, importError: null, progress: { phase: 'read', done: 0, total: 0 } });
+    importKind = source.kind;
+    set({
+      source: source.name,
+      importError: null,
+      failedSource: null,
+      progress: { phase: 'read', done: 0, total: 0 },
+    });
     getWorker().postMessage({
       type: 'import',
       id: importId,
@@ -165,12 +208,14 @@ export const useLab = create<LabState>((set) => ({
     set({ excludeIncomplete: exclude });
     if (!useLab.getState().trace) return;
     importId = nextId++;
+    importKind = useLab.getState().shownKind;
     getWorker().postMessage({ type: 'filter', id: importId, excludeIncomplete: exclude });
   },
   compute: (options) => {
     computeId = nextId++;
     computeOptions.clear();
     computeOptions.set(computeId, options);
+    set({ requestedOptions: options });
     getWorker().postMessage({ type: 'compute', id: computeId, options });
   },
   requestRetok: (rollout, call) => {

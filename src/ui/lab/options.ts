@@ -25,13 +25,29 @@ export function resolveOptions(v: ViewState): TrainerOptions {
 }
 
 function help(o: TrainerOptions, spec: OptionSpec): string {
-  if (spec.name === 'advEstimator') return getAdvEstimator(o.advEstimator).formula;
+  if (spec.name === 'advEstimator') {
+    const e = getAdvEstimator(o.advEstimator);
+    return e.tex ? `${spec.key} · ${e.source}` : e.formula;
+  }
   if (spec.name === 'lossMode') {
     const m = getLossMode(o.lossMode);
-    return `${m.key}: ${m.formula}`;
+    return `${m.key} · ${m.source}`;
   }
   if (!estimatorReads(o, spec)) return `${o.advEstimator} does not read ${spec.key}`;
   return `${spec.key}: ${spec.help}`;
+}
+
+/** The chosen estimator's or loss mode's formula, typeset (TeX from core's registries), with its plain text. */
+function formula(o: TrainerOptions, spec: OptionSpec): { tex: string; text: string } | undefined {
+  if (spec.name === 'advEstimator') {
+    const e = getAdvEstimator(o.advEstimator);
+    return e.tex ? { tex: e.tex, text: e.formula } : undefined;
+  }
+  if (spec.name === 'lossMode') {
+    const m = getLossMode(o.lossMode);
+    return { tex: m.tex, text: m.formula };
+  }
+  return undefined;
 }
 
 /** One control per option the page offers, in core's order. */
@@ -52,6 +68,7 @@ export function controlSpecs(o: TrainerOptions): ControlSpec[] {
           disabled: Boolean(c.unavailable),
         })),
         help: help(o, spec),
+        formula: formula(o, spec),
       } as ControlSpec);
     else if (spec.kind === 'bool')
       out.push({

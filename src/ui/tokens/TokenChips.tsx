@@ -1,4 +1,4 @@
-import { useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { type KeyboardEvent, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { VirtualList } from '../components/VirtualList';
 import { type ColorScale, fmt } from './colorScale';
 import { chipCells, chipLabel, layoutLines } from './layout';
@@ -46,15 +46,36 @@ function measureCell(host: HTMLElement): number {
   return cellWidth;
 }
 
+/** The line holding chip `i` (`lines` are the start indices of the lines). */
+function lineOf(lines: Int32Array, i: number): number {
+  let lo = 0;
+  let hi = lines.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (lines[mid] <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 /**
  * Tokens as coloured chips in windowed lines. Hovering or focusing a chip shows its position, id, text and
- * every quantity; Tab walks the chips in view. One tooltip element is shared by all chips.
+ * every quantity. The chips are ONE tab stop (roving tabindex): ←/→ move to the previous / next token, ↑/↓ to the
+ * line above / below, Home / End to the first / last token. A click shows a chip's tooltip without taking the
+ * focus, so the page's own keys keep working. One tooltip element is shared by all chips.
  */
 export function TokenChips(props: TokenChipsProps) {
   const { ids, texts, quantities, colorKey, scale, positionBase = 0 } = props;
   const host = useRef<HTMLElement>(null);
   const [cells, setCells] = useState(80);
   const [active, setActive] = useState<{ i: number; x: number; y: number } | null>(null);
+  /** the chip that holds the tab stop */
+  const [focus, setFocus] = useState(0);
+  /** set when the keys moved the tab stop: the new chip takes the focus once it is rendered */
+  const moved = useRef(false);
+  // a new list of tokens starts at its first chip
+  // biome-ignore lint/correctness/useExhaustiveDependencies: reset when the tokens change
+  useEffect(() => setFocus(0), [ids]);
 
   useLayoutEffect(() => {
     const el = host.current;
@@ -74,6 +95,35 @@ export function TokenChips(props: TokenChipsProps) {
     return layoutLines(widths, ends, cells);
   }, [labels, texts, cells]);
   const colorValues = quantities.find((q) => q.key === colorKey)?.values;
+  const tabStop = Math.min(focus, Math.max(0, ids.length - 1));
+
+  useEffect(() => {
+    if (!moved.current) return;
+    moved.current = false;
+    (host.current?.querySelector(`[data-i="${tabStop}"]`) as HTMLElement | null)?.focus();
+  });
+
+  const onKey = (e: KeyboardEvent) => {
+    const target = e.target as HTMLElement;
+    if (target.dataset.i === undefined || e.altKey || e.ctrlKey || e.metaKey) return;
+    const i = Number(target.dataset.i);
+    const line = lineOf(lines, i);
+    const col = i - lines[line];
+    const lineEnd = (l: number) => (l + 1 < lines.length ? lines[l + 1] : ids.length) - 1;
+    let next: number;
+    if (e.key === 'ArrowRight') next = Math.min(ids.length - 1, i + 1);
+    else if (e.key === 'ArrowLeft') next = Math.max(0, i - 1);
+    else if (e.key === 'ArrowDown')
+      next = line + 1 < lines.length ? Math.min(lines[line + 1] + col, lineEnd(line + 1)) : i;
+    else if (e.key === 'ArrowUp') next = line > 0 ? Math.min(lines[line - 1] + col, lineEnd(line - 1)) : i;
+    else if (e.key === 'Home') next = 0;
+    else if (e.key === 'End') next = ids.length - 1;
+    else return;
+    // the keys belong to the chips here: the page's call stepping (←/→) skips handled events
+    e.preventDefault();
+    moved.current = true;
+    setFocus(next);
+  };
 
   const chip = (i: number) => {
     const v = colorValues ? colorValues[i] : Number.NaN;
@@ -84,8 +134,7 @@ export function TokenChips(props: TokenChipsProps) {
         className={cls ? `tok ${cls}` : 'tok'}
         style={{ background: scale.color(v), color: scale.ink(v) }}
         data-i={i}
-        // biome-ignore lint/a11y/noNoninteractiveTabindex: focusing a token shows its tooltip (keyboard access)
-        tabIndex={0}
+        tabIndex={i === tabStop ? 0 : -1}
         aria-describedby={active?.i === i ? 'token-tooltip' : undefined}
       >
         {labels[i]}
@@ -108,16 +157,22 @@ export function TokenChips(props: TokenChipsProps) {
   };
 
   const height = Math.min(props.maxHeight ?? 360, Math.max(1, lines.length) * LINE_HEIGHT + 4);
+  const stopLine = ids.length ? lineOf(lines, tabStop) : 0;
   return (
     <section
       ref={host}
       className="tokchips"
-      aria-label={props.ariaLabel}
+      aria-label={`${props.ariaLabel} (${ids.length} tokens; arrow keys move between them)`}
       data-testid={props.testId}
       onMouseOver={(e) => show(e.target)}
       onFocus={(e) => show(e.target)}
       onMouseLeave={() => setActive(null)}
       onBlur={() => setActive(null)}
+      onKeyDown={onKey}
+      onMouseDown={(e) => {
+        // a click shows the tooltip (hover) without moving the focus into the chips
+        if ((e.target as HTMLElement).closest('.tok')) e.preventDefault();
+      }}
     >
       <div style={{ height }}>
         <VirtualList
@@ -125,6 +180,8 @@ export function TokenChips(props: TokenChipsProps) {
           rowHeight={LINE_HEIGHT}
           renderRow={renderLine}
           className="toklines"
+          scrollToIndex={moved.current ? stopLine : undefined}
+          alwaysRender={stopLine}
         />
       </div>
       {active && active.i < ids.length && (

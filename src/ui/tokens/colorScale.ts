@@ -1,6 +1,7 @@
 /**
  * Colour scales for token chips. Signed quantities (gradient weight, advantage, log-prob gap) use a diverging
- * blue–white–red scale symmetric around 0, so the sign reads at a glance and equal magnitudes look equal;
+ * blue–white–red scale symmetric around 0, so the sign reads at a glance and equal magnitudes look equal; blue is
+ * always the reinforced side (a positive push or advantage, a negative ∂L/∂logπ);
  * one-signed quantities (log-prob, entropy) use a sequential scale; the loss mask is categorical.
  * Colours are interpolated in sRGB between a few anchor colours picked for legibility of dark text on top.
  */
@@ -88,10 +89,13 @@ function makeStops(color: (v: number) => string, lo: number, hi: number): string
   return out;
 }
 
-/** Diverging scale on [−m, m] with m = max |v|; a domain of all zeros still gives a valid scale. */
-export function divergingScale(extent: [number, number]): ColorScale {
+/**
+ * Diverging scale on [−m, m] with m = max |v|; a domain of all zeros still gives a valid scale. Blue at −m, red at
+ * +m; `positiveBlue` turns it round (for quantities whose positive side is the reinforced one).
+ */
+export function divergingScale(extent: [number, number], positiveBlue = false): ColorScale {
   const m = Math.max(Math.abs(extent[0]), Math.abs(extent[1])) || 1;
-  const t = (v: number) => (v + m) / (2 * m);
+  const t = positiveBlue ? (v: number) => (m - v) / (2 * m) : (v: number) => (v + m) / (2 * m);
   const color = (v: number) => (Number.isFinite(v) ? lerp(DIVERGING, t(v)) : ABSENT_COLOR);
   const ink = (v: number) => (Number.isFinite(v) ? inkOn(DIVERGING, t(v)) : DARK_INK);
   return { kind: 'diverging', lo: -m, hi: m, color, ink, stops: makeStops(color, -m, m) };
@@ -125,6 +129,6 @@ export function fmt(v: number, digits = 4): string {
   if (!Number.isFinite(v)) return v > 0 ? '+∞' : '−∞';
   if (Number.isInteger(v) && Math.abs(v) < 1e6) return String(v).replace('-', '−');
   const a = Math.abs(v);
-  if (a >= 1e4 || a < 1e-3) return v.toExponential(digits - 1).replace('-', '−');
+  if (a >= 1e4 || a < 1e-3) return v.toExponential(digits - 1).replace(/-/g, '−');
   return v.toPrecision(digits).replace(/^-/, '−');
 }

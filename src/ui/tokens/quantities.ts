@@ -2,13 +2,14 @@
  * The per-token quantities a chip can be coloured by, and how each is scaled. The list is the page's own (these
  * are views of one batch, not algorithm choices); a quantity the loaded data lacks is offered but disabled.
  */
+import type { WeightSign } from '../../core/pipeline/sign';
 import { type ColorScale, divergingScale, finiteExtent, maskScale, sequentialScale } from './colorScale';
 
 export const COLOR_BY = ['weight', 'advantage', 'logprob', 'entropy', 'gap', 'mask'] as const;
 export type ColorBy = (typeof COLOR_BY)[number];
 
-export const COLOR_BY_LABEL: Record<ColorBy, string> = {
-  weight: 'effective gradient weight ∂L/∂logπ',
+const COLOR_BY_LABEL: Record<ColorBy, string> = {
+  weight: 'effective weight',
   advantage: 'advantage',
   logprob: 'log-prob (engine)',
   entropy: 'entropy',
@@ -16,11 +17,20 @@ export const COLOR_BY_LABEL: Record<ColorBy, string> = {
   mask: 'loss mask',
 };
 
-/** Scale for a quantity over the values it takes on the tokens in view (trainable tokens only for weights). */
+/** What a colouring is called; the weight names its sign convention (push −∂L/∂logπ or ∂L/∂logπ). */
+export function colorByLabel(key: ColorBy, sign: WeightSign): string {
+  return key === 'weight' ? `effective weight: ${sign.label}` : COLOR_BY_LABEL[key];
+}
+
+/**
+ * Scale for a quantity over the values it takes on the tokens in view (trainable tokens only for weights).
+ * Weights are given in the sign convention `sign`; blue is the reinforced side for weights and advantages.
+ */
 export function scaleFor(
   key: ColorBy,
   values: ArrayLike<number> | undefined,
-  mask?: ArrayLike<number>,
+  mask: ArrayLike<number> | undefined,
+  sign: WeightSign,
 ): ColorScale {
   if (key === 'mask') return maskScale();
   const extent = values
@@ -29,5 +39,7 @@ export function scaleFor(
   const ext = extent as [number, number];
   if (key === 'logprob') return sequentialScale([Math.min(ext[0], -1e-6), 0], true);
   if (key === 'entropy') return sequentialScale([0, Math.max(ext[1], 1e-6)]);
+  if (key === 'weight') return divergingScale(ext, sign.reinforced === 'positive');
+  if (key === 'advantage') return divergingScale(ext, true);
   return divergingScale(ext);
 }

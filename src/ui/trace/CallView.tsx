@@ -1,4 +1,5 @@
 import { useMemo, useState } from 'react';
+import type { WeightSign } from '../../core/pipeline/sign';
 import type { ModelCall, Rollout } from '../../core/trace/types';
 import { type BatchIndex, callPositions, rowOfCall } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
@@ -60,8 +61,9 @@ export function CallView(props: {
   tokenText: Map<number, string>;
   colorBy: ColorBy;
   scale: ColorScale;
+  sign: WeightSign;
 }) {
-  const { rollout, rolloutIndex, callIndex, res, index, colorBy, scale } = props;
+  const { rollout, rolloutIndex, callIndex, res, index, colorBy, scale, sign } = props;
   const call = rollout.calls[callIndex];
   const [allMessages, setAllMessages] = useState(false);
   const row = res && index ? rowOfCall(res.batch, index, rolloutIndex, callIndex) : -1;
@@ -70,13 +72,13 @@ export function CallView(props: {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
       if (pos.length > 0)
         return {
-          v: batchTokenView(res, pos, props.tokenText),
+          v: batchTokenView(res, pos, props.tokenText, sign),
           inBatch: true,
           start: pos[0] - res.batch.offsets[row],
         };
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
-  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row]);
+  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign]);
   const start = allMessages ? 0 : newMessageStart(rollout.calls, callIndex);
   const msgs = call.request.messages;
   const callWeight = view.inBatch ? sum(view.v.quantities[0].values) : null;
@@ -90,7 +92,7 @@ export function CallView(props: {
           {callWeight !== null && (
             <>
               {' '}
-              · call weight <b data-testid="call-weight">{fmt(callWeight, 6)}</b>
+              · call {sign.short} <b data-testid="call-weight">{fmt(callWeight, 6)}</b>
             </>
           )}
           {!view.inBatch && res && ' · this call is in no training row'}

@@ -1,19 +1,73 @@
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import type { WeightSign } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
+import { WeightStrip } from '../components/WeightStrip';
 import type { BatchIndex } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import type { ColorScale } from '../tokens/colorScale';
+import { chipLabel } from '../tokens/layout';
 import type { ColorBy } from '../tokens/quantities';
 import { TokenChips } from '../tokens/TokenChips';
 import { batchTokenView } from './tokenView';
 
-/** Newlines shown as ↵ so a snippet stays a line or two. */
-function visible(s: string): string {
-  return s.replace(/\n/g, '↵');
-}
-
 function range(a: number, b: number): Int32Array {
   return Int32Array.from({ length: b - a }, (_, i) => a + i);
+}
+
+/** Tokens of context shown before the first difference, and after it. */
+const ALIGN_BEFORE = 5;
+const ALIGN_AFTER = 9;
+
+/**
+ * The running context (previous prompt + response) and the new prompt, token under token from a few positions
+ * before the first difference: the first differing token is marked on both sides, later positions whose ids differ
+ * are tinted.
+ */
+export function AlignedBreak(props: { f: MergeFailure; texts: Map<number, string> }) {
+  const { f, texts } = props;
+  const at = f.firstDiff - f.windowStart;
+  const from = Math.max(0, at - ALIGN_BEFORE);
+  const to = Math.max(f.contextWindow.length, f.promptWindow.length, at + 1);
+  const end = Math.min(to, at + ALIGN_AFTER);
+  const cols = end - from;
+  const cell = (ids: number[], k: number, side: 'context' | 'prompt') => {
+    const id = ids[k];
+    const other = side === 'context' ? f.promptWindow[k] : f.contextWindow[k];
+    const pos = f.windowStart + k;
+    if (id === undefined)
+      return (
+        <span key={k} className="tok absent" title={`position ${pos}: the ${side} ends here`}>
+          ∎
+        </span>
+      );
+    const text = texts.get(id) ?? `<${id}>`;
+    const cls = k === at ? 'tok first-diff' : k > at && id !== other ? 'tok differs' : 'tok same';
+    return (
+      <span
+        key={k}
+        className={cls}
+        title={`position ${pos} · id ${id} · ${JSON.stringify(text)}`}
+        data-first-diff={k === at ? 'true' : undefined}
+      >
+        {chipLabel(text)}
+      </span>
+    );
+  };
+  const cells = (ids: number[], side: 'context' | 'prompt') =>
+    Array.from({ length: cols }, (_, j) => cell(ids, from + j, side));
+  return (
+    <figure
+      className="aligned"
+      style={{ gridTemplateColumns: `6.5rem repeat(${cols}, max-content)` }}
+      data-testid="merge-aligned"
+      aria-label={`context and new prompt from position ${f.windowStart + from}; first difference at ${f.firstDiff}`}
+    >
+      <span className="muted aligned-label">context</span>
+      {cells(f.contextWindow, 'context')}
+      <span className="muted aligned-label">new prompt</span>
+      {cells(f.promptWindow, 'prompt')}
+    </figure>
+  );
 }
 
 /**
@@ -29,10 +83,13 @@ export function MergeView(props: {
   tokenText: Map<number, string>;
   colorBy: ColorBy;
   scale: ColorScale;
+  /** the weight's colour scale (the strips show weights whatever colours the chips) */
+  weightScale: ColorScale;
+  sign: WeightSign;
   selectedCall: number;
   onSelectCall: (k: number) => void;
 }) {
-  const { rollout, rolloutIndex, res, index, breaks, colorBy, scale } = props;
+  const { rollout, rolloutIndex, res, index, breaks, colorBy, scale, sign } = props;
   const { batch } = res;
   const rows = index.rowsOfRollout[rolloutIndex] ?? [];
   const covered = new Set<number>();
@@ -41,10 +98,10 @@ export function MergeView(props: {
   return (
     <div className="mergeview" data-testid="merge-view">
       <p className="muted">
-        <span className="tok obs">observation</span> tokens (mask 0, from the next prompt) are italic; a dark
-        left edge marks where the next call's tokens start. {rollout.calls.length} calls → {rows.length}{' '}
-        training row{rows.length === 1 ? '' : 's'}
-        {breaks.length > 0 && ` · ${breaks.length} merge break${breaks.length === 1 ? '' : 's'}`}
+        {rollout.calls.length} calls → {rows.length} training row{rows.length === 1 ? '' : 's'}
+        {breaks.length > 0 && ` · ${breaks.length} merge break${breaks.length === 1 ? '' : 's'}`}.{' '}
+        <span className="tok obs">observation</span> tokens (mask 0, from the next prompt) are italic and
+        shaded in the strips; a dark edge marks where the next call's tokens start.
       </p>
       {breaks.length > 0 && (
         <ul className="breaks" data-testid="merge-breaks">
@@ -53,18 +110,13 @@ export function MergeView(props: {
               <button type="button" className="linkish" onClick={() => props.onSelectCall(b.callIndex)}>
                 call {b.callIndex + 1}
               </button>{' '}
-              did not extend call {b.prevCallIndex + 1}'s context: <span className="bad">{b.kind}</span>
+              did not extend call {b.prevCallIndex + 1}'s context: <span className="cause">{b.kind}</span>
               <span className="muted">
                 {' '}
                 at prompt token {b.firstDiff} (context {b.contextLength} = prompt {b.prevPromptLength} +
                 response {b.contextLength - b.prevPromptLength}; new prompt {b.promptLength})
               </span>
-              <div className="snippets">
-                <span className="muted">context</span>
-                <code>{visible(b.contextSnippet)}</code>
-                <span className="muted">prompt</span>
-                <code>{visible(b.promptSnippet)}</code>
-              </div>
+              <AlignedBreak f={b} texts={props.tokenText} />
             </li>
           ))}
         </ul>
@@ -74,8 +126,10 @@ export function MergeView(props: {
         const e = batch.offsets[r + 1];
         let trainable = 0;
         for (let p = a; p < e; p++) trainable += batch.mask[p];
-        const view = batchTokenView(res, range(a, e), props.tokenText);
+        const view = batchTokenView(res, range(a, e), props.tokenText, sign);
         const first = batch.firstCall[r];
+        const starts: number[] = [];
+        for (let p = a + 1; p < e; p++) if (batch.tokenCall[p] !== batch.tokenCall[p - 1]) starts.push(p - a);
         const last = first + batch.nCalls[r] - 1;
         return (
           <div key={r} className="mergerow" data-testid="merge-row">
@@ -92,6 +146,14 @@ export function MergeView(props: {
                 <span className="bad">trimmed to a multiple of the mini-batch</span>
               ) : null}
             </div>
+            <WeightStrip
+              values={view.quantities[0].values}
+              mask={batch.mask.subarray(a, e)}
+              scale={props.weightScale}
+              callStarts={starts}
+              label={`${sign.label} along row ${r}'s ${e - a} response tokens (${trainable} trainable)`}
+              testId="merge-strip"
+            />
             <TokenChips
               ids={view.ids}
               texts={view.texts}

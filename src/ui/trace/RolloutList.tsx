@@ -1,6 +1,8 @@
 import { memo, useMemo } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import { signed, type WeightSign } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
+import { IdText, sharedPrefixLength } from '../components/IdText';
 import { VirtualList } from '../components/VirtualList';
 import { fmt } from '../tokens/colorScale';
 
@@ -11,39 +13,44 @@ export interface RolloutListProps {
   /** per rollout: training rows it produced and merge breaks (absent until computed) */
   rows?: number[];
   breaks?: MergeFailure[][];
-  /** per rollout total effective gradient weight under the selected loss mode */
+  /** per rollout total effective gradient weight ∂L/∂logπ under the selected loss mode (core's sign) */
   weight?: Float64Array;
+  /** the same under the options shown before the last change: adds a Δ column */
+  previousWeight?: Float64Array;
+  /** what the Δ column compares with (its tooltip) */
+  deltaTitle?: string;
+  sign: WeightSign;
   testPrefix: string;
-  /** longest id and group shown before the middle is cut (the full text is in the title) */
-  idChars?: number;
-  groupChars?: number;
 }
 
 const ROW_HEIGHT = 26;
 
-/** Ids differ at their ends (…-s42-0, …-s42-1): cut the middle, not the end. */
-export function middleEllipsis(s: string, max: number): string {
-  if (s.length <= max) return s;
-  const tail = Math.ceil((max - 1) / 2);
-  return `${s.slice(0, max - 1 - tail)}…${s.slice(s.length - tail)}`;
+function mergeText(rows: number, breaks: number): string {
+  const r = `${rows} row${rows === 1 ? '' : 's'}`;
+  return breaks ? `${r} · ${breaks} break${breaks > 1 ? 's' : ''}` : r;
 }
 
 /** Windowed table of rollouts; the selected one stays in view. */
 export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
-  const { rollouts, selected, onSelect, rows, breaks, weight, testPrefix } = props;
+  const { rollouts, selected, onSelect, rows, breaks, weight, previousWeight, sign, testPrefix } = props;
   const anyFailed = useMemo(() => rollouts.some((r) => r.state === 'failed'), [rollouts]);
+  const idPrefix = useMemo(() => sharedPrefixLength(rollouts.map((r) => r.rolloutId)), [rollouts]);
+  const groupPrefix = useMemo(
+    () => sharedPrefixLength([...new Set(rollouts.map((r) => r.dataId))]),
+    [rollouts],
+  );
+  const delta = Boolean(weight && previousWeight);
+  const cls = ['rolloutlist', anyFailed ? '' : 'nofail', delta ? 'delta' : ''].filter(Boolean).join(' ');
   const renderRow = (i: number) => {
     const r = rollouts[i];
     const b = breaks?.[i] ?? [];
-    const merge = rows
-      ? b.length
-        ? `${rows[i]} rows · ${b.length} break${b.length > 1 ? 's' : ''}`
-        : `${rows[i]} row${rows[i] === 1 ? '' : 's'}`
-      : '';
+    const merge = rows ? mergeText(rows[i], b.length) : '';
     const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
     // a rollout with a part that could not be read (an unreadable event) must not look complete
     const gaps = r.incomplete ?? [];
     const gapText = gaps.map((g) => `${g.where}: ${g.message}`).join('\n');
+    const w = weight ? signed(weight[i], sign) : 0;
+    const d = weight && previousWeight ? w - signed(previousWeight[i], sign) : 0;
     return (
       <div
         role="option"
@@ -62,31 +69,52 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
           title={gaps.length ? `${r.rolloutId}\nincomplete:\n${gapText}` : r.rolloutId}
           data-incomplete={gaps.length ? gaps.length : undefined}
         >
-          {gaps.length ? '⚠ ' : ''}
-          {middleEllipsis(r.rolloutId, (props.idChars ?? 28) - (gaps.length ? 2 : 0))}
+          {gaps.length ? <span aria-hidden="true">⚠ </span> : null}
+          <IdText id={r.rolloutId} prefix={idPrefix} />
         </span>
         <span
           className="c-num"
           data-testid={weight ? `rollout-weight-${r.rolloutId}` : undefined}
-          data-value={weight ? String(weight[i]) : undefined}
+          data-value={weight ? String(w) : undefined}
         >
-          {weight ? fmt(weight[i], 6) : ''}
+          {weight ? fmt(w, 6) : ''}
         </span>
+        {delta && (
+          <span
+            className={d === 0 ? 'c-num c-delta muted' : d > 0 ? 'c-num c-delta up' : 'c-num c-delta down'}
+            data-testid={`rollout-delta-${r.rolloutId}`}
+          >
+            {d === 0 ? '·' : `${d > 0 ? '+' : ''}${fmt(d, 3)}`}
+          </span>
+        )}
         <span className="c-num">{r.finalReward === null ? '—' : fmt(r.finalReward, 3)}</span>
-        <span className="c-grp" title={r.dataId}>
-          {middleEllipsis(r.dataId, props.groupChars ?? 16)}
+        <span className="c-grp">
+          <IdText id={r.dataId} prefix={groupPrefix} />
         </span>
         <span className="c-num">{r.calls.length}</span>
-        <span className={b.length ? 'c-merge warn' : 'c-merge'}>{merge}</span>
-        {anyFailed && <span className="c-fail bad">{failure}</span>}
+        <span className={b.length ? 'c-merge warn' : 'c-merge'} title={merge || undefined}>
+          {merge}
+        </span>
+        {anyFailed && (
+          <span className="c-fail bad" title={failure || undefined}>
+            {failure}
+          </span>
+        )}
       </div>
     );
   };
   return (
-    <div className={anyFailed ? 'rolloutlist' : 'rolloutlist nofail'}>
+    <div className={cls}>
       <div className="rrow rhead" aria-hidden="true">
         <span className="c-id">rollout</span>
-        <span className="c-num">weight</span>
+        <span className="c-num" title={`${sign.label}: Σ over the rollout's tokens (${sign.help})`}>
+          {sign.short}
+        </span>
+        {delta && (
+          <span className="c-num" title={props.deltaTitle}>
+            Δ
+          </span>
+        )}
         <span className="c-num">reward</span>
         <span className="c-grp">group</span>
         <span className="c-num">calls</span>

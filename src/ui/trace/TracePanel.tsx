@@ -1,16 +1,22 @@
-import { useCallback, useEffect, useMemo } from 'react';
+import { useCallback, useEffect, useMemo, useRef } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
-import { NoTrace } from '../ImportBar';
-import { isTypingTarget } from '../keyboard';
-import { indexBatch } from '../lab/derive';
+import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
+import { ExportButtons } from '../components/ExportButtons';
+import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
+import { isTextField } from '../keyboard';
+import { callPositions, indexBatch } from '../lab/derive';
+import { tokensCsv, tokensJson } from '../lab/exportView';
 import { useLab } from '../lab/labStore';
+import { resolveOptions } from '../lab/options';
+import { equalRewardReason, groupRewards, isStale, useWeightSign } from '../lab/present';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
-import { COLOR_BY, COLOR_BY_LABEL, type ColorBy, scaleFor } from '../tokens/quantities';
+import { COLOR_BY, type ColorBy, colorByLabel, scaleFor } from '../tokens/quantities';
 import { CallView } from './CallView';
 import { MergeView } from './MergeView';
 import { RetokView } from './RetokView';
 import { RolloutList } from './RolloutList';
+import { batchTokenView, callTokenView } from './tokenView';
 
 const VIEW_LABEL: Record<TraceView, string> = { call: 'Call', retok: 'Retokenization', merge: 'Merge' };
 
@@ -39,7 +45,31 @@ export function useRolloutRows() {
   }, [trace, batch, failures]);
 }
 
-export function ColorControl(props: { available: Set<ColorBy> }) {
+/** The sign convention of every weight on the page (a URL field): the push −∂L/∂logπ or ∂L/∂logπ. */
+export function SignControl(props: { id: string }) {
+  const sign = useView((s) => s.sign);
+  const set = useView((s) => s.set);
+  const current = WEIGHT_SIGNS.find((s) => s.name === sign);
+  return (
+    <span className="field">
+      <label htmlFor={props.id}>Weights as</label>
+      <select
+        id={props.id}
+        value={sign}
+        title={current?.help}
+        onChange={(e) => set({ sign: e.target.value as WeightSignName })}
+      >
+        {WEIGHT_SIGNS.map((s) => (
+          <option key={s.name} value={s.name} title={s.help}>
+            {s.label}
+          </option>
+        ))}
+      </select>
+    </span>
+  );
+}
+
+export function ColorControl(props: { available: Set<ColorBy>; sign: WeightSign }) {
   const colorBy = useView((s) => s.colorBy);
   const set = useView((s) => s.set);
   return (
@@ -48,7 +78,7 @@ export function ColorControl(props: { available: Set<ColorBy> }) {
       <select id="color-by" value={colorBy} onChange={(e) => set({ colorBy: e.target.value as ColorBy })}>
         {COLOR_BY.map((k) => (
           <option key={k} value={k} disabled={!props.available.has(k)}>
-            {COLOR_BY_LABEL[k]}
+            {colorByLabel(k, props.sign)}
             {props.available.has(k) ? '' : ' (not in this trace)'}
           </option>
         ))}
@@ -57,37 +87,55 @@ export function ColorControl(props: { available: Set<ColorBy> }) {
   );
 }
 
+/** Names what the two ends of a signed colouring mean (blue is always the reinforced side). */
+function legendEnds(colorBy: ColorBy, sign: WeightSign): [string, string] | undefined {
+  if (colorBy === 'weight')
+    return sign.reinforced === 'positive' ? ['suppressed', 'reinforced'] : ['reinforced', 'suppressed'];
+  if (colorBy === 'advantage') return ['below baseline', 'above'];
+  return undefined;
+}
+
 export function TracePanel() {
   const trace = useLab((s) => s.trace);
   const res = useLab((s) => s.result);
   const tokenText = useLab((s) => s.tokenText);
   const computeError = useLab((s) => s.computeError);
+  const stale = useLab((s) => isStale(s.requestedOptions, s.resultOptions));
+  const source = useLab((s) => s.summary?.name ?? '');
   const { call, colorBy, traceView, set } = useView();
+  const view = useView();
+  const sign = useWeightSign();
   const selected = useSelectedRollout();
   const derived = useRolloutRows();
   const rollouts = trace?.rollouts ?? [];
   const rollout = selected >= 0 ? rollouts[selected] : undefined;
   const nCalls = rollout?.calls.length ?? 0;
   const callIndex = Math.min(Math.max(0, call), Math.max(0, nCalls - 1));
+  const panel = useRef<HTMLDivElement>(null);
   const select = useCallback(
     (i: number) => set({ rollout: rollouts[i].rolloutId, call: 0 }),
     [rollouts, set],
   );
 
+  // ←/→ step calls wherever the focus is in the trace view (buttons and selects included; the token chips use
+  // them to move between tokens); j/k step rollouts unless the focus is in a text field.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.altKey || e.ctrlKey || e.metaKey || isTypingTarget(e.target)) return;
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || isTextField(e.target)) return;
       const st = useView.getState();
       const tr = useLab.getState().trace;
       if (!tr || tr.rollouts.length === 0) return;
+      const target = e.target as Node | null;
+      const inView =
+        target === document.body || target === document.documentElement || panel.current?.contains(target);
       const cur = Math.max(
         0,
         tr.rollouts.findIndex((r) => r.rolloutId === st.rollout),
       );
       const n = tr.rollouts[cur].calls.length;
       const c = Math.min(Math.max(0, st.call), Math.max(0, n - 1));
-      if (e.key === 'ArrowRight') st.set({ call: Math.min(n - 1, c + 1) });
-      else if (e.key === 'ArrowLeft') st.set({ call: Math.max(0, c - 1) });
+      if ((e.key === 'ArrowRight' || e.key === 'ArrowLeft') && inView)
+        st.set({ call: e.key === 'ArrowRight' ? Math.min(n - 1, c + 1) : Math.max(0, c - 1) });
       else if (e.key === 'j' || e.key === 'k') {
         const next = Math.min(tr.rollouts.length - 1, Math.max(0, cur + (e.key === 'j' ? 1 : -1)));
         st.set({ rollout: tr.rollouts[next].rolloutId, call: 0 });
@@ -107,8 +155,13 @@ export function TracePanel() {
           : colorBy === 'logprob'
             ? (res?.batch.responseLogProbs ?? undefined)
             : undefined;
-    return scaleFor(colorBy, values, res?.batch.mask);
-  }, [res, colorBy]);
+    // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
+    return scaleFor(colorBy, values, res?.batch.mask, sign);
+  }, [res, colorBy, sign]);
+  const weightScale = useMemo(
+    () => (colorBy === 'weight' ? scale : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign)),
+    [res, colorBy, scale, sign],
+  );
   const available = useMemo(() => {
     const s = new Set<ColorBy>();
     if (res) {
@@ -117,38 +170,70 @@ export function TracePanel() {
     } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
     return s;
   }, [res, rollouts]);
+  const options = resolveOptions(view);
+  const zeroReason = useMemo(() => {
+    if (!trace || !res || selected < 0 || res.rolloutWeight[selected] !== 0) return null;
+    const g = groupRewards(trace, res, options.rewardFillnaValue).get(trace.rollouts[selected].dataId);
+    return equalRewardReason(g, options);
+  }, [trace, res, selected, options]);
 
   if (!trace) return <NoTrace />;
+  const exportTokens = () => {
+    const r = rollouts[selected];
+    const c = r.calls[callIndex];
+    const pos =
+      res && derived ? callPositions(res.batch, derived.index, selected, callIndex) : new Int32Array(0);
+    const v = res && pos.length ? batchTokenView(res, pos, tokenText, sign) : callTokenView(c, tokenText);
+    return {
+      rolloutId: r.rolloutId,
+      call: callIndex,
+      positions: Array.from({ length: v.ids.length }, (_, i) => i),
+      ids: v.ids,
+      texts: v.texts,
+      quantities: v.quantities,
+    };
+  };
   return (
-    <div className="trace-layout">
+    <div className="trace-layout" ref={panel}>
       <aside className="side">
         <h2>
           Rollouts <span className="muted">({rollouts.length})</span>
         </h2>
-        <RolloutList
-          rollouts={rollouts}
-          selected={selected}
-          onSelect={select}
-          rows={derived?.rows}
-          breaks={derived?.breaks}
-          weight={res?.rolloutWeight}
-          testPrefix="rollout-row"
-        />
+        <div className={stale ? 'stale-dim' : undefined}>
+          <RolloutList
+            rollouts={rollouts}
+            selected={selected}
+            onSelect={select}
+            rows={derived?.rows}
+            breaks={derived?.breaks}
+            weight={res?.rolloutWeight}
+            sign={sign}
+            testPrefix="rollout-row"
+          />
+        </div>
         <p className="muted keys">
-          <kbd>j</kbd>/<kbd>k</kbd> rollout · <kbd>←</kbd>/<kbd>→</kbd> call
+          <kbd>j</kbd>/<kbd>k</kbd> rollout · <kbd>←</kbd>/<kbd>→</kbd> call · <kbd>Tab</kbd> into the tokens,
+          then arrows
         </p>
       </aside>
       {rollout ? (
-        <section className="detail" aria-label="Selected rollout">
+        <section
+          className="detail"
+          aria-label="Selected rollout"
+          aria-busy={stale ? 'true' : 'false'}
+          data-stale={stale ? 'true' : 'false'}
+          data-testid="trace-detail"
+        >
+          <PreviousTraceNote />
           <div className="toolbar">
-            <h2 data-testid="rollout-title">
-              {rollout.rolloutId}
+            <h2 data-testid="rollout-title" title={rollout.rolloutId}>
+              <span className="title-id">{rollout.rolloutId}</span>{' '}
               <span className="muted">
-                {' '}
-                group {rollout.dataId} · reward {rollout.finalReward ?? '—'} · {rollout.state}
+                group <span title={rollout.dataId}>{rollout.dataId}</span> · reward{' '}
+                {rollout.finalReward ?? '—'} · {rollout.state}
               </span>
             </h2>
-            <div className="stepper">
+            <div className="stepper" data-testid="call-stepper">
               <button
                 type="button"
                 aria-label="Previous call"
@@ -169,27 +254,48 @@ export function TracePanel() {
                 →
               </button>
             </div>
-            <fieldset className="segmented">
+            {/* toggle buttons, not radios: radios would take ←/→ for themselves */}
+            <fieldset className="segmented" data-testid="view-switch">
               <legend className="sr-only">View</legend>
               {TRACE_VIEWS.map((v) => (
-                <label key={v} className={v === traceView ? 'on' : undefined}>
-                  <input
-                    type="radio"
-                    name="trace-view"
-                    checked={v === traceView}
-                    onChange={() => set({ traceView: v })}
-                  />
+                <button
+                  key={v}
+                  type="button"
+                  aria-pressed={v === traceView}
+                  className={v === traceView ? 'on' : undefined}
+                  onClick={() => set({ traceView: v })}
+                >
                   {VIEW_LABEL[v]}
-                </label>
+                </button>
               ))}
             </fieldset>
-            <ColorControl available={available} />
-            <Legend
-              label={COLOR_BY_LABEL[colorBy]}
-              scale={scale}
-              hint={colorBy === 'weight' ? 'blue raises the token’s log-prob, red lowers it' : undefined}
-            />
+            <SignControl id="trace-sign" />
+            {traceView !== 'retok' && (
+              <>
+                <ColorControl available={available} sign={sign} />
+                <Legend
+                  label={colorBy === 'weight' ? sign.symbol : colorByLabel(colorBy, sign)}
+                  scale={scale}
+                  ends={legendEnds(colorBy, sign)}
+                />
+              </>
+            )}
+            {traceView === 'call' && nCalls > 0 && (
+              <ExportButtons
+                source={source}
+                what={`call-${callIndex + 1}-tokens`}
+                testId="export-tokens"
+                csv={() => tokensCsv(exportTokens())}
+                json={() => tokensJson({ options, sign, source }, exportTokens())}
+              />
+            )}
           </div>
+          <StaleNote />
+          {zeroReason && (
+            <p className="note" data-testid="zero-weight-note">
+              Every weight of this rollout is 0: {zeroReason}.
+            </p>
+          )}
           {computeError && (
             <p className="bad" role="alert">
               Could not build training rows: {computeError}
@@ -198,39 +304,44 @@ export function TracePanel() {
           {rollout.state === 'failed' && (
             <p className="bad">Rollout failed: {rollout.error ?? 'no reason given'}</p>
           )}
-          {nCalls === 0 ? (
-            <p className="muted">This rollout recorded no calls.</p>
-          ) : traceView === 'merge' ? (
-            res && derived ? (
-              <MergeView
+          <div className={stale ? 'stale-dim' : undefined}>
+            {nCalls === 0 ? (
+              <p className="muted">This rollout recorded no calls.</p>
+            ) : traceView === 'merge' ? (
+              res && derived ? (
+                <MergeView
+                  rollout={rollout}
+                  rolloutIndex={selected}
+                  res={res}
+                  index={derived.index}
+                  breaks={derived.breaks[selected]}
+                  tokenText={tokenText}
+                  colorBy={colorBy}
+                  scale={scale}
+                  weightScale={weightScale}
+                  sign={sign}
+                  selectedCall={callIndex}
+                  onSelectCall={(k) => set({ call: k, traceView: 'call' })}
+                />
+              ) : (
+                <p className="muted">Building training rows…</p>
+              )
+            ) : traceView === 'retok' ? (
+              <RetokView rollout={selected} call={callIndex} />
+            ) : (
+              <CallView
                 rollout={rollout}
                 rolloutIndex={selected}
+                callIndex={callIndex}
                 res={res}
-                index={derived.index}
-                breaks={derived.breaks[selected]}
+                index={derived?.index ?? null}
                 tokenText={tokenText}
                 colorBy={colorBy}
                 scale={scale}
-                selectedCall={callIndex}
-                onSelectCall={(k) => set({ call: k, traceView: 'call' })}
+                sign={sign}
               />
-            ) : (
-              <p className="muted">Building training rows…</p>
-            )
-          ) : traceView === 'retok' ? (
-            <RetokView rollout={selected} call={callIndex} />
-          ) : (
-            <CallView
-              rollout={rollout}
-              rolloutIndex={selected}
-              callIndex={callIndex}
-              res={res}
-              index={derived?.index ?? null}
-              tokenText={tokenText}
-              colorBy={colorBy}
-              scale={scale}
-            />
-          )}
+            )}
+          </div>
         </section>
       ) : (
         <p className="muted">The trace has no rollouts.</p>

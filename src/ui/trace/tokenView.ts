@@ -2,6 +2,7 @@
  * Builds the chips' inputs (ids, texts, quantities) for a span of batch positions, or for a call that has no
  * training tokens (dropped, failed, unmerged) from its own engine ids and log-probs.
  */
+import { signedArray, type WeightSign } from '../../core/pipeline/sign';
 import type { ModelCall } from '../../core/trace/types';
 import { gather } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
@@ -27,15 +28,17 @@ function has(values: ArrayLike<number>): boolean {
   return false;
 }
 
+/** Quantities of batch positions; the weight in the sign convention `sign` (labelled with it). */
 export function batchTokenView(
   res: ComputeResult,
   positions: Int32Array,
   tokenText: Map<number, string>,
+  sign: WeightSign,
 ): TokenView {
   const { batch } = res;
   const ids = Int32Array.from(positions, (p) => batch.responseIds[p]);
   const q: TokenQuantity[] = [
-    { key: 'weight', label: 'effective weight', values: gather(res.tokenWeight, positions) },
+    { key: 'weight', label: sign.label, values: signedArray(gather(res.tokenWeight, positions), sign) },
     { key: 'advantage', label: 'advantage', values: gather(res.tokenAdvantage, positions) },
     { key: 'logprob', label: 'log-prob (engine)', values: gather(batch.responseLogProbs, positions) },
     { key: 'mask', label: 'loss mask', values: gather(batch.mask, positions) },
