@@ -64,7 +64,10 @@ export function ImportBar(props: {
     openFile(e.dataTransfer.files[0]);
   };
   const nCalls = trace?.rollouts.reduce((s, r) => s + r.calls.length, 0) ?? 0;
-  const fromSample = props.samples.some((s) => s.name === source);
+  // after a failed import the select names what is still on screen, not the source that failed
+  const shownKind = useLab((s) => s.shownKind);
+  const shown = importError && trace ? (shownKind === 'url' ? (summary?.name ?? source) : null) : source;
+  const fromSample = props.samples.some((s) => s.name === shown);
   return (
     <section
       className={dragging ? 'importbar dragging' : 'importbar'}
@@ -80,10 +83,10 @@ export function ImportBar(props: {
         <label htmlFor="sample">Sample</label>
         <select
           id="sample"
-          value={fromSample || !source ? props.sample : ''}
+          value={fromSample || !shown ? props.sample : ''}
           onChange={(e) => props.onSample(e.target.value)}
         >
-          {!fromSample && source && <option value="">— a file —</option>}
+          {!fromSample && (shown || source) && <option value="">— a file —</option>}
           {props.samples.map((s) => (
             <option key={s.name} value={s.name} title={s.description}>
               {s.name}

@@ -222,6 +222,61 @@ describe('the explorer reads right and looks right', () => {
     await page.close();
   });
 
+  it('says why every weight is 0 when each group’s rollouts got one reward', async () => {
+    // every group of this sample succeeds twice: GRPO has nothing to prefer
+    const page = await open(browser, '#tab=advantages&sample=search-scripted', errors);
+    const note = page.getByTestId('zero-weights-note');
+    await expect
+      .poll(() => note.textContent())
+      .toMatch(
+        /^Every weight is 0: in each of the \d+ groups all rollouts got the same reward \(1\), so grpo/,
+      );
+    await page.getByRole('tab', { name: 'Trace' }).click();
+    expect(await page.getByTestId('zero-weight-note').textContent()).toMatch(
+      /Every weight of this rollout is 0: its 2 rollouts all got reward 1, so grpo gives each the advantage 0/,
+    );
+    // the default sample has none: its groups mix successes and failures
+    await page.getByLabel('Sample', { exact: true }).selectOption(first.name);
+    await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain(first.name);
+    await page.getByRole('tab', { name: 'Advantages' }).click();
+    await page.locator('[data-testid^="rollout-weight-"]').first().waitFor();
+    expect(await page.getByTestId('zero-weights-note').count()).toBe(0);
+    await page.close();
+  });
+
+  it('shows what a toggle moved: the previous values as ghosts and a Δ column', async () => {
+    const page = await open(browser, '#tab=advantages', errors);
+    await page.locator('[data-testid^="rollout-weight-"]').first().waitFor();
+    expect(await page.locator('[data-testid^="rollout-delta-"]').count()).toBe(0);
+    const before = coreWeights(defaultRollouts, 'push');
+    await page.getByLabel('Loss mode', { exact: true }).selectOption('token-mean');
+    const after = coreWeights(defaultRollouts, 'push', { lossMode: 'token-mean' });
+    await expect.poll(async () => sameWeights(await shownWeights(page), after)).toEqual([]);
+    expect(await page.getByTestId('change-note').textContent()).toContain(
+      'loss mode per_rollout_mean → token-mean',
+    );
+    const deltas = await page
+      .locator('[data-testid^="rollout-delta-"]')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-testid'), e.textContent]));
+    expect(deltas.length).toBe(defaultRollouts.length);
+    let moved = 0;
+    for (const [id, text] of deltas) {
+      const r = String(id).slice('rollout-delta-'.length);
+      const d = (after.get(r) ?? 0) - (before.get(r) ?? 0);
+      if (d === 0) expect(text).toBe('·');
+      else {
+        moved++;
+        expect(Math.abs(Number(String(text).replace('−', '-').replace('+', '')) - d)).toBeLessThan(
+          Math.abs(d) * 1e-2,
+        );
+      }
+    }
+    expect(moved).toBeGreaterThan(0);
+    expect(await page.getByTestId('hist-ghost').count()).toBe(2);
+    expect(await page.getByTestId('group-ghost').count()).toBeGreaterThan(0);
+    await page.close();
+  });
+
   for (const tab of ['trace', 'advantages'] as const)
     it(`lays out the ${tab} view at 1024×768 without overlapping or cut headers`, async () => {
       const page = await open(browser, `#tab=${tab}`, errors, 1024, 768);

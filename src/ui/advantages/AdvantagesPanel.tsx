@@ -108,8 +108,10 @@ export function AdvantagesPanel() {
   };
   const [lowColor, highColor] =
     sign.reinforced === 'positive' ? [SUPPRESSED, REINFORCED] : [REINFORCED, SUPPRESSED];
+  const failedSource = useLab((s) => (s.importError ? s.failedSource : null));
   return (
-    <div className="adv-layout">
+    <div className={failedSource ? 'adv-layout shows-previous' : 'adv-layout'}>
+      {failedSource && <PreviousTraceNote />}
       <form className="side" aria-label="Algorithm options" onSubmit={(e) => e.preventDefault()}>
         <h2>Options</h2>
         <SignControl id="adv-sign" />
@@ -140,7 +142,6 @@ export function AdvantagesPanel() {
         ) : (
           <>
             <div className="adv-head wide">
-              <PreviousTraceNote />
               <div className="definition">
                 <span className="muted">effective weight of token t, at ratio 1:</span>{' '}
                 <Tex

@@ -106,9 +106,10 @@ export const GroupChart = memo(function GroupChart(props: {
               <div className="grow" title={title} data-testid="group-row" data-group={r.key}>
                 <span className="glabel">
                   <IdText id={r.key} prefix={prefix} />
+                </span>
+                <span className="muted equal-col">
                   {props.equal?.has(r.key) && (
-                    <span className="muted equal" title="every rollout of the group got the same reward">
-                      {' '}
+                    <span className="equal" title="every rollout of the group got the same reward">
                       =
                     </span>
                   )}

@@ -104,8 +104,8 @@ export function zeroWeightsReason(trace: TraceBatch, res: ComputeResult, o: Trai
     return (
       `every weight is 0: in each of the ${n} group${n === 1 ? '' : 's'} all rollouts got the same reward ` +
       `(${rewards.slice(0, 4).join(', ')}${rewards.length > 4 ? ', …' : ''}), so ${est.name} (${est.label}) ` +
-      'gives every token the advantage 0 — there is nothing to prefer within a group. A sample whose groups mix ' +
-      'successes and failures (coding-mixed) shows non-zero weights.'
+      'gives every token the advantage 0: there is nothing to prefer within a group. Weights appear where a ' +
+      "group's rollouts got different rewards."
     );
   }
   return `every weight is 0: ${est.name} gives every trained token the advantage 0 on this batch.`;

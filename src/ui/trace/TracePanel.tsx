@@ -102,6 +102,7 @@ export function TracePanel() {
   const computeError = useLab((s) => s.computeError);
   const stale = useLab((s) => isStale(s.requestedOptions, s.resultOptions));
   const source = useLab((s) => s.summary?.name ?? '');
+  const failedSource = useLab((s) => (s.importError ? s.failedSource : null));
   const { call, colorBy, traceView, set } = useView();
   const view = useView();
   const sign = useWeightSign();
@@ -194,7 +195,8 @@ export function TracePanel() {
     };
   };
   return (
-    <div className="trace-layout" ref={panel}>
+    <div className={failedSource ? 'trace-layout shows-previous' : 'trace-layout'} ref={panel}>
+      {failedSource && <PreviousTraceNote />}
       <aside className="side">
         <h2>
           Rollouts <span className="muted">({rollouts.length})</span>
@@ -224,7 +226,6 @@ export function TracePanel() {
           data-stale={stale ? 'true' : 'false'}
           data-testid="trace-detail"
         >
-          <PreviousTraceNote />
           <div className="toolbar">
             <h2 data-testid="rollout-title" title={rollout.rolloutId}>
               <span className="title-id">{rollout.rolloutId}</span>{' '}
