@@ -266,7 +266,7 @@ describe('the explorer reads right and looks right', () => {
       if (d === 0) expect(text).toBe('·');
       else {
         moved++;
-        expect(Math.abs(Number(String(text).replace('−', '-').replace('+', '')) - d)).toBeLessThan(
+        expect(Math.abs(Number(String(text).replace(/−/g, '-').replace('+', '')) - d)).toBeLessThan(
           Math.abs(d) * 1e-2,
         );
       }
@@ -388,7 +388,7 @@ describe('the explorer reads right and looks right', () => {
       els
         .map((e) => [
           e.getBoundingClientRect().top,
-          Number((e.querySelector('.gval')?.textContent ?? '').replace('−', '-')),
+          Number((e.querySelector('.gval')?.textContent ?? '').replace(/−/g, '-')),
         ])
         .sort((x, y) => x[0] - y[0])
         .map((x) => x[1]),

@@ -57,7 +57,7 @@ async function displayedWeights(page: Page): Promise<Map<string, { text: number;
   const out = new Map<string, { text: number; value: number }>();
   for (const [id, text, value] of cells)
     out.set(String(id).slice('rollout-weight-'.length), {
-      text: Number(String(text).replace('−', '-')),
+      text: Number(String(text).replace(/−/g, '-')),
       value: Number(value),
     });
   return out;

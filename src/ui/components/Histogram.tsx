@@ -53,6 +53,7 @@ export function binValues(
 }
 
 const H = 120;
+const ZERO_BIN = '#9aa0ad';
 const PAD = { l: 34, r: 8, t: 6, b: 20 };
 
 /**
@@ -111,7 +112,8 @@ export const Histogram = memo(function Histogram(props: {
               width={Math.max(1, bw - 1)}
               y={y(c)}
               height={y(0) - y(c)}
-              fill={mid < 0 ? colors[0] : colors[1]}
+              // the bin around 0 is neither side
+              fill={Math.abs(mid) < (bins.hi - bins.lo) / n / 2 ? ZERO_BIN : mid < 0 ? colors[0] : colors[1]}
             >
               <title>
                 {`${fmt(bins.lo + i * ((bins.hi - bins.lo) / n), 3)} … ${fmt(bins.lo + (i + 1) * ((bins.hi - bins.lo) / n), 3)}: ${c} ${props.unit}`}
