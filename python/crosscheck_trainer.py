@@ -11,7 +11,7 @@ off, seq-mean-token-sum-norm's loss_scale_factor):
             → `AglRolloutManager._build_completed_rollout` → python/golden/agl_step.py `train_step_view`: RolloutAdapter,
             the trainer's order (is_drop removal, balance_batch, rewards, rollout-level or row advantages,
             normalize_advantages_by_rollout) and verl's policy losses, ∂L/∂log_prob by autograd at ratio 1;
-  ours      `npm run lab -- analyze <trace> --json --per-token` with the same options.
+  ours      `npm run lab -- analyze <trace> --json --per-token --sign grad` with the same options (∂L/∂logπ, as autograd gives).
 
 Rows are matched by the trainer's order; per token the script compares the estimator's advantages, the advantages
 per_rollout_mean's loss sees, the mask as trained, and every loss mode's weight, with |ours − upstream| ≤
@@ -258,7 +258,7 @@ def main(argv: list[str]) -> int:
                 up = train_step_view(completed, p)
             except Exception as err:  # noqa: BLE001
                 up = {"raises": f"{type(err).__name__}: {err}"}
-            r = subprocess.run(["npm", "run", "-s", "lab", "--", "analyze", trace, "--json", "--per-token", *flags],
+            r = subprocess.run(["npm", "run", "-s", "lab", "--", "analyze", trace, "--json", "--per-token", "--sign", "grad", *flags],
                                cwd=repo, capture_output=True, text=True)
             n_cases += 1
             if "raises" in up:
