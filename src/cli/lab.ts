@@ -20,6 +20,10 @@ const commands: Record<string, () => Promise<Command>> = {
   'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
   agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,
+  'policy-server': async () => (await import('./commands/policy-server')).command,
+  'agl-train': async () => (await import('./commands/agl-train')).command,
+  gateway: async () => (await import('./commands/gateway')).command,
+  cluster: async () => (await import('./commands/cluster')).command,
 };
 
 function help(): string {
