@@ -290,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         code = trainer.proc.returncode
         if code != 0:
             say(f"{MARK}error trainer exited with code {code}")
-    except RuntimeError as e:
-        say(f"{MARK}error {e}")
+    except Exception as e:  # any start-up failure ends the job with its reason on one line the gateway reads
+        say(f"{MARK}error {e if isinstance(e, RuntimeError) else f'{type(e).__name__}: {e}'}")
         code = 1
     finally:
         tail_stop.set()

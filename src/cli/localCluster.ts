@@ -149,10 +149,28 @@ export async function startHead(o: HeadOptions): Promise<HeadInfo> {
   throw new Error(`the Ray head did not come up (${last || 'process exited'}); ${log}:\n${tail}`);
 }
 
-/** Stops the head's process group (SIGTERM, then SIGKILL after `graceMs`). */
-export async function stopHead(dir: string, graceMs = 30_000): Promise<boolean> {
+/**
+ * Stops the jobs still running on the head (Ray starts each job's entrypoint in a session of its own, outside
+ * the head's process group), then the head's process group: SIGTERM, then SIGKILL after `graceMs`.
+ */
+export async function stopHead(dir: string, graceMs = 20_000): Promise<boolean> {
   const info = headInfo(resolve(dir));
   if (!info) return false;
+  const token =
+    info.tokenFile && existsSync(info.tokenFile) ? readFileSync(info.tokenFile, 'utf8').trim() : null;
+  const client = new RayJobsClient({ address: info.dashboard, token, timeoutMs: 5000 });
+  try {
+    const live = (await client.jobs()).filter((j) => j.status === 'PENDING' || j.status === 'RUNNING');
+    for (const j of live) await client.stop(j.submissionId).catch(() => false);
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const still = (await client.jobs()).filter((j) => j.status === 'PENDING' || j.status === 'RUNNING');
+      if (still.length === 0) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } catch {
+    // the dashboard is already gone: nothing to stop through it
+  }
   const group = -info.pid;
   const groupAlive = () => {
     try {
