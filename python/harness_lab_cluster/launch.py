@@ -80,7 +80,7 @@ class Child:
             self.tail = (self.tail + [line])[-40:]
             if self._on_line:
                 self._on_line(line)
-            if not _ACCESS_LOG.match(line):
+            if not _ACCESS_LOG.search(line):
                 say(f"[{self.name}] {line}")
 
     def stop(self, grace: float = 10.0) -> None:

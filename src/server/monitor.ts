@@ -335,6 +335,7 @@ export class RunMonitor {
   private async aglLoop(signal: AbortSignal): Promise<void> {
     let backoff = this.opts.aglPollMs ?? 300;
     let outage = false;
+    let failures = 0;
     let client: AglGatewayClient | null = null;
     let finalPass = false;
     while (!signal.aborted) {
@@ -354,6 +355,7 @@ export class RunMonitor {
         const page = await client.terminal(run.rolloutCursor, 50);
         if (outage) this.info(`the job's Agent Lightning gateway at ${run.aglUrl} is reachable again`);
         outage = false;
+        failures = 0;
         backoff = this.opts.aglPollMs ?? 300;
         const rollouts: Omit<StoredRollout, 'seq'>[] = [];
         for (const it of page.items) {
@@ -370,8 +372,13 @@ export class RunMonitor {
         if (page.items.length === 50) continue; // more waiting
       } catch (e) {
         if (finalPass) return; // the job is over and its gateway with it
-        if (!outage) this.notice(`${(e as Error).message}; retrying with backoff`);
-        outage = true;
+        // A job that ends takes its gateway down a moment before Ray reports the end: only a failure that
+        // outlasts a few polls while the job still runs is an outage worth reporting.
+        failures++;
+        if (!outage && failures >= 3 && !this.jobTerminal) {
+          this.notice(`${(e as Error).message}; retrying with backoff`);
+          outage = true;
+        }
         backoff = Math.min(backoff * 2, 5000);
       }
       await sleep(backoff, signal);

@@ -280,6 +280,8 @@ export interface AglSourceOptions {
   agentClass: string;
   envMap: Record<string, string>;
   rolloutTimeoutSeconds?: number;
+  /** recorded in each rollout's metadata (`tokenizer`) so viewers decode its ids with the right vocabulary */
+  tokenizer?: string;
   /** how long after consumption a rollout is deleted (upstream: the manager's next poll, ~1 s) */
   deleteAfterMs?: number;
   pollMs?: number;
@@ -325,7 +327,12 @@ export class AglRolloutSource implements RolloutSource {
             timeout_seconds: this.opts.rolloutTimeoutSeconds ?? 600,
             local: { agent_class: this.opts.agentClass, env_map: this.opts.envMap },
           },
-          metadata: { data_id: task.data_id, batch_idx: step, sample_idx_in_batch: t },
+          metadata: {
+            data_id: task.data_id,
+            batch_idx: step,
+            sample_idx_in_batch: t,
+            ...(this.opts.tokenizer ? { tokenizer: this.opts.tokenizer } : {}),
+          },
         });
       }
     });

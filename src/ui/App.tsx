@@ -5,6 +5,7 @@ import { ImportBar } from './ImportBar';
 import { useLab, warmLabWorker } from './lab/labStore';
 import { resolveOptions } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
+import { RemotePanel } from './remote/RemotePanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
@@ -41,12 +42,7 @@ const tabs: TabDef<Tab>[] = [
   {
     id: 'remote',
     label: 'Remote',
-    render: () => (
-      <Placeholder title="Remote">
-        Connect to a gateway that drives full-scale runs on a Ray cluster and stream their traces into these
-        views.
-      </Placeholder>
-    ),
+    render: () => <RemotePanel />,
   },
 ];
 

@@ -31,6 +31,8 @@ export interface ViewState {
   lossMode: string;
   clipLow: number;
   clipHigh: number;
+  /** the Remote tab's selected run id */
+  run: string;
 }
 
 export const viewSchema: Schema<ViewState> = {
@@ -50,6 +52,7 @@ export const viewSchema: Schema<ViewState> = {
   lossMode: { key: 'loss', codec: codecs.string, default: 'token-mean' },
   clipLow: { key: 'clo', codec: codecs.number, default: 0.2 },
   clipHigh: { key: 'chi', codec: codecs.number, default: 0.2 },
+  run: { key: 'run', codec: codecs.string, default: '' },
 };
 
 interface Store extends ViewState {

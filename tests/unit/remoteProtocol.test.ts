@@ -29,6 +29,7 @@ import {
   parseConsoleLine,
   parseFileLoggerLine,
 } from '../../src/train/verlLog';
+import { paramsFromView } from '../../src/ui/remote/prefill';
 
 const templates = jobTemplates(HARNESS_CATALOGUE);
 
@@ -230,5 +231,48 @@ describe("verl's console and file loggers", () => {
     expect(() => parseFileLoggerLine('{"step":-1,"data":{}}')).toThrow(/step must be a non-negative integer/);
     expect(() => parseFileLoggerLine('{"step":1}')).toThrow(/data must be an object/);
     expect(() => parseFileLoggerLine('{oops')).toThrow(/not JSON/);
+  });
+});
+
+describe('the template form pre-filled from the Advantages settings', () => {
+  const view = {
+    estimator: 'rloo',
+    normAdvByStd: false,
+    rolloutLevel: false,
+    lossMode: 'seq-mean-token-sum-norm',
+    level: 'transition',
+    clipLow: 0.1,
+    clipHigh: 0.28,
+    maxPromptLength: 8192,
+    maxResponseLength: 8192,
+  };
+  it('takes every setting the template accepts and keeps defaults for the rest', () => {
+    const cpu = paramsFromView(view, templates['agl-cpu']);
+    expect(cpu.params).toMatchObject({
+      adv_estimator: 'rloo',
+      norm_adv_by_std_in_grpo: false,
+      enable_rollout_level_advantage: false,
+      loss_agg_mode: 'seq-mean-token-sum-norm',
+      policy_loss_mode: 'vanilla',
+      trace_aggregator_level: 'transition',
+      clip_ratio_low: 0.1,
+      clip_ratio_high: 0.28,
+      // beyond the policy's 256-token context: the template's defaults stay
+      max_prompt_length: 200,
+      max_response_length: 48,
+    });
+    expect(cpu.taken).not.toContain('max_prompt_length');
+    const verl = paramsFromView(view, templates['agl-verl']);
+    expect(verl.params.max_prompt_length).toBe(8192);
+    expect(verl.taken).toContain('max_response_length');
+  });
+  it("maps Agent Lightning's per_rollout_mean to the policy loss, and an estimator not offered to the default", () => {
+    const p = paramsFromView(
+      { ...view, lossMode: 'per_rollout_mean', estimator: 'remax' },
+      templates['agl-cpu'],
+    ).params;
+    expect(p.policy_loss_mode).toBe('per_rollout_mean');
+    expect(p.loss_agg_mode).toBe('token-mean');
+    expect(p.adv_estimator).toBe('grpo');
   });
 });

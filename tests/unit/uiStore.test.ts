@@ -22,6 +22,7 @@ describe('the page view in the URL', () => {
       lossMode: 'per_rollout_mean',
       clipLow: 0.1,
       clipHigh: 0.28,
+      run: 'run-mx4hm6kj-d71499',
     };
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
@@ -42,6 +43,7 @@ describe('the page view in the URL', () => {
       'loss=',
       'clo=',
       'chi=',
+      'run=',
     ])
       expect(hash).toContain(k);
   });

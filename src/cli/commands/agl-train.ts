@@ -94,6 +94,8 @@ export const command: Command = {
       agentClass: AGENT_CLASS,
       envMap: AGENT_ENV_MAP,
       deleteAfterMs: (flags['delete-after-ms'] as number | undefined) ?? 1000,
+      // the policy speaks the project's own vocabulary (the page decodes ids with it)
+      tokenizer: 'policy',
     });
     const metricsFile = flags['metrics-file'] as string | undefined;
     const lossMode: LossMode =

@@ -10,7 +10,7 @@ import { combineTraces, compute, newBuildCache, parseTrace, splitResult } from '
 import { checkToWorker, type FromWorker, type ToWorker } from './protocol';
 import { readStreamText } from './readText';
 import { retokView } from './retokView';
-import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
+import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenizerFor, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -48,7 +48,7 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
 async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const { id, source } = msg;
   // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
-  const tokLoad = tok ? Promise.resolve(tok) : loadQwen3Tokenizer();
+  const tokLoad = loadQwen3Tokenizer();
   tokLoad.catch(() => {}); // awaited (and reported) below
   const progress = (phase: 'read' | 'parse', done: number, total: number) =>
     post({ type: 'progress', id, phase, done, total });
@@ -100,10 +100,13 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
   let tokError: string | null = null;
-  if (ids.length > 0 && !tok) {
+  // a trace names its vocabulary when it is not Qwen3's (the project's policy: remote agl-cpu runs)
+  const wanted = tokenizerFor(parsed.trace);
+  if (ids.length > 0 && tok?.name !== wanted) {
     try {
-      tok = await tokLoad;
+      tok = wanted === 'policy' ? await loadPolicyTokenizer() : await tokLoad;
     } catch (e) {
+      tok = null;
       tokError = message(e);
     }
   }
