@@ -60,7 +60,9 @@ describe('the Remote tab', () => {
     await openRemote(page, '#adv=rloo&loss=seq-mean-token-mean&rla=0');
     expect(page.url()).not.toContain('token=');
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
-    expect(await page.getByTestId('remote-conn').textContent()).toMatch(/^gateway 0\.1\.0 · Ray 2\.60\.0 at http:\/\/127\.0\.0\.1:\d+/);
+    expect(await page.getByTestId('remote-conn').textContent()).toMatch(
+      /^gateway 0\.1\.0 · Ray 2\.60\.0 at http:\/\/127\.0\.0\.1:\d+/,
+    );
     expect(await page.getByTestId('cluster-nodes').textContent()).toBe('1');
     expect(Number(await page.getByTestId('cluster-cpus').textContent())).toBeGreaterThan(0);
     expect(await page.getByTestId('cluster-gpus').textContent()).toBe('0');
@@ -87,22 +89,35 @@ describe('the Remote tab', () => {
       enable_rollout_level_advantage: false,
       total_training_steps: 2,
     });
-    await until('the run to succeed in the page', async () => (await view.getAttribute('data-state')) === 'succeeded', 300_000);
+    await until(
+      'the run to succeed in the page',
+      async () => (await view.getAttribute('data-state')) === 'succeeded',
+      300_000,
+    );
     const chart = page.locator('[data-testid=metric-chart][data-metric="actor/grad_norm"]');
-    await until('both steps in the chart', async () => (await chart.getAttribute('data-points')) === '2', 30_000);
+    await until(
+      'both steps in the chart',
+      async () => (await chart.getAttribute('data-points')) === '2',
+      30_000,
+    );
     expect(await page.getByTestId('rollout-count').textContent()).toMatch(/^8 recorded/);
     expect(await page.getByTestId('log-tail').textContent()).toContain('[harness-lab] agl-gateway');
     await screenshot(page, 'remote-run');
 
     // the rollouts, opened in the Trace view, then their weights in the Advantages view
     await page.getByRole('button', { name: 'Open in Trace and Advantages' }).click();
-    await until('the trace tab', async () => (await page.getByRole('tab', { name: 'Trace' }).getAttribute('aria-selected')) === 'true', 10_000);
+    await until(
+      'the trace tab',
+      async () => (await page.getByRole('tab', { name: 'Trace' }).getAttribute('aria-selected')) === 'true',
+      10_000,
+    );
     await page.getByTestId('import-summary').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('import-summary').textContent()).toMatch(/agl-events/);
     const bundle = await client.json<unknown>('GET', `/api/runs/${id}/rollouts/bundle`);
     const trace = readAglEvents(bundle);
     expect(trace.rollouts.length).toBe(8);
-    for (const r of trace.rollouts) await page.getByTestId(`rollout-row-${r.rolloutId}`).waitFor({ timeout: 30_000 });
+    for (const r of trace.rollouts)
+      await page.getByTestId(`rollout-row-${r.rolloutId}`).waitFor({ timeout: 30_000 });
     await screenshot(page, 'remote-trace');
 
     await page.getByRole('tab', { name: 'Advantages' }).click();
@@ -113,7 +128,12 @@ describe('the Remote tab', () => {
       padTokenId: 0,
       rewardFillnaValue: 0,
     });
-    const ew = effectiveWeights(batch, { advEstimator: 'rloo', normAdvByStd: true, rolloutLevel: false, lossAggMode: 'seq-mean-token-mean' });
+    const ew = effectiveWeights(batch, {
+      advEstimator: 'rloo',
+      normAdvByStd: true,
+      rolloutLevel: false,
+      lossAggMode: 'seq-mean-token-mean',
+    });
     for (const [i, r] of trace.rollouts.entries()) {
       const cell = page.getByTestId(`rollout-weight-${r.rolloutId}`).last();
       await cell.waitFor({ timeout: 30_000 });
@@ -125,7 +145,11 @@ describe('the Remote tab', () => {
     await page.getByRole('tab', { name: 'Remote' }).click();
     await page.getByTestId('runs').waitFor({ timeout: 60_000 });
     expect(await page.locator(`[data-testid=runs] tr[data-run="${id}"]`).count()).toBe(1);
-    await until('the run view after reload', async () => (await page.getByTestId('run-view').getAttribute('data-run')) === id, 30_000);
+    await until(
+      'the run view after reload',
+      async () => (await page.getByTestId('run-view').getAttribute('data-run')) === id,
+      30_000,
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
