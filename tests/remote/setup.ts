@@ -34,8 +34,12 @@ export default async function setup(project: TestProject) {
   const tmp = mkdtempSync(join(tmpdir(), 'hl-remote-'));
   const dist = join(tmp, 'dist');
   await build({ logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
+  // The head's state lives in the project (`.ray-test/`, git-ignored), so that `lab cluster down --dir .ray-test`
+  // (.ci/run's exit trap) stops exactly this head even if the test process itself was killed.
+  const rayDir = join(PROJECT_ROOT, '.ray-test');
+  await stopHead(rayDir); // a head a killed run left behind
   const head = await startHead({
-    dir: join(tmp, 'ray'),
+    dir: rayDir,
     venv,
     port: RAY_PORT,
     dashboardPort: RAY_DASHBOARD_PORT,
@@ -49,7 +53,7 @@ export default async function setup(project: TestProject) {
   project.provide('remoteDist', dist);
   project.provide('rayReadyMs', head.readyMs);
   return async () => {
-    await stopHead(join(tmp, 'ray'));
+    await stopHead(rayDir);
     rmSync(tmp, { recursive: true, force: true });
   };
 }
