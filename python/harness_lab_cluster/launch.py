@@ -9,7 +9,8 @@
 #   1. `agl-server` (the gateway: store + OpenAI-compatible proxy) on a free port, key from $HL_AGL_KEY;
 #   2. `agl-controller runner_type=local`, which runs each rollout's agent (harness_lab_cluster.agent) as a local
 #      subprocess with AGL_OPENAI_BASE_URL / AGL_EVENT_URL / AGL_KEY;
-#   3. the trainer: for `agl-cpu` the project's own trainer (`lab agl-train`) with the project's policy behind
+#   3. the trainer: for `agl-cpu` the project's own trainer (job.json's `trainer_command`, today `lab agl-train`)
+#      with the project's policy behind
 #      `lab policy-server`; for `agl-verl` Agent Lightning's verl trainer (harness_lab_cluster.verl_run).
 #
 # Lines starting with "[harness-lab] " are for the gateway that reads the job's log: `agl-gateway {"url": …}`
@@ -256,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     node,
                     str(lab_js),
-                    "agl-train",
-                    *job["trainer_args"],
+                    # the trainer command and its arguments come from job.json (server/jobs.ts)
+                    *job["trainer_command"],
                     "--agl-url",
                     local_url,
                     "--policy-url",

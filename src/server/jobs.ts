@@ -43,7 +43,8 @@ const JOBS: Record<TemplateName, TemplateJob> = {
         '--port',
         '0',
       ],
-      trainer_args: ['--job', 'job.json', '--tokenizer', 'tokenizer'],
+      // the cluster CLI command that trains; the launcher appends --agl-url, --policy-url, --model, --metrics-file
+      trainer_command: ['agl-train', '--job', 'job.json', '--tokenizer', 'tokenizer'],
       max_parallel_rollouts: (p.train_batch_size as number) * (p.rollout_n as number),
     }),
     entrypointNumCpus: 1,

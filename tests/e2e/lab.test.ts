@@ -242,6 +242,8 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     if (target.calls.length > 1) await page.getByRole('button', { name: 'Next call' }).click();
     const wantCall = target.calls.length > 1 ? 2 : 1;
     await expect.poll(() => page.url()).toContain('color=advantage');
+    // the hash is written once per burst of changes: wait for the call change too, not only the colouring
+    if (wantCall > 1) await expect.poll(() => page.url()).toContain(`c=${wantCall - 1}`);
     const copied = page.url();
     const weightsBefore = await displayedWeights(page);
 

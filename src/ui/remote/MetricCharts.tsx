@@ -75,8 +75,8 @@ export const MetricCharts = memo(function MetricCharts(props: {
                     />
                     <YAxis
                       fontSize={10}
-                      width={48}
-                      tickFormatter={(v: number) => fmt(v, 3)}
+                      width={56}
+                      tickFormatter={(v: number) => fmt(v, 5)}
                       domain={['auto', 'auto']}
                     />
                     <Tooltip
