@@ -27,6 +27,8 @@ def task_rows(params: dict, split: str, count: int) -> list[dict]:
                 "seed": int(params["seed"]),
                 "index": i,
                 "behaviour": params["behaviour"],
+                # the task id: the gateway's terminal listing reports it as data_id, so viewers group by task
+                "data_id": f"{params['harness']}-{split}-s{int(params['seed'])}-{i}",
                 "extra_info": {"index": i},
             }
         )
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("job")
     parser.add_argument("--agl-url", required=True)
+    parser.add_argument(
+        "--dry-run", action="store_true", help="compose the config and build the datasets, print them, do not train"
+    )
     args = parser.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
     params = job["params"]
@@ -52,6 +57,23 @@ def main(argv: list[str] | None = None) -> int:
     batch = int(params["train_batch_size"])
     train = task_rows(params, "train", min(batch * steps, 1_000_000))
     val = task_rows(params, "val", max(1, min(64, batch)))
+
+    if args.dry_run:
+        from omegaconf import OmegaConf
+
+        print(
+            json.dumps(
+                {
+                    "agentlightning.agl_base_url": config.agentlightning.agl_base_url,
+                    "agentlightning.agl_key_is_env": config.agentlightning.agl_key == os.environ["HL_AGL_KEY"],
+                    "trainer.logger": OmegaConf.to_container(config.trainer.logger),
+                    "train_rows": len(train),
+                    "val_rows": len(val),
+                    "first_train_row": train[0],
+                }
+            )
+        )
+        return 0
 
     from agentlightning.verl.entrypoint import run_ppo
 

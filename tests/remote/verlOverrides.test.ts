@@ -106,3 +106,38 @@ describe('agl-verl overrides against the real Agent Lightning + verl configs', (
     );
   });
 });
+
+describe("the agl-verl trainer's launch", () => {
+  it('composes the job.json overrides with the run-time keys and builds the task datasets (dry run)', () => {
+    const { params } = checkTemplateParams(templates, 'agl-verl', {
+      train_batch_size: 4,
+      ppo_mini_batch_size: 4,
+      total_training_steps: 3,
+    });
+    const job = join(dir, 'job.json');
+    writeFileSync(
+      job,
+      JSON.stringify({ template: 'agl-verl', params, hydra_overrides: aglVerlOverrides(params) }),
+    );
+    const out = execFileSync(
+      python,
+      ['-m', 'harness_lab_cluster.verl_run', job, '--agl-url', 'http://127.0.0.1:9', '--dry-run'],
+      { cwd: join(PROJECT_ROOT, 'python'), encoding: 'utf8', env: { ...process.env, HL_AGL_KEY: 'k-123' } },
+    );
+    const got = JSON.parse(out);
+    expect(got).toMatchObject({
+      'agentlightning.agl_base_url': 'http://127.0.0.1:9',
+      'agentlightning.agl_key_is_env': true,
+      'trainer.logger': ['console', 'file'],
+      train_rows: 12,
+      val_rows: 4,
+      first_train_row: {
+        harness: 'instruction',
+        split: 'train',
+        seed: 0,
+        index: 0,
+        data_id: 'instruction-train-s0-0',
+      },
+    });
+  });
+});
