@@ -112,7 +112,19 @@ export const command: Command = {
     });
     const server = await new Promise<ReturnType<typeof serve>>((resolveServer, reject) => {
       const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolveServer(s));
-      s.once('error', reject);
+      s.once('error', (e: NodeJS.ErrnoException) =>
+        reject(
+          e.code === 'EADDRINUSE'
+            ? new UsageError(
+                `port ${port} on ${host} is in use (another gateway or \`vite preview\`?): choose one with --port`,
+              )
+            : e,
+        ),
+      );
+    }).catch(async (e) => {
+      await runs.close();
+      store.close();
+      throw e;
     });
     const addr = server.address();
     const actualPort = typeof addr === 'object' && addr ? addr.port : port;
