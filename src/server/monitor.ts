@@ -350,7 +350,7 @@ export class RunMonitor {
         continue;
       }
       if (!client || client.baseUrl !== run.aglUrl)
-        client = new AglGatewayClient(run.aglUrl, run.aglKey, fetch, 10_000);
+        client = new AglGatewayClient(run.aglUrl, run.aglKey, fetch, 10_000, 0);
       try {
         const page = await client.terminal(run.rolloutCursor, 50);
         if (outage) this.info(`the job's Agent Lightning gateway at ${run.aglUrl} is reachable again`);

@@ -105,7 +105,22 @@ export class RayJobsClient {
     return h;
   }
 
-  private raw(method: string, path: string, body?: Buffer, contentType?: string): Promise<RawReply> {
+  /**
+   * One request. Node's global agent keeps connections alive, and a kept-alive socket the dashboard closed at
+   * the same moment fails with ECONNRESET/EPIPE before anything was processed: a GET is then sent once more.
+   */
+  private async raw(method: string, path: string, body?: Buffer, contentType?: string): Promise<RawReply> {
+    try {
+      return await this.once(method, path, body, contentType);
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (method === 'GET' && (code === 'ECONNRESET' || code === 'EPIPE'))
+        return this.once(method, path, body, contentType);
+      throw e;
+    }
+  }
+
+  private once(method: string, path: string, body?: Buffer, contentType?: string): Promise<RawReply> {
     const url = new URL(path, this.address);
     const headers = this.headers(body ? { 'content-type': contentType ?? 'application/json' } : {});
     if (body) headers['content-length'] = String(body.length);
@@ -119,7 +134,14 @@ export class RayJobsClient {
       });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
       req.on('error', (e: NodeJS.ErrnoException) =>
-        reject(new RayUnreachable(`Ray dashboard at ${this.address} is unreachable: ${e.code ?? e.message}`)),
+        reject(
+          Object.assign(
+            new RayUnreachable(`Ray dashboard at ${this.address} is unreachable: ${e.code ?? e.message}`),
+            {
+              code: e.code,
+            },
+          ),
+        ),
       );
       if (body) req.write(body);
       req.end();

@@ -132,6 +132,12 @@ export function parseTerminalPage(v: unknown): TerminalPage {
   };
 }
 
+/** The most specific reason of a fetch failure (undici puts the socket error in `cause`). */
+export function causeOf(e: unknown): string {
+  const c = (e as { cause?: { code?: string; message?: string } }).cause;
+  return c?.code ?? c?.message ?? (e as Error).message;
+}
+
 /** The gateway's REST API with its key; JSON in and out. */
 export class AglGatewayClient {
   readonly baseUrl: string;
@@ -140,10 +146,17 @@ export class AglGatewayClient {
     private readonly key: string,
     private readonly fetchFn: Fetch = fetch,
     private readonly timeoutMs = 30_000,
+    /** transport-failure retries per call */
+    private readonly retries = 3,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
   }
 
+  /**
+   * One call. Every route used here is idempotent (rollout creation carries caller-assigned ids, pause/resume
+   * and model registration are upserts), so a transport failure (a kept-alive connection the server had just
+   * closed, a reset) is retried a few times with backoff, as upstream's clients do; HTTP errors are not retried.
+   */
   async request(
     method: string,
     path: string,
@@ -153,19 +166,24 @@ export class AglGatewayClient {
     const headers: Record<string, string> = {};
     if (this.key) headers.authorization = `Bearer ${this.key}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await this.fetchFn(this.baseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-      throw new AglError(
-        `Agent Lightning gateway at ${this.baseUrl} unreachable (${method} ${path}): ${cause}`,
-      );
+    let res: Response | null = null;
+    for (let attempt = 0; res === null; attempt++) {
+      try {
+        res = await this.fetchFn(this.baseUrl + path, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+      } catch (e) {
+        if (attempt < this.retries) {
+          await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+          continue;
+        }
+        throw new AglError(
+          `Agent Lightning gateway at ${this.baseUrl} unreachable (${method} ${path}): ${causeOf(e)}`,
+        );
+      }
     }
     const text = await res.text();
     if (!okStatus.includes(res.status))

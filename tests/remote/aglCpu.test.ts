@@ -131,7 +131,14 @@ describe('agl-cpu through the gateway on a real Ray head', () => {
 
     // the stream resumes after the last event this client saw: no gap, no repeat
     const resumed = new RunStream(client, id).open(lastSeen);
-    await until('the run to finish', async () => (await run(id)).state === 'succeeded', 300_000, 1000);
+    await until(
+      'the run to finish',
+      async () => ['succeeded', 'failed', 'stopped'].includes((await run(id)).state),
+      300_000,
+      1000,
+    );
+    const ended = await run(id);
+    expect(ended.state, ended.message).toBe('succeeded');
     await resumed.until(
       'the final status event',
       () => resumed.of('status').some((s) => s.state === 'succeeded'),

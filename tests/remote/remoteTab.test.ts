@@ -91,9 +91,11 @@ describe('the Remote tab', () => {
     });
     await until(
       'the run to succeed in the page',
-      async () => (await view.getAttribute('data-state')) === 'succeeded',
+      async () => ['succeeded', 'failed', 'stopped'].includes((await view.getAttribute('data-state')) ?? ''),
       300_000,
     );
+    const ended = parseRunSummary(await client.json('GET', `/api/runs/${id}`));
+    expect(ended.state, ended.message).toBe('succeeded');
     const chart = page.locator('[data-testid=metric-chart][data-metric="actor/grad_norm"]');
     await until(
       'both steps in the chart',

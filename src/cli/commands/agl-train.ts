@@ -20,7 +20,7 @@ import {
   checkTemplateParams,
   jobTemplates,
 } from '../../server/protocol/templates';
-import { AglGatewayClient, AglRolloutSource, type AglTaskInput } from '../../train/aglSource';
+import { AglGatewayClient, AglRolloutSource, type AglTaskInput, causeOf } from '../../train/aglSource';
 import { updateOnRollouts } from '../../train/aglStep';
 import { formatConsoleLine, formatFileLoggerLine } from '../../train/verlLog';
 import { aglCpuPolicy, HARNESS_CATALOGUE } from '../aglCpu';
@@ -35,15 +35,32 @@ const INT_METRICS = new Set([
   'harness_lab/rollouts_failed',
 ]);
 
+/**
+ * Pushes the weights to the policy server. A push is idempotent (same version, same bytes), so a transport
+ * failure (typically a kept-alive connection the server closed while the trainer was updating) is retried.
+ */
 async function pushWeights(policyUrl: string, params: Float32Array, version: number): Promise<void> {
   const origin = policyUrl.replace(/\/v1\/?$/, '');
-  const res = await fetch(`${origin}/weights`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(encodeWeightPush(params, version)),
-  });
-  if (res.status !== 200)
-    throw new Error(`policy server refused the weight push (HTTP ${res.status}): ${await res.text()}`);
+  const body = JSON.stringify(encodeWeightPush(params, version));
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(`${origin}/weights`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+    } catch (e) {
+      if (attempt < 3) {
+        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+        continue;
+      }
+      throw new Error(`policy server at ${origin} unreachable for the weight push: ${causeOf(e)}`);
+    }
+    if (res.status !== 200)
+      throw new Error(`policy server refused the weight push (HTTP ${res.status}): ${await res.text()}`);
+    return;
+  }
 }
 
 export const command: Command = {
