@@ -15,6 +15,7 @@ import { WebSocketServer } from 'ws';
 import { LogCursor, parseJobLines, RunMonitor } from '../../src/server/monitor';
 import { RayJobsClient } from '../../src/server/ray';
 import { GatewayStore } from '../../src/server/store';
+import { AglGatewayClient } from '../../src/train/aglSource';
 import { FILE_LOGGER_MARKER } from '../../src/train/verlLog';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
@@ -354,5 +355,31 @@ describe('run monitor', () => {
     expect(store.run('run-1')?.message).toBe(
       'Job entrypoint command failed with exit code 1 — agl-server did not answer http://127.0.0.1:1/healthz within 90 s',
     );
+  });
+});
+
+describe('the Agent Lightning client', () => {
+  it('retries a transport failure (a kept-alive socket closed under it) but not an HTTP error', async () => {
+    let calls = 0;
+    const flaky = (async () => {
+      calls++;
+      if (calls === 1) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
+      return new Response(JSON.stringify({ status: 'ok' }), { status: 200 });
+    }) as typeof fetch;
+    await new AglGatewayClient('http://agl', 'k', flaky, 1000, 3).health();
+    expect(calls).toBe(2);
+    calls = 0;
+    await expect(new AglGatewayClient('http://agl', 'k', flaky, 1000, 0).health()).rejects.toThrow(
+      /Agent Lightning gateway at http:\/\/agl unreachable \(GET \/healthz\): ECONNRESET/,
+    );
+    const refusing = (async () => {
+      calls++;
+      return new Response('{"detail":"Invalid or missing API key"}', { status: 401 });
+    }) as typeof fetch;
+    calls = 0;
+    await expect(new AglGatewayClient('http://agl', 'k', refusing, 1000, 3).health()).rejects.toThrow(
+      /HTTP 401/,
+    );
+    expect(calls).toBe(1);
   });
 });
