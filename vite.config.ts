@@ -57,6 +57,19 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        extends: true,
+        test: {
+          // a real local Ray head (token auth) and the cluster venv; see tests/remote/setup.ts
+          name: 'remote',
+          environment: 'node',
+          include: ['tests/remote/**/*.test.ts'],
+          globalSetup: ['tests/remote/setup.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 900_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

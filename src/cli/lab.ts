@@ -21,6 +21,10 @@ const commands: Record<string, () => Promise<Command>> = {
   'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
   agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,
+  'policy-server': async () => (await import('./commands/policy-server')).command,
+  'agl-train': async () => (await import('./commands/agl-train')).command,
+  gateway: async () => (await import('./commands/gateway')).command,
+  cluster: async () => (await import('./commands/cluster')).command,
 };
 
 /** Every command with its one-line summary (each module is loaded for it: the summary lives beside the code). */

@@ -7,6 +7,7 @@ import { useLab, warmLabWorker } from './lab/labStore';
 import { resolveOptions } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { ModelsPanel } from './models/ModelsPanel';
+import { RemotePanel } from './remote/RemotePanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
@@ -44,12 +45,7 @@ const tabs: TabDef<Tab>[] = [
   {
     id: 'remote',
     label: 'Remote',
-    render: () => (
-      <Placeholder title="Remote">
-        Connect to a gateway that drives full-scale runs on a Ray cluster and stream their traces into these
-        views.
-      </Placeholder>
-    ),
+    render: () => <RemotePanel />,
   },
   { id: 'models', label: 'Models', render: () => <ModelsPanel /> },
 ];

@@ -28,6 +28,8 @@ export interface UiView {
   colorBy: ColorBy;
   /** how effective weights are shown: the push −∂L/∂logπ or ∂L/∂logπ (core's registry) */
   sign: WeightSignName;
+  /** the Remote tab's selected run id */
+  run: string;
 }
 
 /**
@@ -49,6 +51,7 @@ const uiSchema: Schema<UiView> = {
     codec: codecs.oneOf(WEIGHT_SIGNS.map((s) => s.name)),
     default: DEFAULT_WEIGHT_SIGN,
   },
+  run: { key: 'run', codec: codecs.string, default: '' },
 };
 
 /** "none" stands for null in the URL. */

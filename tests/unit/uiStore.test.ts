@@ -32,6 +32,7 @@ describe('the page view in the URL', () => {
       rolloutIs: 'token',
       rolloutRs: 'token_k1,seq_max_k2',
       rolloutRsThreshold: '0.5_2,1.5',
+      run: 'run-mx4hm6kj-d71499',
     };
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
@@ -48,6 +49,7 @@ describe('the page view in the URL', () => {
       'level=',
       'maxp=',
       'maxr=',
+      'run=',
     ])
       expect(hash).toContain(k);
     for (const k of ['adv=', 'std=', 'rla=', 'loss=', 'clo=', 'chi=', 'dtype=', 'cc=', 'lsf=', 'mb=', 'ris='])

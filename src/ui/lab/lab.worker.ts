@@ -19,7 +19,7 @@ import {
   type ImportSummary,
   type ToWorker,
 } from './protocol';
-import { loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
+import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenizerFor, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -91,9 +91,8 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   // A trace recorded with a brought model carries that model's tokenizer; any other trace uses Qwen3's.
   const own = source.kind === 'file' && source.tokenizer ? source.tokenizer : null;
   if (own) tok = new ChatTokenizer(own.name, own.json, own.config);
-  else if (tok && tok.name !== 'qwen3') tok = null;
   // The vocabulary (11 MB) loads while the trace is read and parsed, not after.
-  const tokLoad = tok ? Promise.resolve(tok) : loadQwen3Tokenizer();
+  const tokLoad = loadQwen3Tokenizer();
   tokLoad.catch(() => {}); // awaited (and reported) below
   const progress = (phase: 'read' | 'parse', done: number, total: number) =>
     post({ type: 'progress', id, phase, done, total });
@@ -165,10 +164,13 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       if (c.promptTokenIds) ids.push(c.promptTokenIds);
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
-  if (ids.length > 0 && !tok) {
+  // a trace names its vocabulary when it is not Qwen3's (the project's policy: its own training runs)
+  const wanted = own ? own.name : tokenizerFor(combined);
+  if (ids.length > 0 && tok?.name !== wanted) {
     try {
-      tok = await tokLoad;
+      tok = wanted === 'policy' ? await loadPolicyTokenizer() : await tokLoad;
     } catch (e) {
+      tok = null;
       summary.tokenizerError = message(e);
     }
   }

@@ -27,6 +27,32 @@ export function loadQwen3Tokenizer(): Promise<ChatTokenizer> {
   return qwen3;
 }
 
+let policy: Promise<ChatTokenizer> | null = null;
+
+/** The project's own policy tokenizer (public/tokenizer/, served by the app). */
+export function loadPolicyTokenizer(): Promise<ChatTokenizer> {
+  const base = `${import.meta.env.BASE_URL}tokenizer/`;
+  policy ??= Promise.all([getJson(`${base}tokenizer.json`), getJson(`${base}tokenizer_config.json`)]).then(
+    ([json, cfg]) => new ChatTokenizer('policy', json, cfg),
+    (e) => {
+      policy = null;
+      throw e;
+    },
+  );
+  return policy;
+}
+
+/**
+ * The vocabulary a trace's token ids belong to: `policy` when its rollouts say so in `metadata.tokenizer` (the
+ * agl-cpu trainer records it when it enqueues them), else Qwen3.
+ */
+export function tokenizerFor(trace: {
+  rollouts: { metadata: Record<string, unknown> }[];
+}): 'policy' | 'qwen3' {
+  const named = trace.rollouts.map((r) => r.metadata.tokenizer);
+  return named.length > 0 && named.every((n) => n === 'policy') ? 'policy' : 'qwen3';
+}
+
 /** The text each id decodes to on its own, for every id used in the given arrays. */
 export function tokenTexts(tok: ChatTokenizer, arrays: Iterable<ArrayLike<number>>): Map<number, string> {
   const out = new Map<number, string>();

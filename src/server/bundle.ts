@@ -1,0 +1,27 @@
+/**
+ * Builds the one-file CLI a Ray node runs (`src/cli/clusterMain.ts` → `cluster/lab.mjs` in the job package)
+ * with esbuild: every npm dependency inlined, Node built-ins left as imports, so a node needs Node.js and
+ * nothing from npm.
+ */
+
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export async function buildClusterCli(outfile: string): Promise<void> {
+  await build({
+    entryPoints: [fileURLToPath(new URL('../cli/clusterMain.ts', import.meta.url))],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: false,
+    logLevel: 'warning',
+    // CommonJS dependencies call require(); give the ESM bundle one
+    banner: {
+      js: "import { createRequire as __hlCreateRequire } from 'node:module'; const require = __hlCreateRequire(import.meta.url);",
+    },
+  });
+}
