@@ -1,6 +1,6 @@
 /**
  * The commands a Ray node runs for the job templates, as one bundled file (`cluster/lab.mjs` in the job
- * package, built by server/bundle.ts): `agent` (one harness task, spawned by harness_lab_cluster.agent),
+ * package, built by cli/clusterBundle.ts): `agent` (one harness task, spawned by harness_lab_cluster.agent),
  * `policy-server` and `agl-train` (the agl-cpu template). Nodes need Node.js ≥ 20 and nothing from npm.
  */
 import { UsageError } from './args';

@@ -20,7 +20,7 @@ export interface JobContext {
   aglHost: string;
   /** project root: python/, public/tokenizer/ */
   root: string;
-  /** the bundled cluster CLI (server/bundle.ts) */
+  /** the bundled cluster CLI (cli/clusterBundle.ts) */
   clusterCli: string;
 }
 

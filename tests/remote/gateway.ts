@@ -1,7 +1,7 @@
 /** Test helpers: the gateway as a real child process, and a REST + SSE client of it. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { PROJECT_ROOT } from '../../src/server/bundle';
+import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
 import { parseRunEvent, type RunEvent, type SequencedEvent } from '../../src/server/protocol/api';
 
 export interface GatewayProcess {

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'vite';
 import type { TestProject } from 'vitest/node';
+import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
 import { defaultVenv, startHead, stopHead } from '../../src/cli/localCluster';
-import { PROJECT_ROOT } from '../../src/server/bundle';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { HARNESS_CATALOGUE } from '../../src/cli/aglCpu';
-import { PROJECT_ROOT } from '../../src/server/bundle';
+import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
 import type { ParamValues } from '../../src/server/protocol/params';
 import { aglVerlOverrides, checkTemplateParams, jobTemplates } from '../../src/server/protocol/templates';
 

@@ -1,7 +1,7 @@
 /** `lab cluster up|down|status`: a local Ray head from the cluster venv, to try remote mode on one machine. */
 import { join, resolve } from 'node:path';
-import { PROJECT_ROOT } from '../../server/bundle';
 import { parseArgs, UsageError } from '../args';
+import { PROJECT_ROOT } from '../clusterBundle';
 import type { Command } from '../lab';
 import { defaultVenv, headInfo, startHead, stopHead } from '../localCluster';
 

@@ -7,12 +7,12 @@ import { join, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import { createApp } from '../../server/app';
 import { ensureToken } from '../../server/auth';
-import { buildClusterCli, PROJECT_ROOT } from '../../server/bundle';
 import { jobTemplates } from '../../server/protocol/templates';
 import { RunManager } from '../../server/runs';
 import { GatewayStore } from '../../server/store';
 import { HARNESS_CATALOGUE } from '../aglCpu';
 import { parseArgs, UsageError } from '../args';
+import { buildClusterCli, PROJECT_ROOT } from '../clusterBundle';
 import type { Command } from '../lab';
 
 function rayAddressFrom(flag: string | undefined): string {

@@ -11,7 +11,7 @@ export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export async function buildClusterCli(outfile: string): Promise<void> {
   await build({
-    entryPoints: [fileURLToPath(new URL('../cli/clusterMain.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL('./clusterMain.ts', import.meta.url))],
     outfile,
     bundle: true,
     platform: 'node',
