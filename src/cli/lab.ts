@@ -20,6 +20,8 @@ const commands: Record<string, () => Promise<Command>> = {
   'train-tokenizer': async () => (await import('./commands/train-tokenizer')).command,
   agent: async () => (await import('./commands/agent')).command,
   rollout: async () => (await import('./commands/rollout')).command,
+  train: async () => (await import('./commands/train')).command,
+  sft: async () => (await import('./commands/sft')).command,
 };
 
 function help(): string {
