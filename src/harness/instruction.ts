@@ -264,10 +264,10 @@ export const instructionHarness: Harness<InstructionTask> = {
  * `instruction-short`: the same family with answers a tiny policy can learn in a few RL steps on a CPU:
  * "Write exactly N words about TOPIC. Use the word W." (N in 3..7). Reward: the fraction of the three
  * requirements met (the topic mentioned, exactly N words, the word used), so partial answers are graded
- * rather than zeroed, as RL on a small batch needs. The scripted expert is a sloppy demonstrator: on about
- * 40% of tasks (fixed per task id) it writes one word too many, as human demonstrations slip. Supervised
- * training imitates the slip however long it runs; the reward does not pay for it, which is the gap RL on
- * this harness closes. Splits are disjoint sets of
+ * rather than zeroed, as RL on a small batch needs. The scripted expert is a chatty demonstrator: on about
+ * 40% of tasks (fixed per task id) it signs off with "Hope this helps!", which breaks the exact word count.
+ * Supervised training imitates the habit however long it runs; the reward does not pay for it, which is the
+ * gap RL on this harness closes. Splits are disjoint sets of
  * (topic, count, word) combinations over shared word lists (a tiny model cannot copy words it never saw
  * written out), so validation asks for combinations never trained on.
  */
@@ -305,17 +305,17 @@ export function scoreShortInstruction(task: ShortInstructionTask, text: string):
   return met / 3;
 }
 
-/** Whether the expert slips on this task (one word too many): ~40% of tasks, by a hash of the task id. */
-export function shortExpertSlips(task: ShortInstructionTask): boolean {
-  return hash32(`instruction-short-slip:${task.id}`) % 10 < 4;
+/** The expert's sign-off on ~40% of tasks (by a hash of the task id). */
+export const SHORT_SIGN_OFF = 'Hope this helps!';
+export function shortExpertSignsOff(task: ShortInstructionTask): boolean {
+  return hash32(`instruction-short-sign-off:${task.id}`) % 10 < 4;
 }
 
-/** The expert: the topic, the word, then filler words up to the count (one more when it slips), a full stop. */
+/** The expert: the topic, the word, filler words up to the count and a full stop; sometimes a sign-off. */
 export function shortExpertResponse(task: ShortInstructionTask): string {
-  const n = task.words + (shortExpertSlips(task) ? 1 : 0);
   const words = [task.topic, task.include];
-  for (let k = 0; words.length < n; k++) words.push(FILLER[k % FILLER.length]);
-  return `${words.join(' ')}.`;
+  for (let k = 0; words.length < task.words; k++) words.push(FILLER[k % FILLER.length]);
+  return `${words.join(' ')}.${shortExpertSignsOff(task) ? ` ${SHORT_SIGN_OFF}` : ''}`;
 }
 
 export const shortInstructionHarness: Harness<ShortInstructionTask> = {

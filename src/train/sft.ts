@@ -13,7 +13,7 @@ import type { Behaviour, Split, TaskBase } from '../harness/harness';
 import { LlmProxy } from '../harness/proxy';
 import { getHarness, type HarnessName } from '../harness/registry';
 import { defaultTrainConfig, type TrainConfig } from './config';
-import { buildStepRows, subsetRows } from './objective';
+import { buildStepRows, subsetRows, type TrainingBatch } from './objective';
 import { hashSeed, permutation } from './rng';
 import { HarnessRolloutSource, inlineRunner } from './source';
 import { sftStep } from './step';
@@ -91,23 +91,42 @@ export interface SftStepReport {
   lr: number;
 }
 
-/** Runs SFT on `policy` (in place); returns the loss curve. */
-export async function runSft(
-  policy: PolicyEngine,
+/** The expert's trajectories as training rows (the same sample building RL uses; every row kept). */
+export async function expertRows(
+  harness: HarnessName,
   tokenizer: ChatTokenizer,
-  o: SftOptions,
-  onStep?: (r: SftStepReport) => void,
-): Promise<{ losses: number[]; rows: number; tokens: number; failedExperts: number }> {
-  const rollouts = await expertRollouts(o.harness, tokenizer, 'train', o.seed, o.tasks, o);
-  const failedExperts = rollouts.filter((r) => r.state === 'failed').length;
+  seed: number,
+  tasks: number,
+  opts: { behaviours?: Behaviour[]; maxResponseLength?: number; maxModelLen?: number } = {},
+): Promise<{ rows: TrainingBatch; failed: number }> {
+  const rollouts = await expertRollouts(harness, tokenizer, 'train', seed, tasks, opts);
   const cfg: TrainConfig = defaultTrainConfig();
-  cfg.lab.harness = o.harness;
-  // every row is kept: a mini-batch of one row means no trimming
+  cfg.lab.harness = harness;
+  // a mini-batch of one row: nothing is trimmed
   cfg.actor_rollout_ref.actor.ppo_mini_batch_size = 1;
   cfg.actor_rollout_ref.rollout.n = 1;
   const rows = buildStepRows(rollouts, cfg, { trimSeed: 0 }).batch;
-  let tokens = 0;
-  for (let t = 0; t < rows.mask.length; t++) tokens += rows.mask[t];
+  return { rows, failed: rollouts.filter((r) => r.state === 'failed').length };
+}
+
+export interface SftTrainOptions {
+  steps: number;
+  batchRows: number;
+  lr: number;
+  seed: number;
+  /** linear warmup steps, then cosine decay to 10% ('cosine', default) or constant */
+  warmup?: number;
+  schedule?: 'cosine' | 'constant';
+  microRows?: number;
+}
+
+/** `steps` supervised steps on `rows` (seeded epochs of shuffled rows), in place. */
+export async function sftTrain(
+  policy: PolicyEngine,
+  rows: TrainingBatch,
+  o: SftTrainOptions,
+  onStep?: (r: SftStepReport) => void,
+): Promise<number[]> {
   const losses: number[] = [];
   const warmup = o.warmup ?? Math.min(20, Math.floor(o.steps / 10));
   let order: number[] = [];
@@ -115,10 +134,11 @@ export async function runSft(
   let epoch = 0;
   for (let step = 1; step <= o.steps; step++) {
     const s = step - 1;
-    const lr =
-      s < warmup
-        ? (o.lr * (s + 1)) / (warmup + 1)
-        : o.lr * (0.1 + 0.9 * 0.5 * (1 + Math.cos((Math.PI * (s - warmup)) / Math.max(1, o.steps - warmup))));
+    const decay =
+      o.schedule === 'constant'
+        ? 1
+        : 0.1 + 0.9 * 0.5 * (1 + Math.cos((Math.PI * (s - warmup)) / Math.max(1, o.steps - warmup)));
+    const lr = s < warmup ? (o.lr * (s + 1)) / (warmup + 1) : o.lr * decay;
     policy.optimizer = { ...policy.optimizer, lr };
     const pick: number[] = [];
     while (pick.length < o.batchRows) {
@@ -132,5 +152,31 @@ export async function runSft(
     losses.push(r.loss);
     onStep?.({ step, loss: r.loss, gradNorm: r.gradNorm, lr });
   }
-  return { losses, rows: rows.nRows, tokens, failedExperts };
+  return losses;
+}
+
+/** Runs SFT on `policy` (in place) on the expert's trajectories; returns the loss curve. */
+export async function runSft(
+  policy: PolicyEngine,
+  tokenizer: ChatTokenizer,
+  o: SftOptions,
+  onStep?: (r: SftStepReport) => void,
+): Promise<{ losses: number[]; rows: number; tokens: number; failedExperts: number }> {
+  const { rows, failed } = await expertRows(o.harness, tokenizer, o.seed, o.tasks, o);
+  let tokens = 0;
+  for (let t = 0; t < rows.mask.length; t++) tokens += rows.mask[t];
+  const losses = await sftTrain(
+    policy,
+    rows,
+    {
+      steps: o.steps,
+      batchRows: o.batchRows,
+      lr: o.lr,
+      seed: o.seed,
+      warmup: o.warmup,
+      microRows: o.microRows,
+    },
+    onStep,
+  );
+  return { losses, rows: rows.nRows, tokens, failedExperts: failed };
 }
