@@ -83,6 +83,13 @@ const median = (xs: number[]) => {
       : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
     : Number.NaN;
 };
+const collect = (per: Record<string, number[]>, m: Record<string, number>) => {
+  for (const [k, v] of Object.entries(m)) {
+    const l = per[k] ?? [];
+    l.push(v);
+    per[k] = l;
+  }
+};
 const f = (x: number | undefined, d = 2) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
 
 function sftWeights(harness: string) {
@@ -153,7 +160,7 @@ if (sections.has('phases')) {
     const per: Record<string, number[]> = {};
     for (let s = 0; s < phaseSteps; s++) {
       const { metrics } = await local.run.runStep();
-      for (const [k, v] of Object.entries(metrics)) (per[k] ??= []).push(v);
+      collect(per, metrics);
     }
     local.close();
     policy.dispose();
@@ -205,7 +212,7 @@ if (sections.has('async')) {
     const per: Record<string, number[]> = {};
     for (let s = 0; s < phaseSteps; s++) {
       const { metrics } = await local.run.runStep();
-      for (const [k, v] of Object.entries(metrics)) (per[k] ??= []).push(v);
+      collect(per, metrics);
     }
     const wall = (performance.now() - t0) / 1000;
     local.close();
