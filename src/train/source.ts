@@ -112,7 +112,8 @@ export class HarnessRolloutSource implements RolloutSource {
   private waiters: { resolve: (r: Rollout) => void; reject: (e: Error) => void }[] = [];
   private inFlight = 0;
   private closed = false;
-  private readonly abort = new AbortController();
+  /** one controller per running rollout (a shared signal would collect a listener per job) */
+  private readonly aborts = new Set<AbortController>();
   private readonly submitted = new Set<string>();
   readonly rejections: { rolloutId: string; atMs: number }[] = [];
 
@@ -151,10 +152,14 @@ export class HarnessRolloutSource implements RolloutSource {
     };
     const startMs = now();
     let end: JobEnd;
+    const abort = new AbortController();
+    this.aborts.add(abort);
     try {
-      end = await this.opts.runner.run(job, this.abort.signal);
+      end = await this.opts.runner.run(job, abort.signal);
     } catch (e) {
       end = { type: 'failed', rolloutId, error: e instanceof Error ? e.message : String(e) };
+    } finally {
+      this.aborts.delete(abort);
     }
     const rec = this.opts.proxy.take(rolloutId);
     this.submitted.delete(rolloutId);
@@ -220,7 +225,7 @@ export class HarnessRolloutSource implements RolloutSource {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.abort.abort();
+    for (const a of this.aborts) a.abort();
     this.opts.proxy.resume();
     if (this.opts.ownsRunner ?? true) this.opts.runner.close();
     for (const w of this.waiters.splice(0)) w.reject(new SourceClosedError('rollout source is closed'));

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p public/checkpoints
 lab() { npx tsx src/cli/lab.ts "$@"; }
-lab sft --harness instruction-short --seed 1 --steps 300 --batch-rows 16 --lr 3e-3 --out public/checkpoints/instruction-short.safetensors
+lab sft --harness instruction-short --seed 1 --steps 600 --batch-rows 16 --lr 3e-3 --out public/checkpoints/instruction-short.safetensors
 lab sft --harness instruction --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/instruction.safetensors
 lab sft --harness coding --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/coding.safetensors
 lab sft --harness search --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/search.safetensors

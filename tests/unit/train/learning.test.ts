@@ -9,11 +9,12 @@ import { inlineRunner } from '../../../src/train/source';
 
 // Learning, not only running: RL from the shipped SFT checkpoint of `instruction-short` on the CPU engine.
 // The expert that made the checkpoint signs off with "Hope this helps!" on ~40% of tasks and SFT imitates it;
-// the exact-word-count requirement does not pay for it. RL removes the habit: on seed 0 below the val reward
-// (32 val tasks × 4 samples at temperature 1) goes 0.727 → 0.852 in 12 steps. Across run seeds 0-5 with this
-// configuration the rise was +0.125, +0.047, +0.083, +0.133, +0.135, +0.104 (every seed up; the val estimate
-// itself varies by about ±0.04 between seeds); the margin asserted, +0.03, is below the smallest. A CPU run is
-// deterministic, so seed 0 gives the same numbers every time.
+// the exact-word-count requirement does not pay for it (SFT has converged to it: 600 steps, topic and word
+// right ~98% of the time, the sign-off on ~31% of samples). RL removes the habit: on seed 0 below the val
+// reward (32 val tasks × 4 samples at temperature 1) goes 0.870 → 0.977 in 12 steps. Across run seeds 0-5 with
+// this configuration the rise was +0.107, +0.078, +0.112, +0.047, +0.107, +0.076 (every seed up; the val
+// estimate itself varies by about ±0.04 between seeds); the margin asserted, +0.03, is below the smallest.
+// A CPU run is deterministic, so seed 0 gives the same numbers every time.
 describe('RL on the CPU backend', () => {
   it('raises the val reward above the SFT start on a fixed seed', { timeout: 600_000 }, async () => {
     const tok = loadTokenizer('policy');
