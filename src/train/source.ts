@@ -18,6 +18,7 @@ import type { HarnessName } from '../harness/registry';
 import { rolloutPaths } from '../harness/runner';
 import { runJob } from '../harness/workerMain';
 import type { HarnessJob } from '../harness/workerProtocol';
+import { tick } from './tick';
 
 /** One GRPO group to run: a task, rolled out once per id. */
 export interface GroupRequest {
@@ -63,9 +64,15 @@ export interface JobRunner {
 
 /**
  * Runs jobs on this thread against a handler (tests and the SFT expert; no isolation, no parallel CPU), at
- * most `concurrency` at a time (default: all), like a pool of that many workers.
+ * most `concurrency` at a time (default: all), like a pool of that many workers. Every request takes one
+ * macrotask hop to the handler, as a worker's message would, so agents interleave with the trainer as they do
+ * over a real channel (without it a CPU engine would run a whole rollout inside one microtask chain).
  */
 export function inlineRunner(handler: HttpHandler, opts: { concurrency?: number } = {}): JobRunner {
+  const hop: HttpHandler = async (req) => {
+    await tick();
+    return handler(req);
+  };
   const limit = opts.concurrency ?? Number.POSITIVE_INFINITY;
   let running = 0;
   let closed = false;
@@ -81,7 +88,7 @@ export function inlineRunner(handler: HttpHandler, opts: { concurrency?: number 
       try {
         if (closed || signal?.aborted)
           return { type: 'failed', rolloutId: job.rolloutId, error: 'cancelled' };
-        return (await runJob(job, handler)) as JobEnd;
+        return (await runJob(job, hop)) as JobEnd;
       } finally {
         release();
       }

@@ -224,7 +224,7 @@ export const command: Command = {
     process.once('SIGINT', stop);
     if (!quiet)
       console.log(
-        `train: ${cfg.lab.harness}, ${policy.backend} backend, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} steps → ${out}`,
+        `train: ${cfg.lab.harness}, ${policy.backend} backend, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
       );
     try {
       const summary = await local.run.run();

@@ -67,7 +67,7 @@ describe('SFT warm start', () => {
   });
 
   it('the shipped checkpoints load and were made by lab sft for their harness', () => {
-    for (const h of ['instruction-short', 'instruction', 'coding']) {
+    for (const h of ['instruction-short', 'instruction', 'coding', 'search']) {
       const ck = decodeCheckpoint(
         new Uint8Array(
           readFileSync(new URL(`../../../public/checkpoints/${h}.safetensors`, import.meta.url)),
