@@ -79,7 +79,9 @@ export class TrainRun {
   private paused = false;
   private resumeWaiters: (() => void)[] = [];
   private stopping = false;
-  private stopWaiters: ((e: StopRequested) => void)[] = [];
+  /** rejects once stop() is called; raced against every wait on rollouts */
+  private readonly stopped: Promise<never>;
+  private rejectStop: (e: StopRequested) => void = () => {};
   private phase: PhaseName | null = null;
   /** async: groups in flight from earlier steps, and what each has returned so far */
   private carry: GroupRequest[] = [];
@@ -93,6 +95,10 @@ export class TrainRun {
   private stepSeconds: number[] = [];
 
   constructor(opts: TrainRunOptions) {
+    this.stopped = new Promise<never>((_, reject) => {
+      this.rejectStop = reject;
+    });
+    this.stopped.catch(() => {});
     this.o = opts;
     this.config = opts.config;
     this.now = opts.now ?? Date.now;
@@ -128,7 +134,7 @@ export class TrainRun {
   /** End at the next phase boundary; rollouts still running are cancelled. */
   stop(): void {
     this.stopping = true;
-    for (const w of this.stopWaiters.splice(0)) w(new StopRequested());
+    this.rejectStop(new StopRequested());
     this.resume();
   }
 
@@ -141,14 +147,6 @@ export class TrainRun {
     if (this.stopping) throw new StopRequested();
     if (this.paused) await new Promise<void>((r) => this.resumeWaiters.push(r));
     if (this.stopping) throw new StopRequested();
-  }
-
-  /** A promise that rejects when stop() is called (raced against waits). */
-  private stopSignal(): Promise<never> {
-    return new Promise((_, reject) => {
-      if (this.stopping) reject(new StopRequested());
-      else this.stopWaiters.push(reject);
-    });
   }
 
   private readonly timed =
@@ -257,11 +255,9 @@ export class TrainRun {
       src.resume();
       if (this.paused) await src.pause('run paused');
       src.submit(fresh);
-      // groups that completed while the previous update ran
-      for (const g of active)
-        if ((this.got.get(g.dataId)?.length ?? 0) === g.rolloutIds.length) complete.push(g);
+      // rollouts that finished during the previous update are queued in the source and come first
       while (complete.length < want) {
-        const r = await Promise.race([src.next(), this.stopSignal()]);
+        const r = await Promise.race([src.next(), this.stopped]);
         await tick();
         this.rolloutsDone++;
         this.genTokens += r.calls.reduce((a, c) => a + (c.responseTokenIds?.length ?? 0), 0);
@@ -336,7 +332,7 @@ export class TrainRun {
       vs.submit(groups);
       const rollouts: Rollout[] = [];
       for (let i = 0; i < groups.length * n; i++) {
-        const r = await Promise.race([vs.next(), this.stopSignal()]);
+        const r = await Promise.race([vs.next(), this.stopped]);
         await tick();
         this.reportRollout(step, 'val', r);
         rollouts.push(r);
