@@ -25,6 +25,8 @@ const commands: Record<string, () => Promise<Command>> = {
   'agl-train': async () => (await import('./commands/agl-train')).command,
   gateway: async () => (await import('./commands/gateway')).command,
   cluster: async () => (await import('./commands/cluster')).command,
+  train: async () => (await import('./commands/train')).command,
+  sft: async () => (await import('./commands/sft')).command,
 };
 
 /** Every command with its one-line summary (each module is loaded for it: the summary lives beside the code). */

@@ -5,7 +5,10 @@
  *            (padded with spaces to a multiple of 8 bytes)
  *   the tensor data, little-endian, offsets relative to the end of the header
  * Each named view of the flat parameter buffer is one F32 tensor; the model config is JSON in the metadata,
- * so a file is self-describing. Saved to files under Node and to the origin-private file system in a browser.
+ * so a file is self-describing. A training checkpoint adds flat F32 tensors under `optimizer.` (AdamW's
+ * moments, laid out like the parameters) and its state in the metadata; a policy-only reader ignores neither
+ * silently: extra tensors must carry that prefix. Saved to files under Node and to the origin-private file
+ * system in a browser.
  */
 import { layoutOf, type PolicyConfig, resolveConfig } from './model';
 
@@ -15,12 +18,17 @@ export interface Checkpoint {
   config: PolicyConfig;
   params: Float32Array;
   metadata: Record<string, string>;
+  /** flat tensors named `optimizer.*` (a training checkpoint's AdamW moments); empty for a policy checkpoint */
+  extra: Record<string, Float32Array>;
 }
+
+const EXTRA_PREFIX = 'optimizer.';
 
 export function encodeCheckpoint(
   config: PolicyConfig,
   params: Float32Array,
   metadata: Record<string, string> = {},
+  extra: Record<string, Float32Array> = {},
 ): Uint8Array {
   const layout = layoutOf(config);
   if (params.length !== layout.total)
@@ -32,6 +40,17 @@ export function encodeCheckpoint(
   for (const t of layout.tensors) {
     header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.size * 4] };
     offset += t.size * 4;
+  }
+  const extras = Object.entries(extra);
+  for (const [name, values] of extras) {
+    if (!name.startsWith(EXTRA_PREFIX))
+      throw new Error(`checkpoint: extra tensor '${name}' must be named ${EXTRA_PREFIX}*`);
+    header[name] = {
+      dtype: 'F32',
+      shape: [values.length],
+      data_offsets: [offset, offset + values.length * 4],
+    };
+    offset += values.length * 4;
   }
   let json = JSON.stringify(header);
   const enc = new TextEncoder();
@@ -45,6 +64,10 @@ export function encodeCheckpoint(
   for (const t of layout.tensors) {
     const begin = (header[t.name] as { data_offsets: number[] }).data_offsets[0];
     for (let i = 0; i < t.size; i++) data.setFloat32(begin + 4 * i, params[t.offset + i], true);
+  }
+  for (const [name, values] of extras) {
+    const begin = (header[name] as { data_offsets: number[] }).data_offsets[0];
+    for (let i = 0; i < values.length; i++) data.setFloat32(begin + 4 * i, values[i], true);
   }
   return out;
 }
@@ -99,12 +122,31 @@ export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Chec
     for (let i = 0; i < t.size; i++) params[t.offset + i] = data.getFloat32(begin + 4 * i, true);
   }
   const known = new Set(['__metadata__', ...layout.tensors.map((t) => t.name)]);
-  const extra = Object.keys(header).filter((k) => !known.has(k));
-  if (extra.length)
-    throw new Error(`${source}: unexpected tensors for this config: ${extra.slice(0, 5).join(', ')}`);
+  const others = Object.keys(header).filter((k) => !known.has(k));
+  const unexpected = others.filter((k) => !k.startsWith(EXTRA_PREFIX));
+  if (unexpected.length)
+    throw new Error(`${source}: unexpected tensors for this config: ${unexpected.slice(0, 5).join(', ')}`);
+  const extra: Record<string, Float32Array> = {};
+  for (const name of others) {
+    const entry = header[name] as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    const off = entry?.data_offsets;
+    if (entry?.dtype !== 'F32' || !Array.isArray(entry.shape) || entry.shape.length !== 1)
+      throw new Error(`${source}: tensor '${name}' must be a 1-D F32 tensor`);
+    const len = entry.shape[0] as number;
+    if (!Array.isArray(off) || off.length !== 2 || !off.every((x) => Number.isInteger(x) && x >= 0))
+      throw new Error(`${source}: tensor '${name}' has malformed data_offsets ${JSON.stringify(off)}`);
+    const [begin, end] = off as number[];
+    if (!Number.isInteger(len) || end - begin !== len * 4 || end > dataLength)
+      throw new Error(
+        `${source}: tensor '${name}' data_offsets [${begin}, ${end}] do not hold ${len} f32 values within ${dataLength} data bytes`,
+      );
+    const v = new Float32Array(len);
+    for (let i = 0; i < len; i++) v[i] = data.getFloat32(begin + 4 * i, true);
+    extra[name] = v;
+  }
   const metadata = { ...meta };
   delete metadata[CONFIG_KEY];
-  return { config, params, metadata };
+  return { config, params, metadata, extra };
 }
 
 /** Writes a checkpoint file (Node). */

@@ -20,7 +20,22 @@ import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
-import { colsumCpu, matmulModeCpu } from './cpu/matmul';
+import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
+
+/**
+ * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the blocked fast path (`matmulModeFast`,
+ * cpu/matmulFast.ts), which computes the same products.
+ */
+export type MatmulFn = (
+  mode: MatmulMode,
+  a: Float32Array,
+  b: Float32Array,
+  c: Float32Array,
+  M: number,
+  N: number,
+  K: number,
+  opts?: { bias?: Float32Array; accumulate?: boolean },
+) => void;
 
 export interface PolicyConfig {
   /** Vocabulary size V (token ids 0..V-1). */
@@ -205,19 +220,19 @@ export interface CpuActivations {
   entropy: Float32Array;
 }
 
-/** CPU forward: per-token log-probs and entropies for a padded batch, plus the saved activations. */
-export function forwardCpu(
+/** The transformer trunk (embeddings and blocks) on the CPU, for B sequences of T tokens. */
+function trunkCpu(
   cfg: PolicyConfig,
-  layout: Layout,
-  params: Float32Array,
-  batch: Batch,
-): CpuActivations {
-  const { batchSize: B, seqLen: T } = batch;
-  const { width: C, heads: H, vocabSize: V } = cfg;
+  p: Record<string, Float32Array>,
+  tokens: Uint32Array,
+  B: number,
+  T: number,
+  mm: MatmulFn,
+): { res: Float32Array[]; layers: LayerActs[] } {
+  const { width: C, heads: H } = cfg;
   const N = B * T;
-  const p = views(layout, params);
   const res = [new Float32Array(N * C)];
-  embeddingForwardCpu(batch.tokens, p.wte, p.wpe, res[0], T, C);
+  embeddingForwardCpu(tokens, p.wte, p.wpe, res[0], T, C);
   const layers: LayerActs[] = [];
   for (let l = 0; l < cfg.layers; l++) {
     const a: LayerActs = {
@@ -234,28 +249,44 @@ export function forwardCpu(
     };
     const h = `h${l}.`;
     layernormForwardCpu(res[l], p[`${h}ln1.w`], p[`${h}ln1.b`], a.ln1, a.ln1s, N, C);
-    matmulModeCpu('nn', a.ln1, p[`${h}attn.qkv.w`], a.qkv, N, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
+    mm('nn', a.ln1, p[`${h}attn.qkv.w`], a.qkv, N, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
     attentionForwardCpu(a.qkv, a.att, a.atty, B, T, C, H);
-    matmulModeCpu('nn', a.atty, p[`${h}attn.proj.w`], a.resMid, N, C, C, {
+    mm('nn', a.atty, p[`${h}attn.proj.w`], a.resMid, N, C, C, {
       bias: p[`${h}attn.proj.b`],
       accumulate: true,
     });
     layernormForwardCpu(a.resMid, p[`${h}ln2.w`], p[`${h}ln2.b`], a.ln2, a.ln2s, N, C);
-    matmulModeCpu('nn', a.ln2, p[`${h}mlp.fc.w`], a.fch, N, 4 * C, C, { bias: p[`${h}mlp.fc.b`] });
+    mm('nn', a.ln2, p[`${h}mlp.fc.w`], a.fch, N, 4 * C, C, { bias: p[`${h}mlp.fc.b`] });
     geluForwardCpu(a.fch, a.fcg);
     const out = new Float32Array(a.resMid);
-    matmulModeCpu('nn', a.fcg, p[`${h}mlp.proj.w`], out, N, C, 4 * C, {
+    mm('nn', a.fcg, p[`${h}mlp.proj.w`], out, N, C, 4 * C, {
       bias: p[`${h}mlp.proj.b`],
       accumulate: true,
     });
     res.push(out);
     layers.push(a);
   }
+  return { res, layers };
+}
+
+/** CPU forward: per-token log-probs and entropies for a padded batch, plus the saved activations. */
+export function forwardCpu(
+  cfg: PolicyConfig,
+  layout: Layout,
+  params: Float32Array,
+  batch: Batch,
+  mm: MatmulFn = matmulModeCpu,
+): CpuActivations {
+  const { batchSize: B, seqLen: T } = batch;
+  const { width: C, vocabSize: V } = cfg;
+  const N = B * T;
+  const p = views(layout, params);
+  const { res, layers } = trunkCpu(cfg, p, batch.tokens, B, T, mm);
   const lnf = new Float32Array(N * C);
   const lnfs = new Float32Array(2 * N);
   layernormForwardCpu(res[cfg.layers], p['lnf.w'], p['lnf.b'], lnf, lnfs, N, C);
   const logits = new Float32Array(N * V);
-  matmulModeCpu('nt', lnf, p.wte, logits, N, V, C);
+  mm('nt', lnf, p.wte, logits, N, V, C);
   const { logp, entropy, lse } = logprobForwardCpu(
     logits,
     batch.tokens,
@@ -269,7 +300,31 @@ export function forwardCpu(
 }
 
 /**
- * CPU backward of L = −Σ_{b,t} weights[b,t]·logp[b,t] into `grads` (overwritten), from saved activations.
+ * A prompt through the trunk in one batched pass (B = 1): every layer's qkv rows (the KV cache a decode loop
+ * continues from) and the next-token logits after the last prompt token (the head runs on that row only).
+ */
+export function prefillCpu(
+  cfg: PolicyConfig,
+  layout: Layout,
+  params: Float32Array,
+  promptIds: ArrayLike<number>,
+  mm: MatmulFn = matmulModeCpu,
+): { qkv: Float32Array[]; logits: Float32Array } {
+  const P = promptIds.length;
+  const { width: C, vocabSize: V } = cfg;
+  const p = views(layout, params);
+  const { res, layers } = trunkCpu(cfg, p, Uint32Array.from(promptIds), 1, P, mm);
+  const last = res[cfg.layers].subarray((P - 1) * C, P * C);
+  const ln = new Float32Array(C);
+  layernormForwardCpu(last, p['lnf.w'], p['lnf.b'], ln, new Float32Array(2), 1, C);
+  const logits = new Float32Array(V);
+  mm('nt', ln, p.wte, logits, 1, V, C);
+  return { qkv: layers.map((a) => a.qkv), logits };
+}
+
+/**
+ * CPU backward of L = −Σ_{b,t} weights[b,t]·logp[b,t] into `grads` from saved activations: overwritten, or
+ * added to when `accumulate` (gradient accumulation over micro-batches).
  */
 export function backwardCpu(
   cfg: PolicyConfig,
@@ -279,13 +334,15 @@ export function backwardCpu(
   acts: CpuActivations,
   weights: Float32Array,
   grads: Float32Array,
+  mm: MatmulFn = matmulModeCpu,
+  accumulate = false,
 ): void {
   const { batchSize: B, seqLen: T } = batch;
   const { width: C, heads: H, vocabSize: V } = cfg;
   const N = B * T;
   const p = views(layout, params);
   const g = views(layout, grads);
-  grads.fill(0);
+  if (!accumulate) grads.fill(0);
   const dlogits = logprobBackwardCpu(
     acts.logits,
     batch.tokens,
@@ -297,8 +354,8 @@ export function backwardCpu(
     batch.temperature ?? 1,
   );
   const dlnf = new Float32Array(N * C);
-  matmulModeCpu('nn', dlogits, p.wte, dlnf, N, C, V);
-  matmulModeCpu('tn', dlogits, acts.lnf, g.wte, V, C, N, { accumulate: true });
+  mm('nn', dlogits, p.wte, dlnf, N, C, V);
+  mm('tn', dlogits, acts.lnf, g.wte, V, C, N, { accumulate: true });
   const dres = new Float32Array(N * C);
   layernormBackwardCpu(acts.res[cfg.layers], p['lnf.w'], acts.lnfs, dlnf, dres, g['lnf.w'], g['lnf.b'], N, C);
   const dfcg = new Float32Array(N * 4 * C);
@@ -309,20 +366,20 @@ export function backwardCpu(
   for (let l = cfg.layers - 1; l >= 0; l--) {
     const a = acts.layers[l];
     const h = `h${l}.`;
-    matmulModeCpu('nt', dres, p[`${h}mlp.proj.w`], dfcg, N, 4 * C, C);
-    matmulModeCpu('tn', a.fcg, dres, g[`${h}mlp.proj.w`], 4 * C, C, N, { accumulate: true });
+    mm('nt', dres, p[`${h}mlp.proj.w`], dfcg, N, 4 * C, C);
+    mm('tn', a.fcg, dres, g[`${h}mlp.proj.w`], 4 * C, C, N, { accumulate: true });
     colsumCpu(dres, N, C, g[`${h}mlp.proj.b`]);
     geluBackwardCpu(a.fch, dfcg, dfch);
-    matmulModeCpu('nt', dfch, p[`${h}mlp.fc.w`], dln, N, C, 4 * C);
-    matmulModeCpu('tn', a.ln2, dfch, g[`${h}mlp.fc.w`], C, 4 * C, N, { accumulate: true });
+    mm('nt', dfch, p[`${h}mlp.fc.w`], dln, N, C, 4 * C);
+    mm('tn', a.ln2, dfch, g[`${h}mlp.fc.w`], C, 4 * C, N, { accumulate: true });
     colsumCpu(dfch, N, 4 * C, g[`${h}mlp.fc.b`]);
     layernormBackwardCpu(a.resMid, p[`${h}ln2.w`], a.ln2s, dln, dres, g[`${h}ln2.w`], g[`${h}ln2.b`], N, C);
-    matmulModeCpu('nt', dres, p[`${h}attn.proj.w`], datty, N, C, C);
-    matmulModeCpu('tn', a.atty, dres, g[`${h}attn.proj.w`], C, C, N, { accumulate: true });
+    mm('nt', dres, p[`${h}attn.proj.w`], datty, N, C, C);
+    mm('tn', a.atty, dres, g[`${h}attn.proj.w`], C, C, N, { accumulate: true });
     colsumCpu(dres, N, C, g[`${h}attn.proj.b`]);
     attentionBackwardCpu(a.qkv, a.att, datty, dqkv, B, T, C, H);
-    matmulModeCpu('nt', dqkv, p[`${h}attn.qkv.w`], dln, N, C, 3 * C);
-    matmulModeCpu('tn', a.ln1, dqkv, g[`${h}attn.qkv.w`], C, 3 * C, N, { accumulate: true });
+    mm('nt', dqkv, p[`${h}attn.qkv.w`], dln, N, C, 3 * C);
+    mm('tn', a.ln1, dqkv, g[`${h}attn.qkv.w`], C, 3 * C, N, { accumulate: true });
     colsumCpu(dqkv, N, 3 * C, g[`${h}attn.qkv.b`]);
     layernormBackwardCpu(
       acts.res[l],

@@ -259,3 +259,79 @@ export const instructionHarness: Harness<InstructionTask> = {
     return expertResponse(task);
   },
 };
+
+/**
+ * `instruction-short`: the same family with answers a tiny policy can learn in a few RL steps on a CPU:
+ * "Write exactly N words about TOPIC. Use the word W." (N in 3..7). Reward: the fraction of the three
+ * requirements met (the topic mentioned, exactly N words, the word used), so partial answers are graded
+ * rather than zeroed, as RL on a small batch needs. The scripted expert is a chatty demonstrator: on about
+ * 40% of tasks (fixed per task id) it signs off with "Hope this helps!", which breaks the exact word count.
+ * Supervised training imitates the habit however long it runs; the reward does not pay for it, which is the
+ * gap RL on this harness closes. Splits are disjoint sets of
+ * (topic, count, word) combinations over shared word lists (a tiny model cannot copy words it never saw
+ * written out), so validation asks for combinations never trained on.
+ */
+export interface ShortInstructionTask extends TaskBase {
+  topic: string;
+  words: number;
+  include: string;
+  prompt: string;
+}
+
+/** Every fourth combination (by a hash of the combination, not of the seed) is validation. */
+export function shortComboSplit(topic: string, words: number, include: string): Split {
+  return hash32(`instruction-short-combo:${topic}:${words}:${include}`) % 4 === 0 ? 'val' : 'train';
+}
+
+function makeShortTask(split: Split, seed: number, i: number): ShortInstructionTask {
+  const rand = mulberry32(hash32(`instruction-short:${split}:${seed}:${i}`));
+  let topic: string;
+  let words: number;
+  let include: string;
+  do {
+    topic = pick(rand, TOPICS);
+    words = 3 + Math.floor(rand() * 5);
+    include = pick(rand, EXTRA);
+  } while (shortComboSplit(topic, words, include) !== split);
+  const prompt = `Write exactly ${words} words about ${topic}. Use the word "${include}".`;
+  return { id: `instruction-short-${split}-${seed}-${i}`, split, topic, words, include, prompt };
+}
+
+export function scoreShortInstruction(task: ShortInstructionTask, text: string): number {
+  const met =
+    (hasWord(text, task.topic) ? 1 : 0) +
+    (countWords(text.trim()) === task.words ? 1 : 0) +
+    (hasWord(text, task.include) ? 1 : 0);
+  return met / 3;
+}
+
+/** The expert's sign-off on ~40% of tasks (by a hash of the task id). */
+export const SHORT_SIGN_OFF = 'Hope this helps!';
+export function shortExpertSignsOff(task: ShortInstructionTask): boolean {
+  return hash32(`instruction-short-sign-off:${task.id}`) % 10 < 4;
+}
+
+/** The expert: the topic, the word, filler words up to the count and a full stop; sometimes a sign-off. */
+export function shortExpertResponse(task: ShortInstructionTask): string {
+  const words = [task.topic, task.include];
+  for (let k = 0; words.length < task.words; k++) words.push(FILLER[k % FILLER.length]);
+  return `${words.join(' ')}.${shortExpertSignsOff(task) ? ` ${SHORT_SIGN_OFF}` : ''}`;
+}
+
+export const shortInstructionHarness: Harness<ShortInstructionTask> = {
+  name: 'instruction-short',
+  makeTasks(split, seed, n) {
+    return Array.from({ length: n }, (_, i) => makeShortTask(split, seed, i));
+  },
+  async run(client: ChatClient, task: ShortInstructionTask, opts: HarnessOptions): Promise<HarnessOutcome> {
+    const conv = new Conversation(() => SYSTEM, { role: 'user', content: task.prompt }, opts.behaviours);
+    const res = await client.complete({ messages: conv.view(), max_tokens: opts.maxTokens ?? 48 });
+    const choice = res.choices?.[0];
+    const text = answerText(choice?.message?.content);
+    const reward = scoreShortInstruction(task, text);
+    return { reward, turns: 1, ended: choice?.finish_reason === 'length' ? 'truncated' : 'answered' };
+  },
+  expert(task: ShortInstructionTask) {
+    return shortExpertResponse(task);
+  },
+};

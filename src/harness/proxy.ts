@@ -34,11 +34,14 @@ export interface ProxyOptions {
   temperature?: number;
   retryAfterSeconds?: number;
   now?: () => number;
+  /** the policy version recorded on every call (a trainer bumps it after each weight sync: setPolicyVersion) */
   policyVersion?: number;
   /** rollouts recorded but not yet taken (default 10,000); calls for a new one beyond it get 503 */
   maxOpenRollouts?: number;
   /** calls per rollout (default 10,000), and as many rewards */
   maxCallsPerRollout?: number;
+  /** called for every chat call refused with 429 while paused (a timeline draws these waits) */
+  onPausedRejection?: (rolloutId: string, atMs: number) => void;
 }
 
 /** How many finished rollout ids are remembered (later calls for them get 409). */
@@ -123,6 +126,22 @@ export class LlmProxy {
   resume(): void {
     this.paused = false;
     this.pauseReason = '';
+  }
+
+  /** The policy version recorded on calls admitted from now on (the weights the engine now serves). */
+  setPolicyVersion(version: number): void {
+    this.opts.policyVersion = version;
+  }
+
+  get policyVersion(): number | undefined {
+    return this.opts.policyVersion;
+  }
+
+  /** The Retry-After sent with 429s while paused (a trainer sizes it to the expected pause). */
+  setRetryAfter(seconds: number): void {
+    if (!(seconds > 0) || !Number.isFinite(seconds))
+      throw new Error(`retry-after must be a positive number of seconds, got ${seconds}`);
+    this.opts.retryAfterSeconds = seconds;
   }
 
   state(): { paused: boolean; retry_after_seconds: number; reason: string | null; inflight: number } {
@@ -278,10 +297,12 @@ export class LlmProxy {
         {},
         'stream',
       );
-    if (this.paused)
+    if (this.paused) {
+      this.opts.onPausedRejection?.(rid, (this.opts.now ?? Date.now)());
       return errorResponse(429, `proxy paused (${this.pauseReason}); retry later`, 'rate_limit_error', {
         'retry-after': String(this.opts.retryAfterSeconds ?? 1),
       });
+    }
 
     const now = this.opts.now ?? Date.now;
     const rec = this.recordFor(rid, aid, mode);

@@ -1,12 +1,13 @@
 import { codingHarness } from './coding';
 import type { Harness, TaskBase } from './harness';
-import { instructionHarness } from './instruction';
+import { instructionHarness, shortInstructionHarness } from './instruction';
 import { searchHarness } from './search';
 
 export const HARNESSES = {
   instruction: instructionHarness,
   search: searchHarness,
   coding: codingHarness,
+  'instruction-short': shortInstructionHarness,
 } as const;
 
 export type HarnessName = keyof typeof HARNESSES;

@@ -161,3 +161,98 @@ describe('safetensors checkpoints', () => {
     expect(() => decodeCheckpoint(bad, 'x')).toThrow('header is not valid UTF-8 JSON');
   });
 });
+
+describe('CPU engine: fast kernels, accumulation, optimizer state', () => {
+  const weightsOf = (b: ReturnType<typeof fixedBatch>) =>
+    Float32Array.from(b.mask, (m, i) => (m && i % b.seqLen ? ((i % 5) - 2) / 7 : 0));
+
+  it('fast kernels give the reference engine’s log-probs and gradients', async () => {
+    const b = fixedBatch();
+    const w = weightsOf(b);
+    const fast = new CpuPolicy(cfg);
+    const ref = new CpuPolicy(cfg, {}, undefined, { kernels: 'reference' });
+    const a = await fast.logProbs(b);
+    const r = await ref.logProbs(b);
+    for (let i = 0; i < a.logProbs.length; i++) expect(a.logProbs[i]).toBeCloseTo(r.logProbs[i], 5);
+    fast.computeGrads(b, w);
+    ref.computeGrads(b, w);
+    let err = 0;
+    for (let i = 0; i < fast.grads.length; i++) err = Math.max(err, Math.abs(fast.grads[i] - ref.grads[i]));
+    expect(err).toBeLessThanOrEqual(1e-5);
+  });
+
+  it('two accumulated micro-batches equal one batch, and weights may depend on the log-probs', async () => {
+    const b = fixedBatch();
+    const w = weightsOf(b);
+    const T = b.seqLen;
+    const row = (r: number) => ({
+      tokens: b.tokens.slice(r * T, (r + 1) * T),
+      mask: b.mask.slice(r * T, (r + 1) * T),
+      batchSize: 1,
+      seqLen: T,
+    });
+    const whole = new CpuPolicy(cfg);
+    whole.computeGrads(b, w);
+    const parts = new CpuPolicy(cfg);
+    const seen: number[] = [];
+    for (const r of [0, 1])
+      await parts.accumulateGrads(row(r), (lp) => {
+        seen.push(lp.logProbs.length);
+        return w.slice(r * T, (r + 1) * T);
+      });
+    expect(seen).toEqual([T, T]);
+    let err = 0;
+    for (let i = 0; i < whole.grads.length; i++)
+      err = Math.max(err, Math.abs(whole.grads[i] - parts.grads[i]));
+    expect(err).toBeLessThanOrEqual(1e-6);
+    const s = await parts.optimizerStep();
+    expect(s).toMatchObject({ step: 1, skipped: false });
+    expect(parts.grads.every((g) => g === 0)).toBe(true);
+  });
+
+  it('skips the update on a non-finite gradient norm and zeroes the gradient', async () => {
+    const p = new CpuPolicy(cfg);
+    const before = await p.getParams();
+    p.grads[3] = Number.POSITIVE_INFINITY;
+    const s = await p.optimizerStep();
+    expect(s.skipped).toBe(true);
+    expect(s.step).toBe(0);
+    expect(await p.getParams()).toEqual(before);
+    expect(p.grads[3]).toBe(0);
+  });
+
+  it('restores AdamW state so the next step is identical', async () => {
+    const b = fixedBatch();
+    const w = weightsOf(b);
+    const a = new CpuPolicy(cfg, { lr: 1e-2 });
+    await a.trainStep(b, w);
+    const params = await a.getParams();
+    const state = await a.getOptimizerState();
+    const next = await a.trainStep(b, w);
+    const c = new CpuPolicy(cfg, { lr: 1e-2 }, params);
+    await c.setOptimizerState(state);
+    const again = await c.trainStep(b, w);
+    expect(again.step).toBe(next.step);
+    expect(again.gradNorm).toBe(next.gradNorm);
+    expect(await c.getParams()).toEqual(await a.getParams());
+    await expect(c.setOptimizerState({ ...state, m: new Float32Array(3) })).rejects.toThrow(
+      'moments have 3 and',
+    );
+  });
+
+  it('rejects non-finite weights from a weights function', async () => {
+    const p = new CpuPolicy(cfg);
+    const b = fixedBatch();
+    await expect(
+      p.accumulateGrads(b, () => new Float32Array(b.tokens.length).fill(Number.NaN)),
+    ).rejects.toThrow('weights[0] is NaN');
+  });
+
+  it('batched prefill samples the same tokens as the reference kernels', async () => {
+    const req = { promptIds: [1, 2, 3, 4, 5], temperature: 1, topP: 1, maxTokens: 5, seed: 9 };
+    const fast = await new CpuPolicy(cfg).sample(req);
+    const ref = await new CpuPolicy(cfg, {}, undefined, { kernels: 'reference' }).sample(req);
+    expect(fast.tokenIds).toEqual(ref.tokenIds);
+    for (let i = 0; i < fast.logProbs.length; i++) expect(fast.logProbs[i]).toBeCloseTo(ref.logProbs[i], 5);
+  });
+});

@@ -86,6 +86,12 @@ export interface ModelCall {
    * such a list when truncation to max_response_length makes the two lengths agree.
    */
   mismatchedLogProbs?: Float32Array;
+  /**
+   * The trainer's own log-probs and entropies of the response ids (a training step's kept batch), aligned with
+   * responseTokenIds; NaN where the trainer did not score a token (e.g. cut by max_response_length).
+   */
+  trainerLogProbs?: Float32Array;
+  trainerEntropy?: Float32Array;
   engine?: EngineInfo;
   timings?: CallTimings;
   httpStatus: number;

@@ -18,6 +18,7 @@ export function attentionForwardCpu(
   const C3 = 3 * C;
   const scale = 1 / Math.sqrt(hs);
   const scores = new Float64Array(T);
+  const acc = new Float64Array(hs);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < H; h++)
       for (let qi = 0; qi < nq; qi++) {
@@ -37,13 +38,17 @@ export function attentionForwardCpu(
           sum += scores[s];
         }
         const aBase = ((b * H + h) * nq + qi) * T;
-        for (let s = 0; s < T; s++) att[aBase + s] = s <= t ? scores[s] / sum : 0;
-        const oBase = (b * nq + qi) * C + h * hs;
-        for (let d = 0; d < hs; d++) {
-          let acc = 0;
-          for (let s = 0; s <= t; s++) acc += att[aBase + s] * qkv[(b * T + s) * C3 + 2 * C + h * hs + d];
-          out[oBase + d] = acc;
+        for (let s = 0; s <= t; s++) att[aBase + s] = scores[s] / sum;
+        att.fill(0, aBase + t + 1, aBase + T);
+        // out = Σ_s att_s · v_s, one value row at a time (rows of qkv are contiguous)
+        acc.fill(0);
+        for (let s = 0; s <= t; s++) {
+          const w = att[aBase + s];
+          const vBase = (b * T + s) * C3 + 2 * C + h * hs;
+          for (let d = 0; d < hs; d++) acc[d] += w * qkv[vBase + d];
         }
+        const oBase = (b * nq + qi) * C + h * hs;
+        for (let d = 0; d < hs; d++) out[oBase + d] = acc[d];
       }
 }
 

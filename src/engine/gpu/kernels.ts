@@ -291,9 +291,44 @@ export function adamwPartials(n: number): number {
 }
 
 /**
- * Global norm then AdamW update. `partial` must hold adamwPartials(n) + 1 floats; the norm ends up at
- * partial[partials]. Returns the uniform buffer (rewrite it per step with adamwBlock).
+ * The global gradient norm: `partial` must hold adamwPartials(n) + 1 floats; the norm ends up at
+ * partial[partials]. Returns the uniform buffer, shared with `adamwUpdate` (rewrite it per step with adamwBlock).
  */
+export async function adamwNorm(
+  p: Program,
+  a: AdamWUniform,
+  grads: GPUBuffer,
+  partial: GPUBuffer,
+  params: GPUBuffer,
+  m: GPUBuffer,
+  v: GPUBuffer,
+): Promise<GPUBuffer> {
+  const [uni] = await p.add('adamw', 'sumsq', [adamwBlock(a), grads, partial, params, m, v], [a.partials]);
+  await p.addWithUniform('adamw', 'norm', uni, [grads, partial, params, m, v], [1]);
+  return uni;
+}
+
+/** The clipped AdamW update, reading the norm `adamwNorm` left in partial[partials]. */
+export function adamwUpdate(
+  p: Program,
+  n: number,
+  uniform: GPUBuffer,
+  grads: GPUBuffer,
+  partial: GPUBuffer,
+  params: GPUBuffer,
+  m: GPUBuffer,
+  v: GPUBuffer,
+): Promise<void> {
+  return p.addWithUniform(
+    'adamw',
+    'update',
+    uniform,
+    [grads, partial, params, m, v],
+    grid(Math.ceil(n / 64)),
+  );
+}
+
+/** Global norm then AdamW update in one program. Returns the uniform buffer. */
 export async function adamw(
   p: Program,
   a: AdamWUniform,
@@ -303,9 +338,7 @@ export async function adamw(
   m: GPUBuffer,
   v: GPUBuffer,
 ): Promise<GPUBuffer> {
-  const block = adamwBlock(a);
-  const [uni] = await p.add('adamw', 'sumsq', [block, grads, partial, params, m, v], [a.partials]);
-  await p.addWithUniform('adamw', 'norm', uni, [grads, partial, params, m, v], [1]);
-  await p.addWithUniform('adamw', 'update', uni, [grads, partial, params, m, v], grid(Math.ceil(a.n / 64)));
+  const uni = await adamwNorm(p, a, grads, partial, params, m, v);
+  await adamwUpdate(p, a.n, uni, grads, partial, params, m, v);
   return uni;
 }

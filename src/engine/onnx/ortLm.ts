@@ -11,7 +11,7 @@
  */
 import type * as OrtTypes from 'onnxruntime-common';
 import type { PolicyConfig } from '../model';
-import { decodeLoop } from '../policy/cpuPolicy';
+import { decodeLoop } from '../policy/decode';
 import { checkSampleRequest } from '../sampling';
 import {
   exportCausalLm,

@@ -1,14 +1,17 @@
 /**
- * The CPU policy engine: the model of ../model.ts run on the CPU references. It is the fallback where no
- * WebGPU exists and the yardstick the WebGPU engine is tested against.
+ * The CPU policy engine: the model of ../model.ts on the CPU. It is the fallback where no WebGPU exists and
+ * the yardstick the WebGPU engine is tested against. Matmuls run on the blocked fast path by default
+ * (cpu/matmulFast.ts); `kernels: 'reference'` runs the plain reference loops instead (same results within
+ * f32 rounding). Sampling prefills the prompt in one batched pass, then decodes one token at a time against a
+ * per-layer KV cache.
  */
-import { mulberry32 } from '../../core/random';
 import { adamwStepCpu } from '../cpu/adamw';
 import { attentionForwardCpu } from '../cpu/attention';
 import { embeddingForwardCpu } from '../cpu/embedding';
 import { geluForwardCpu } from '../cpu/gelu';
 import { layernormForwardCpu } from '../cpu/layernorm';
 import { matmulModeCpu } from '../cpu/matmul';
+import { matmulModeFast } from '../cpu/matmulFast';
 import {
   type Batch,
   backwardCpu,
@@ -18,20 +21,39 @@ import {
   initParams,
   type Layout,
   layoutOf,
+  type MatmulFn,
   type PolicyConfig,
+  prefillCpu,
   resolveConfig,
   views,
   weightedLoss,
 } from '../model';
-import { checkSampleRequest, pickToken } from '../sampling';
+import { checkSampleRequest } from '../sampling';
+import { decodeLoop } from './decode';
 import type {
+  AccumulateResult,
   AdamWHyper,
   LogProbResult,
+  OptimizerState,
+  OptimizerStepResult,
   PolicyEngine,
   SampleRequest,
   SampleResult,
   TrainStepResult,
+  WeightsFn,
 } from './types';
+
+export interface CpuPolicyOptions {
+  /** 'fast' (default): blocked matmuls; 'reference': the reference loops of cpu/matmul.ts */
+  kernels?: 'fast' | 'reference';
+}
+
+function checkWeights(weights: Float32Array, n: number): void {
+  if (weights.length !== n)
+    throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
+  for (let i = 0; i < weights.length; i++)
+    if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
+}
 
 export class CpuPolicy implements PolicyEngine {
   readonly backend = 'cpu' as const;
@@ -43,11 +65,13 @@ export class CpuPolicy implements PolicyEngine {
   m: Float32Array;
   v: Float32Array;
   step = 0;
+  private readonly mm: MatmulFn;
 
   constructor(
     config: Partial<PolicyConfig> = {},
     optimizer: Partial<AdamWHyper> = {},
     params?: Float32Array,
+    opts: CpuPolicyOptions = {},
   ) {
     this.config = resolveConfig(config);
     this.layout = layoutOf(this.config);
@@ -58,49 +82,82 @@ export class CpuPolicy implements PolicyEngine {
     this.grads = new Float32Array(this.layout.total);
     this.m = new Float32Array(this.layout.total);
     this.v = new Float32Array(this.layout.total);
+    this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
   }
 
   async logProbs(batch: Batch): Promise<LogProbResult> {
     checkBatch(this.config, batch);
-    const acts = forwardCpu(this.config, this.layout, this.params, batch);
+    const acts = forwardCpu(this.config, this.layout, this.params, batch, this.mm);
     return { logProbs: acts.logp, entropy: acts.entropy };
   }
 
-  /** Gradient of −Σ w·logp into this.grads, without an update (used by tests and gradient checks). */
+  /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */
   computeGrads(
     batch: Batch,
     weights: Float32Array,
   ): { loss: number; logProbs: Float32Array; entropy: Float32Array } {
+    return this.backward(batch, weights, false);
+  }
+
+  private backward(batch: Batch, weights: Float32Array | WeightsFn, accumulate: boolean): AccumulateResult {
     checkBatch(this.config, batch);
-    if (weights.length !== batch.tokens.length)
-      throw new Error(
-        `trainStep: weights has ${weights.length} values, expected one per token (${batch.tokens.length})`,
-      );
-    const acts = forwardCpu(this.config, this.layout, this.params, batch);
-    backwardCpu(this.config, this.layout, this.params, batch, acts, weights, this.grads);
-    return { loss: weightedLoss(acts.logp, weights), logProbs: acts.logp, entropy: acts.entropy };
+    if (typeof weights !== 'function') checkWeights(weights, batch.tokens.length);
+    const acts = forwardCpu(this.config, this.layout, this.params, batch, this.mm);
+    const w =
+      typeof weights === 'function' ? weights({ logProbs: acts.logp, entropy: acts.entropy }) : weights;
+    if (typeof weights === 'function') checkWeights(w, batch.tokens.length);
+    backwardCpu(this.config, this.layout, this.params, batch, acts, w, this.grads, this.mm, accumulate);
+    return { loss: weightedLoss(acts.logp, w), logProbs: acts.logp, entropy: acts.entropy };
+  }
+
+  async accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
+    return this.backward(batch, weights, true);
+  }
+
+  async optimizerStep(): Promise<OptimizerStepResult> {
+    let sq = 0;
+    for (let i = 0; i < this.grads.length; i++) sq += this.grads[i] * this.grads[i];
+    const norm = Math.sqrt(sq);
+    if (!Number.isFinite(norm)) {
+      this.grads.fill(0);
+      return { gradNorm: norm, step: this.step, skipped: true };
+    }
+    this.step++;
+    adamwStepCpu(this.params, this.grads, this.m, this.v, this.step, this.layout.decayEnd, this.optimizer);
+    this.grads.fill(0);
+    return { gradNorm: norm, step: this.step, skipped: false };
   }
 
   async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
-    const r = this.computeGrads(batch, weights);
-    this.step++;
-    const gradNorm = adamwStepCpu(
-      this.params,
-      this.grads,
-      this.m,
-      this.v,
-      this.step,
-      this.layout.decayEnd,
-      this.optimizer,
-    );
-    return { ...r, gradNorm, step: this.step };
+    this.grads.fill(0);
+    const r = this.backward(batch, weights, true);
+    const s = await this.optimizerStep();
+    return { ...r, gradNorm: s.gradNorm, step: s.step };
+  }
+
+  async getOptimizerState(): Promise<OptimizerState> {
+    return { m: new Float32Array(this.m), v: new Float32Array(this.v), step: this.step };
+  }
+
+  async setOptimizerState(state: OptimizerState): Promise<void> {
+    const n = this.layout.total;
+    if (state.m.length !== n || state.v.length !== n)
+      throw new Error(
+        `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
+      );
+    if (!Number.isInteger(state.step) || state.step < 0)
+      throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
+    this.m = new Float32Array(state.m);
+    this.v = new Float32Array(state.v);
+    this.step = state.step;
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {
     const { vocabSize: V, contextLength: T, width: C, heads: H, layers: L } = this.config;
     checkSampleRequest(req, V, T);
     // A snapshot: a trainStep started while this sample awaits must not change the weights under it.
-    const p = views(this.layout, new Float32Array(this.params));
+    const flat = new Float32Array(this.params);
+    const p = views(this.layout, flat);
     const cache = Array.from({ length: L }, () => new Float32Array(T * 3 * C));
     const res = new Float32Array(C);
     const ln = new Float32Array(C);
@@ -112,6 +169,7 @@ export class CpuPolicy implements PolicyEngine {
     const fcg = new Float32Array(4 * C);
     const logits = new Float32Array(V);
     const tok = new Uint32Array(1);
+    const mm = this.mm;
     // One token through the network at position pos, extending the KV cache; leaves next-token logits.
     const step = (id: number, pos: number) => {
       tok[0] = id;
@@ -119,25 +177,30 @@ export class CpuPolicy implements PolicyEngine {
       for (let l = 0; l < L; l++) {
         const h = `h${l}.`;
         layernormForwardCpu(res, p[`${h}ln1.w`], p[`${h}ln1.b`], ln, stats, 1, C);
-        matmulModeCpu('nn', ln, p[`${h}attn.qkv.w`], qkv, 1, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
+        mm('nn', ln, p[`${h}attn.qkv.w`], qkv, 1, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
         cache[l].set(qkv, pos * 3 * C);
         attentionForwardCpu(cache[l], att, atty, 1, T, C, H, pos, 1);
-        matmulModeCpu('nn', atty, p[`${h}attn.proj.w`], res, 1, C, C, {
+        mm('nn', atty, p[`${h}attn.proj.w`], res, 1, C, C, {
           bias: p[`${h}attn.proj.b`],
           accumulate: true,
         });
         layernormForwardCpu(res, p[`${h}ln2.w`], p[`${h}ln2.b`], ln, stats, 1, C);
-        matmulModeCpu('nn', ln, p[`${h}mlp.fc.w`], fch, 1, 4 * C, C, { bias: p[`${h}mlp.fc.b`] });
+        mm('nn', ln, p[`${h}mlp.fc.w`], fch, 1, 4 * C, C, { bias: p[`${h}mlp.fc.b`] });
         geluForwardCpu(fch, fcg);
-        matmulModeCpu('nn', fcg, p[`${h}mlp.proj.w`], res, 1, C, 4 * C, {
+        mm('nn', fcg, p[`${h}mlp.proj.w`], res, 1, C, 4 * C, {
           bias: p[`${h}mlp.proj.b`],
           accumulate: true,
         });
       }
       layernormForwardCpu(res, p['lnf.w'], p['lnf.b'], ln, stats, 1, C);
-      matmulModeCpu('nt', ln, p.wte, logits, 1, V, C);
+      mm('nt', ln, p.wte, logits, 1, V, C);
     };
-    return decodeLoop(req, T, step, async () => logits);
+    const prefill = async (ids: number[]) => {
+      const pre = prefillCpu(this.config, this.layout, flat, ids, mm);
+      for (let l = 0; l < L; l++) cache[l].set(pre.qkv[l]);
+      return pre.logits;
+    };
+    return decodeLoop(req, T, step, async () => logits, prefill);
   }
 
   async getParams(): Promise<Float32Array> {
@@ -150,45 +213,9 @@ export class CpuPolicy implements PolicyEngine {
     this.params = new Float32Array(params);
     this.m = new Float32Array(this.layout.total);
     this.v = new Float32Array(this.layout.total);
+    this.grads.fill(0);
     this.step = 0;
   }
 
   dispose(): void {}
-}
-
-/**
- * The decode loop both engines share: fill the KV cache with the prompt (`prefill`, which returns the
- * next-token logits, or else `step` one token at a time), then pick and feed tokens until a stop id,
- * maxTokens, or the end of the context.
- */
-export async function decodeLoop(
-  req: SampleRequest,
-  contextLength: number,
-  step: (id: number, pos: number) => void | Promise<void>,
-  readLogits: () => Promise<Float32Array>,
-  prefill?: (promptIds: number[]) => Promise<Float32Array>,
-): Promise<SampleResult> {
-  const rand = mulberry32(req.seed);
-  const stop = new Set(req.stopIds ?? []);
-  let pos = 0;
-  let logits: Float32Array;
-  if (prefill) {
-    logits = await prefill(req.promptIds);
-    pos = req.promptIds.length;
-  } else {
-    for (const id of req.promptIds) await step(id, pos++);
-    logits = await readLogits();
-  }
-  const tokenIds: number[] = [];
-  const logProbs: number[] = [];
-  while (true) {
-    if (tokenIds.length > 0) logits = await readLogits();
-    const { id, logProb } = pickToken(logits, req.temperature, req.topP, rand);
-    tokenIds.push(id);
-    logProbs.push(logProb);
-    if (stop.has(id)) return { tokenIds, logProbs, finishReason: 'stop' };
-    if (tokenIds.length >= req.maxTokens || pos >= contextLength)
-      return { tokenIds, logProbs, finishReason: 'length' };
-    await step(id, pos++);
-  }
 }

@@ -8,13 +8,7 @@
 
 import { type GpuContext, Program, uniformBlock } from '../gpu/device';
 import * as K from '../gpu/kernels';
-import {
-  type AdamWUniform,
-  adamwBlock,
-  adamw as adamwKernel,
-  adamwPartials,
-  attentionBlock,
-} from '../gpu/kernels';
+import { type AdamWUniform, adamwBlock, adamwPartials, attentionBlock } from '../gpu/kernels';
 import {
   type Batch,
   checkBatch,
@@ -27,14 +21,18 @@ import {
   weightedLoss,
 } from '../model';
 import { checkSampleRequest } from '../sampling';
-import { decodeLoop } from './cpuPolicy';
+import { decodeLoop } from './decode';
 import type {
+  AccumulateResult,
   AdamWHyper,
   LogProbResult,
+  OptimizerState,
+  OptimizerStepResult,
   PolicyEngine,
   SampleRequest,
   SampleResult,
   TrainStepResult,
+  WeightsFn,
 } from './types';
 
 const F = 4;
@@ -84,7 +82,8 @@ export class GpuPolicy implements PolicyEngine {
   private readonly partial: GPUBuffer;
   private readonly partials: number;
   private readonly graphs = new Map<string, Promise<Graph>>();
-  private adam: Promise<{ program: Program; uniform: GPUBuffer }> | null = null;
+  /** AdamW in two programs: the global norm (read back and checked on the host), then the update + zeroing. */
+  private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
   private decoder: Promise<Decoder> | null = null;
   /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
   private tail: Promise<unknown> = Promise.resolve();
@@ -157,6 +156,27 @@ export class GpuPolicy implements PolicyEngine {
       biasOff: this.off(`${name}.b`),
       accumulate,
     });
+  }
+
+  /**
+   * Backward of the linear layer `name` (y = x·W + b, W stored (in = k, out = n)) over M rows:
+   *   dx (M, k) = dy · Wᵀ (overwritten), dW += xᵀ · dy, db += Σ_rows dy.
+   */
+  private async linearBackward(
+    p: Program,
+    M: number,
+    n: number,
+    k: number,
+    x: GPUBuffer,
+    dy: GPUBuffer,
+    name: string,
+    dx: GPUBuffer,
+  ): Promise<void> {
+    const { params, grads } = this;
+    const w = this.off(`${name}.w`);
+    await K.matmul(p, { mode: 'nt', M, N: k, K: n, a: dy, b: params, bOff: w, c: dx });
+    await K.matmul(p, { mode: 'tn', M: k, N: n, K: M, a: x, b: dy, c: grads, cOff: w, accumulate: true });
+    await K.colsum(p, dy, M, n, grads, this.off(`${name}.b`));
   }
 
   /** LayerNorm `name` (`name.w`, `name.b`) over N rows of width C; `stats` keeps mean and rstd per row. */
@@ -258,8 +278,9 @@ export class GpuPolicy implements PolicyEngine {
     const lpDims = { B, T, V, temperature: 1 };
     const [lpFwdUniform] = await K.logprobForward(fwd, lpDims, logits, tokens, mask, lse, logp, entropy);
 
+    // The gradient buffer is not cleared here: micro-batches accumulate into it, and the optimizer's update
+    // program zeroes it after applying it.
     const bwd = new Program(ctx);
-    bwd.clear(grads);
     const [lpBwdUniform] = await K.logprobBackward(bwd, lpDims, logits, tokens, weights, lse, dlogits);
     await K.matmul(bwd, { mode: 'nn', M: N, N: C, K: V, a: dlogits, b: params, bOff: o('wte'), c: dln });
     await K.matmul(bwd, {
@@ -287,51 +308,9 @@ export class GpuPolicy implements PolicyEngine {
     for (let l = L - 1; l >= 0; l--) {
       const a = layers[l];
       const h = `h${l}.`;
-      await K.matmul(bwd, {
-        mode: 'nt',
-        M: N,
-        N: 4 * C,
-        K: C,
-        a: dres,
-        b: params,
-        bOff: o(`${h}mlp.proj.w`),
-        c: dfcg,
-      });
-      await K.matmul(bwd, {
-        mode: 'tn',
-        M: 4 * C,
-        N: C,
-        K: N,
-        a: a.fcg,
-        b: dres,
-        c: grads,
-        cOff: o(`${h}mlp.proj.w`),
-        accumulate: true,
-      });
-      await K.colsum(bwd, dres, N, C, grads, o(`${h}mlp.proj.b`));
+      await this.linearBackward(bwd, N, C, 4 * C, a.fcg, dres, `${h}mlp.proj`, dfcg);
       await K.geluBackward(bwd, N * 4 * C, a.fch, dfcg, dfch);
-      await K.matmul(bwd, {
-        mode: 'nt',
-        M: N,
-        N: C,
-        K: 4 * C,
-        a: dfch,
-        b: params,
-        bOff: o(`${h}mlp.fc.w`),
-        c: dln,
-      });
-      await K.matmul(bwd, {
-        mode: 'tn',
-        M: C,
-        N: 4 * C,
-        K: N,
-        a: a.ln2,
-        b: dfch,
-        c: grads,
-        cOff: o(`${h}mlp.fc.w`),
-        accumulate: true,
-      });
-      await K.colsum(bwd, dfch, N, 4 * C, grads, o(`${h}mlp.fc.b`));
+      await this.linearBackward(bwd, N, 4 * C, C, a.ln2, dfch, `${h}mlp.fc`, dln);
       await K.layernormBackward(
         bwd,
         { N, C, wOff: o(`${h}ln2.w`), bOff: o(`${h}ln2.b`) },
@@ -342,51 +321,9 @@ export class GpuPolicy implements PolicyEngine {
         params,
         grads,
       );
-      await K.matmul(bwd, {
-        mode: 'nt',
-        M: N,
-        N: C,
-        K: C,
-        a: dres,
-        b: params,
-        bOff: o(`${h}attn.proj.w`),
-        c: datty,
-      });
-      await K.matmul(bwd, {
-        mode: 'tn',
-        M: C,
-        N: C,
-        K: N,
-        a: a.atty,
-        b: dres,
-        c: grads,
-        cOff: o(`${h}attn.proj.w`),
-        accumulate: true,
-      });
-      await K.colsum(bwd, dres, N, C, grads, o(`${h}attn.proj.b`));
+      await this.linearBackward(bwd, N, C, C, a.atty, dres, `${h}attn.proj`, datty);
       await K.attentionBackward(bwd, { B, T, C, H }, a.qkv, a.att, datty, datt, dqkv);
-      await K.matmul(bwd, {
-        mode: 'nt',
-        M: N,
-        N: C,
-        K: 3 * C,
-        a: dqkv,
-        b: params,
-        bOff: o(`${h}attn.qkv.w`),
-        c: dln,
-      });
-      await K.matmul(bwd, {
-        mode: 'tn',
-        M: C,
-        N: 3 * C,
-        K: N,
-        a: a.ln1,
-        b: dqkv,
-        c: grads,
-        cOff: o(`${h}attn.qkv.w`),
-        accumulate: true,
-      });
-      await K.colsum(bwd, dqkv, N, 3 * C, grads, o(`${h}attn.qkv.b`));
+      await this.linearBackward(bwd, N, 3 * C, C, a.ln1, dqkv, `${h}attn.qkv`, dln);
       await K.layernormBackward(
         bwd,
         { N, C, wOff: o(`${h}ln1.w`), bOff: o(`${h}ln1.b`) },
@@ -431,21 +368,19 @@ export class GpuPolicy implements PolicyEngine {
     return g;
   }
 
-  private async readPair(a: GPUBuffer, b: GPUBuffer, n: number, enc: GPUCommandEncoder, extra?: GPUBuffer) {
-    const extraN = extra ? 1 : 0;
+  private async readPair(a: GPUBuffer, b: GPUBuffer, n: number, enc: GPUCommandEncoder) {
     const staging = this.ctx.device.createBuffer({
-      size: (2 * n + extraN) * F,
+      size: 2 * n * F,
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
     enc.copyBufferToBuffer(a, 0, staging, 0, n * F);
     enc.copyBufferToBuffer(b, 0, staging, n * F, n * F);
-    if (extra) enc.copyBufferToBuffer(extra, this.partials * F, staging, 2 * n * F, F);
     this.ctx.device.queue.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const all = new Float32Array(staging.getMappedRange().slice(0));
     staging.unmap();
     staging.destroy();
-    return { a: all.slice(0, n), b: all.slice(n, 2 * n), extra: extra ? all[2 * n] : 0 };
+    return { a: all.slice(0, n), b: all.slice(n, 2 * n) };
   }
 
   logProbs(batch: Batch): Promise<LogProbResult> {
@@ -460,20 +395,16 @@ export class GpuPolicy implements PolicyEngine {
     return { logProbs: r.a, entropy: r.b };
   }
 
-  private adamProgram() {
+  private adamPrograms() {
     if (!this.adam) {
       this.adam = (async () => {
-        const program = new Program(this.ctx);
-        const uniform = await adamwKernel(
-          program,
-          this.adamUniform(1),
-          this.grads,
-          this.partial,
-          this.params,
-          this.m,
-          this.v,
-        );
-        return { program, uniform };
+        const { grads, partial, params, m, v } = this;
+        const norm = new Program(this.ctx);
+        const uniform = await K.adamwNorm(norm, this.adamUniform(1), grads, partial, params, m, v);
+        const update = new Program(this.ctx);
+        await K.adamwUpdate(update, this.layout.total, uniform, grads, partial, params, m, v);
+        update.clear(grads);
+        return { norm, update, uniform };
       })();
     }
     return this.adam;
@@ -495,44 +426,106 @@ export class GpuPolicy implements PolicyEngine {
     };
   }
 
-  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
-    return this.exclusive(() => this.trainStepNow(batch, weights));
-  }
-
-  private async trainStepNow(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
-    if (weights.length !== batch.tokens.length)
-      throw new Error(
-        `trainStep: weights has ${weights.length} values, expected one per token (${batch.tokens.length})`,
-      );
+  private checkWeights(weights: Float32Array, n: number): void {
+    if (weights.length !== n)
+      throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
     for (let i = 0; i < weights.length; i++)
       if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
+  }
+
+  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+    return this.exclusive(async () => {
+      await this.clearGradsNow();
+      const r = await this.accumulateNow(batch, weights);
+      const s = await this.optimizerStepNow();
+      return { ...r, gradNorm: s.gradNorm, step: s.step };
+    });
+  }
+
+  accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
+    return this.exclusive(() => this.accumulateNow(batch, weights));
+  }
+
+  /** Forward, then (with weights known up front) backward in the same submission; else read, weigh, backward. */
+  private async accumulateNow(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
+    const n = batch.tokens.length;
+    if (typeof weights !== 'function') this.checkWeights(weights, n);
     const g = await this.prepare(batch);
-    this.ctx.write(g.weights, weights);
-    const adam = await this.adamProgram();
-    const step = this.step + 1;
-    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
+    if (typeof weights !== 'function') {
+      this.ctx.write(g.weights, weights);
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      g.backward.encode(enc);
+      const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc);
+      return { logProbs: r.a, entropy: r.b, loss: weightedLoss(r.a, weights) };
+    }
     const enc = this.ctx.device.createCommandEncoder();
     g.forward.encode(enc);
-    g.backward.encode(enc);
-    adam.program.encode(enc);
-    const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc, this.partial);
+    const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc);
+    const w = weights({ logProbs: r.a, entropy: r.b });
+    this.checkWeights(w, n);
+    this.ctx.write(g.weights, w);
+    g.backward.submit();
+    return { logProbs: r.a, entropy: r.b, loss: weightedLoss(r.a, w) };
+  }
+
+  optimizerStep(): Promise<OptimizerStepResult> {
+    return this.exclusive(() => this.optimizerStepNow());
+  }
+
+  private async optimizerStepNow(): Promise<OptimizerStepResult> {
+    const adam = await this.adamPrograms();
+    const step = this.step + 1;
+    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
+    adam.norm.submit();
+    const gradNorm = (await this.ctx.readF32(this.partial, 1, this.partials))[0];
+    if (!Number.isFinite(gradNorm)) {
+      await this.clearGradsNow();
+      return { gradNorm, step: this.step, skipped: true };
+    }
+    adam.update.submit();
     this.step = step;
-    return { logProbs: r.a, entropy: r.b, loss: weightedLoss(r.a, weights), gradNorm: r.extra, step };
+    return { gradNorm, step, skipped: false };
+  }
+
+  private async clearGradsNow(): Promise<void> {
+    const enc = this.ctx.device.createCommandEncoder();
+    enc.clearBuffer(this.grads);
+    this.ctx.device.queue.submit([enc.finish()]);
+  }
+
+  getOptimizerState(): Promise<OptimizerState> {
+    return this.exclusive(async () => ({
+      m: await this.ctx.readF32(this.m, this.layout.total),
+      v: await this.ctx.readF32(this.v, this.layout.total),
+      step: this.step,
+    }));
+  }
+
+  setOptimizerState(state: OptimizerState): Promise<void> {
+    return this.exclusive(async () => {
+      const n = this.layout.total;
+      if (state.m.length !== n || state.v.length !== n)
+        throw new Error(
+          `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
+        );
+      if (!Number.isInteger(state.step) || state.step < 0)
+        throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
+      this.ctx.write(this.m, state.m);
+      this.ctx.write(this.v, state.v);
+      this.step = state.step;
+    });
   }
 
   /** Runs forward and backward only (no update) and returns the gradient buffer; for tests and checks. */
   computeGrads(batch: Batch, weights: Float32Array): Promise<Float32Array> {
-    return this.exclusive(() => this.computeGradsNow(batch, weights));
-  }
-
-  private async computeGradsNow(batch: Batch, weights: Float32Array): Promise<Float32Array> {
-    const g = await this.prepare(batch);
-    this.ctx.write(g.weights, weights);
-    const enc = this.ctx.device.createCommandEncoder();
-    g.forward.encode(enc);
-    g.backward.encode(enc);
-    this.ctx.device.queue.submit([enc.finish()]);
-    return this.ctx.readF32(this.grads, this.layout.total);
+    return this.exclusive(async () => {
+      await this.clearGradsNow();
+      await this.accumulateNow(batch, weights);
+      const grads = await this.ctx.readF32(this.grads, this.layout.total);
+      await this.clearGradsNow();
+      return grads;
+    });
   }
 
   private decoderProgram(): Promise<Decoder> {
@@ -656,6 +649,7 @@ export class GpuPolicy implements PolicyEngine {
     const zeros = new Float32Array(this.layout.total);
     this.ctx.write(this.m, zeros);
     this.ctx.write(this.v, zeros);
+    await this.clearGradsNow();
     this.step = 0;
   }
 
@@ -673,7 +667,11 @@ export class GpuPolicy implements PolicyEngine {
         d.program.destroy();
         for (const b of d.buffers) b.destroy();
       }
-      if (this.adam) (await this.adam).program.destroy();
+      if (this.adam) {
+        const a = await this.adam;
+        a.norm.destroy();
+        a.update.destroy();
+      }
       for (const b of all) b.destroy();
     })();
   }

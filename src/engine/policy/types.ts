@@ -23,6 +23,30 @@ export interface TrainStepResult extends LogProbResult {
   step: number;
 }
 
+/** The gradient weights of a backward pass, given the log-probs at the current parameters (PPO's ratio needs them). */
+export type WeightsFn = (current: LogProbResult) => Float32Array;
+
+export interface AccumulateResult extends LogProbResult {
+  /** −Σ w·logp over the batch, before any update */
+  loss: number;
+}
+
+export interface OptimizerStepResult {
+  /** Global L2 norm of the accumulated gradient before clipping. */
+  gradNorm: number;
+  /** Optimizer steps taken so far (this one included when it was applied). */
+  step: number;
+  /** true when the norm was not finite and the update was skipped (as verl's optimizer_step does) */
+  skipped: boolean;
+}
+
+/** AdamW's state: both moments (flat, like the parameters) and the step count the bias correction uses. */
+export interface OptimizerState {
+  m: Float32Array;
+  v: Float32Array;
+  step: number;
+}
+
 export interface SampleRequest {
   promptIds: number[];
   /** 0 means greedy decoding. */
@@ -51,6 +75,17 @@ export interface PolicyEngine {
   logProbs(batch: Batch): Promise<LogProbResult>;
   /** Forward, backward of L = −Σ weights·logp (weights per token, B·T), one AdamW step. */
   trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult>;
+  /**
+   * Forward and backward of L = −Σ weights·logp, ADDED to the gradient buffer (micro-batches of one
+   * mini-batch accumulate; `optimizerStep` applies and zeroes it). `weights` is an array (B·T) or a function of
+   * this forward pass's log-probs that returns it.
+   */
+  accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult>;
+  /** Global-norm clipping and AdamW over the accumulated gradient, then zeroes it; a non-finite norm skips the update. */
+  optimizerStep(): Promise<OptimizerStepResult>;
+  /** A copy of AdamW's moments and step (checkpoints). */
+  getOptimizerState(): Promise<OptimizerState>;
+  setOptimizerState(state: OptimizerState): Promise<void>;
   /** Autoregressive sampling with a KV cache; same seed, same result. */
   sample(req: SampleRequest): Promise<SampleResult>;
   /** A copy of the flat parameter buffer. */

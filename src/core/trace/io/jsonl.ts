@@ -112,7 +112,11 @@ function recordSlabs(rawCalls: unknown[]): RecordSlabs {
     if (c === null || typeof c !== 'object') continue;
     const o = c as Record<string, unknown>;
     nIds += arrayLength(o.prompt_token_ids) + arrayLength(o.response_token_ids);
-    nLp += arrayLength(o.response_log_probs) + arrayLength(o.mismatched_log_probs);
+    nLp +=
+      arrayLength(o.response_log_probs) +
+      arrayLength(o.mismatched_log_probs) +
+      arrayLength(o.trainer_log_probs) +
+      arrayLength(o.trainer_entropy);
   }
   return {
     ids: new Slab(new Int32Array(nIds), (n) => new Int32Array(n)),
@@ -151,6 +155,23 @@ export function readCall(v: unknown, path: string, counters: ImportCounters, sla
     if (lp.values.length === call.responseTokenIds?.length)
       throw new RecordInvalid(mp, 'has as many values as response_token_ids; use response_log_probs');
     call.mismatchedLogProbs = lp.values;
+  }
+  for (const [key, field] of [
+    ['trainer_log_probs', 'trainerLogProbs'],
+    ['trainer_entropy', 'trainerEntropy'],
+  ] as const) {
+    if (o[key] === undefined || o[key] === null) continue;
+    const tp = join(path, key);
+    const lp = readLogProbs(o[key], tp, slabs?.logProbs);
+    const nIds = call.responseTokenIds?.length;
+    if (lp.values.length !== nIds)
+      throw new RecordInvalid(
+        tp,
+        nIds === undefined
+          ? `has ${lp.values.length} values but response_token_ids is missing`
+          : `has ${lp.values.length} values but response_token_ids has ${nIds}`,
+      );
+    call[field] = lp.values;
   }
   const engine = readEngine(o.engine, join(path, 'engine'));
   if (engine) call.engine = engine;
@@ -198,6 +219,8 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
       response_token_ids: idsToJson(c.responseTokenIds),
       response_log_probs: logProbsToJson(c.responseLogProbs),
       mismatched_log_probs: logProbsToJson(c.mismatchedLogProbs),
+      trainer_log_probs: logProbsToJson(c.trainerLogProbs),
+      trainer_entropy: logProbsToJson(c.trainerEntropy),
       engine: c.engine
         ? { engine: c.engine.engine, model: c.engine.model, policy_version: c.engine.policyVersion }
         : undefined,

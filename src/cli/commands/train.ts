@@ -1,0 +1,242 @@
+/**
+ * `lab train`: RL on a harness with the project's policy, in this process (harness agents in worker_threads,
+ * the proxy in-process, the trainer on the CPU engine or WebGPU via Dawn). Every config key is a flag named
+ * after its upstream key (`--adv-estimator`, `--loss-agg-mode`, `--trace-aggregator-level`, `--rollout-n`,
+ * `--async`, …) and also takes Hydra-style `key=value` overrides with the full upstream path. Writes the run
+ * folder: metrics.jsonl (verl's file-logger format), traces/step_*.jsonl, checkpoints/, config.json.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createPolicyEngine } from '../../engine/policy';
+import { serveChannel } from '../../harness/http';
+import { WorkerPool } from '../../harness/pool';
+import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
+import {
+  applyDotlist,
+  CONFIG_FIELDS,
+  type ConfigField,
+  checkConsistency,
+  cloneConfig,
+  resolveTrainConfig,
+  setConfigValue,
+  type TrainConfig,
+  TrainConfigError,
+} from '../../train/config';
+import type { TrainEvent } from '../../train/events';
+import { createLocalRun } from '../../train/local';
+import { initialWeights } from '../../train/models';
+import { parseArgs, UsageError } from '../args';
+import type { Command } from '../lab';
+import { spawnNodeHarnessWorker } from '../nodeWorkers';
+import { dirStorage } from '../runStorage';
+import { loadTokenizer } from '../tokenizers';
+import { nodeGpuContext, reexecWithSwiftShader } from '../webgpuNode';
+
+const PUBLIC = fileURLToPath(new URL('../../../public/', import.meta.url));
+
+function flagUsage(f: ConfigField): string {
+  const v =
+    f.kind === 'bool' ? '' : ` ${f.kind === 'enum' ? (f.choices?.() ?? []).join('|') : f.kind.toUpperCase()}`;
+  return `  --${f.flag}${v}`.padEnd(48) + `${f.path}: ${f.help}`;
+}
+
+const usage = `lab train [--out DIR] [--resume DIR|FILE] [--config FILE.json] [--console] [--quiet] [FLAGS…] [key=value…]
+  --out DIR          run folder (metrics.jsonl, traces/, checkpoints/, config.json); default runs/<harness>-<seed>
+  --resume DIR|FILE  continue from a training checkpoint (a run folder's latest, or a .safetensors file)
+  --config FILE      a JSON TrainConfig (any subset of keys), applied before flags
+  --console          also print verl's console line (step:N - key:value - …) per step
+  key=value          any config key by its full path, e.g. algorithm.adv_estimator=rloo
+ bool flags take no value (--async); --no-<flag> sets one false. Config flags:
+${CONFIG_FIELDS.map(flagUsage).join('\n')}`;
+
+function flagSpec() {
+  const spec: Record<string, { type: 'bool' | 'string' | 'number'; multiple?: boolean }> = {
+    out: { type: 'string' },
+    resume: { type: 'string' },
+    config: { type: 'string' },
+    console: { type: 'bool' },
+    quiet: { type: 'bool' },
+  };
+  for (const f of CONFIG_FIELDS) {
+    spec[f.flag] = { type: f.kind === 'bool' ? 'bool' : 'string' };
+    if (f.kind === 'bool') spec[`no-${f.flag}`] = { type: 'bool' };
+  }
+  return spec;
+}
+
+/** Applies parsed flags and positional key=value overrides; a bad value is a usage error naming the flag. */
+export function configFromArgs(
+  base: TrainConfig,
+  flags: Record<string, unknown>,
+  positionals: string[],
+): TrainConfig {
+  const c = cloneConfig(base);
+  for (const f of CONFIG_FIELDS) {
+    const on = flags[f.flag];
+    const off = f.kind === 'bool' ? flags[`no-${f.flag}`] : undefined;
+    if (on !== undefined && off !== undefined)
+      throw new UsageError(`--${f.flag} and --no-${f.flag} given together`);
+    if (on === undefined && off === undefined) continue;
+    const raw = f.kind === 'bool' ? String(on !== undefined) : String(on);
+    try {
+      setConfigValue(c, f.path, raw);
+    } catch (e) {
+      if (e instanceof TrainConfigError) throw new UsageError(`--${f.flag}: ${e.message}`);
+      throw e;
+    }
+  }
+  for (const p of positionals)
+    if (!p.includes('=')) throw new UsageError(`unexpected argument '${p}' (overrides are key=value)`);
+  try {
+    applyDotlist(c, positionals);
+    checkConsistency(c);
+  } catch (e) {
+    if (e instanceof TrainConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+  return c;
+}
+
+/** A training checkpoint from a run folder (its checkpoints/latest) or a file. */
+function loadResume(path: string): TrainCheckpoint {
+  if (!existsSync(path)) throw new UsageError(`--resume: ${path} does not exist`);
+  let file = path;
+  if (statSync(path).isDirectory()) {
+    const latest = join(path, 'checkpoints', 'latest');
+    if (!existsSync(latest))
+      throw new UsageError(`--resume: ${path} has no checkpoints/latest (no checkpoint was saved)`);
+    file = join(path, readFileSync(latest, 'utf8').trim());
+  }
+  try {
+    return decodeTrainCheckpoint(new Uint8Array(readFileSync(file)), file);
+  } catch (e) {
+    throw new UsageError(`--resume: ${(e as Error).message}`);
+  }
+}
+
+function fmt(v: number | null | undefined, digits = 3): string {
+  return v === null || v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits);
+}
+
+function progressLine(e: Extract<TrainEvent, { type: 'step' }>, total: number): string {
+  const m = e.metrics;
+  const t = (k: string) => fmt(m[`timing_s/${k}`], 1);
+  const val = m['val/reward'] !== undefined ? `  val ${fmt(m['val/reward'])}` : '';
+  return (
+    `step ${e.step}/${total}  reward ${fmt(m['critic/rewards/mean'])}${val}  pg_loss ${fmt(m['actor/pg_loss'], 4)}` +
+    `  kl ${fmt(m['actor/ppo_kl'], 4)}  clip ${fmt(m['actor/pg_clipfrac'])}  entropy ${fmt(m['actor/entropy'])}` +
+    `  rows ${m['training/n_sample_trained'] ?? '-'}  | gen ${t('gen')}s old_lp ${t('old_log_prob')}s update ${t('update_actor')}s` +
+    ` sync ${t('update_weights')}s  step ${t('step')}s  ${fmt(m['lab/gen_tokens_per_s'], 0)} gen tok/s`
+  );
+}
+
+export const command: Command = {
+  summary: 'RL training of the policy on a harness (rollouts in worker threads, in-process proxy, verl keys)',
+  usage,
+  async run(argv) {
+    const { positionals, flags } = parseArgs(argv, flagSpec());
+    let base: TrainConfig;
+    let resume: TrainCheckpoint | null = null;
+    if (flags.resume !== undefined) {
+      resume = loadResume(String(flags.resume));
+      base = resume.config;
+    } else if (flags.config !== undefined) {
+      const path = String(flags.config);
+      if (!existsSync(path)) throw new UsageError(`--config: ${path} does not exist`);
+      try {
+        base = resolveTrainConfig(JSON.parse(readFileSync(path, 'utf8')));
+      } catch (e) {
+        throw new UsageError(`--config ${path}: ${(e as Error).message}`);
+      }
+    } else base = resolveTrainConfig({});
+    const cfg = configFromArgs(base, flags, positionals);
+    if (cfg.lab.backend !== 'cpu') {
+      const child = reexecWithSwiftShader();
+      if (child !== null) return child;
+    }
+    const out = resolve(String(flags.out ?? join('runs', `${cfg.lab.harness}-${cfg.lab.seed}`)));
+    const tokenizer = loadTokenizer('policy');
+    const load = async (p: string) => {
+      const full = isAbsolute(p) || existsSync(p) ? p : join(PUBLIC, p);
+      if (!existsSync(full))
+        throw new UsageError(
+          `initial weights ${p} not found${cfg.actor_rollout_ref.model.path === 'sft' ? ' (regenerate the shipped SFT checkpoints with bash tests/tools/make-checkpoints.sh, or use --model init)' : ''}`,
+        );
+      return new Uint8Array(await readFile(full));
+    };
+    let config = resume?.policyConfig;
+    let params = resume?.params;
+    let source = resume ? `resume step ${resume.state.step}` : '';
+    if (!resume) {
+      const w = await initialWeights(cfg, tokenizer.vocabSize, load);
+      config = w.config;
+      params = w.params;
+      source = w.source;
+    }
+    const gpu = cfg.lab.backend === 'cpu' ? undefined : await nodeGpuContext().catch((e: Error) => e);
+    if (gpu instanceof Error && cfg.lab.backend === 'webgpu') {
+      console.error(`lab train: --backend webgpu: ${gpu.message}`);
+      return 1;
+    }
+    const { engine: policy } = await createPolicyEngine({
+      backend: cfg.lab.backend === 'cpu' || gpu instanceof Error ? 'cpu' : 'webgpu',
+      context: gpu instanceof Error ? undefined : gpu,
+      config,
+      params,
+    });
+    if (resume) await policy.setOptimizerState(resume.optimizer);
+    let reference = null;
+    if (cfg.actor_rollout_ref.actor.use_kl_loss) {
+      const w = await initialWeights(cfg, tokenizer.vocabSize, load);
+      reference = (await createPolicyEngine({ backend: 'cpu', config: w.config, params: w.params })).engine;
+    }
+    const quiet = Boolean(flags.quiet);
+    const total = cfg.trainer.total_training_steps;
+    const local = createLocalRun({
+      config: cfg,
+      policy,
+      reference,
+      tokenizer,
+      storage: dirStorage(out),
+      resumeState: resume?.state,
+      consoleLog: Boolean(flags.console),
+      makeRunner: (handler) =>
+        new WorkerPool({
+          size: cfg.lab.workers,
+          spawn: () => spawnNodeHarnessWorker(),
+          connect: (port) => serveChannel(port, handler),
+          timeoutMs: cfg.lab.rollout_timeout_ms,
+        }),
+      onEvent: (e) => {
+        if (quiet) return;
+        if (e.type === 'step') console.log(progressLine(e, total));
+        else if (e.type === 'val')
+          console.log(
+            `val step ${e.step}: reward ${fmt(e.metrics['val/reward'])}, pass@${cfg.lab.pass_k} ${fmt(e.metrics[`val/pass@${cfg.lab.pass_k}`])}`,
+          );
+        else if (e.type === 'log') console.log(e.message);
+        else if (e.type === 'checkpoint') console.log(`checkpoint ${join(out, e.path)}`);
+      },
+    });
+    const stop = () => local.run.stop();
+    process.once('SIGINT', stop);
+    if (!quiet)
+      console.log(
+        `train: ${cfg.lab.harness}, ${policy.backend} backend, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
+      );
+    try {
+      const summary = await local.run.run();
+      if (!quiet)
+        console.log(
+          `train: ${summary.reason} after ${summary.steps} steps; metrics in ${join(out, 'metrics.jsonl')}`,
+        );
+    } finally {
+      process.off('SIGINT', stop);
+      local.close();
+      policy.dispose();
+    }
+    return 0;
+  },
+};

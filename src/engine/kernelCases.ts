@@ -1,0 +1,341 @@
+/**
+ * The one table of kernel cases: every WGSL kernel against its CPU reference on whatever adapter is present,
+ * with one tolerance per comparison. `tests/browser/kernels.test.ts` (Chromium) and `lab engine-check`
+ * (Node + Dawn, via selfcheck.ts) both iterate this table, so the two can never disagree on what "matches"
+ * means. Shapes are tiny (software adapters are slow) but not multiples of the workgroup sizes, so bounds
+ * checks are exercised; offsets, bias and accumulate paths are covered. Tolerances are absolute, sized from
+ * f32 rounding of the sums involved.
+ */
+import { uniformF32 } from '../core/random';
+import { adamwStepCpu } from './cpu/adamw';
+import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
+import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
+import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
+import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
+import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
+import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
+import { type GpuContext, Program } from './gpu/device';
+import * as K from './gpu/kernels';
+
+/** One output of a kernel next to its reference. */
+export interface Comparison {
+  name: string;
+  got: ArrayLike<number>;
+  want: ArrayLike<number>;
+  tolerance: number;
+}
+
+export interface KernelCase {
+  name: string;
+  run(ctx: GpuContext): Promise<Comparison[]>;
+}
+
+/** max |a − b|; NaN or a length mismatch is +∞ (so it can never pass). */
+export function maxAbsError(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    if (!(d <= m)) m = Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
+  }
+  return m;
+}
+
+/** Buffers, a one-shot program runner and read-back for one case; everything is freed at the end. */
+async function withBuffers<R>(
+  ctx: GpuContext,
+  body: (h: {
+    up: (a: Float32Array | Uint32Array) => GPUBuffer;
+    zeros: (n: number) => GPUBuffer;
+    run: (build: (p: Program) => Promise<unknown>) => Promise<void>;
+    read: (b: GPUBuffer, n: number, offset?: number) => Promise<Float32Array>;
+  }) => Promise<R>,
+): Promise<R> {
+  const owned: GPUBuffer[] = [];
+  const up = (a: Float32Array | Uint32Array) => {
+    const b = ctx.storage(a);
+    owned.push(b);
+    return b;
+  };
+  const zeros = (n: number) => {
+    const b = ctx.empty(n * 4);
+    owned.push(b);
+    return b;
+  };
+  const run = async (build: (p: Program) => Promise<unknown>) => {
+    const p = new Program(ctx);
+    await build(p);
+    p.submit();
+    await ctx.device.queue.onSubmittedWorkDone();
+    p.destroy();
+  };
+  const read = (b: GPUBuffer, n: number, offset = 0) => ctx.readF32(b, n, offset);
+  try {
+    return await body({ up, zeros, run, read });
+  } finally {
+    for (const b of owned) b.destroy();
+  }
+}
+
+const u32 = (n: number, mod: number, seed: number) =>
+  Uint32Array.from(uniformF32(n, seed, 0, 1), (x) => Math.floor(x * mod));
+
+const matmulCases: KernelCase[] = (
+  [
+    ['nn', 19],
+    ['nt', 19],
+    ['tn', 19],
+    ['nn', 1],
+    ['nt', 1],
+  ] as [MatmulMode, number][]
+).map(([mode, M]) => ({
+  name: `matmul ${mode} with offsets, bias and accumulate (M = ${M})`,
+  run: (ctx) =>
+    withBuffers(ctx, async ({ up, run, read }) => {
+      const [N, Kd] = [70, 37];
+      const aOff = 5;
+      const bOff = 3;
+      const cOff = 7;
+      const a = uniformF32(aOff + M * Kd, 1);
+      const b = uniformF32(bOff + Kd * N, 2);
+      const bias = uniformF32(N, 3);
+      const c0 = uniformF32(cOff + M * N, 4);
+      const ref = new Float32Array(c0);
+      matmulModeCpu(mode, a.subarray(aOff), b.subarray(bOff), ref.subarray(cOff), M, N, Kd, {
+        bias,
+        accumulate: true,
+      });
+      const bc = up(c0);
+      await run((p) =>
+        K.matmul(p, {
+          mode,
+          M,
+          N,
+          K: Kd,
+          a: up(a),
+          aOff,
+          b: up(b),
+          bOff,
+          c: bc,
+          cOff,
+          bias: up(bias),
+          accumulate: true,
+        }),
+      );
+      return [{ name: 'c', got: await read(bc, c0.length), want: ref, tolerance: 1e-5 * Kd }];
+    }),
+}));
+
+export const KERNEL_CASES: KernelCase[] = [
+  ...matmulCases,
+  {
+    name: 'colsum (bias gradient)',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, run, read }) => {
+        const [M, N] = [29, 70];
+        const x = uniformF32(M * N, 5);
+        const out0 = uniformF32(N + 4, 6);
+        const ref = new Float32Array(out0);
+        colsumCpu(x, M, N, ref.subarray(4));
+        const bo = up(out0);
+        await run((p) => K.colsum(p, up(x), M, N, bo, 4));
+        return [{ name: 'out', got: await read(bo, out0.length), want: ref, tolerance: 1e-5 * M }];
+      }),
+  },
+  {
+    name: 'embedding forward and backward',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [B, T, C, V] = [2, 7, 12, 11];
+        const N = B * T;
+        const wteOff = 3;
+        const wpeOff = wteOff + V * C;
+        const params = uniformF32(wpeOff + T * C + 2, 7);
+        const tokens = u32(N, V, 8);
+        const ref = new Float32Array(N * C);
+        const wte = (x: Float32Array) => x.subarray(wteOff, wteOff + V * C);
+        const wpe = (x: Float32Array) => x.subarray(wpeOff, wpeOff + T * C);
+        embeddingForwardCpu(tokens, wte(params), wpe(params), ref, T, C);
+        const out = zeros(N * C);
+        const bt = up(tokens);
+        const d = { N, T, C, V, wteOff, wpeOff };
+        await run((p) => K.embeddingForward(p, d, bt, up(params), out));
+        const fwd = await read(out, N * C);
+        const dout = uniformF32(N * C, 9);
+        const g0 = uniformF32(params.length, 10);
+        const gref = new Float32Array(g0);
+        embeddingBackwardCpu(tokens, dout, wte(gref), wpe(gref), T, C);
+        const bg = up(g0);
+        await run((p) => K.embeddingBackward(p, d, bt, up(dout), bg));
+        return [
+          { name: 'forward', got: fwd, want: ref, tolerance: 0 },
+          { name: 'backward (accumulated)', got: await read(bg, g0.length), want: gref, tolerance: 1e-5 * N },
+        ];
+      }),
+  },
+  {
+    name: 'layernorm forward, backward and parameter gradients',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C] = [13, 40];
+        const wOff = 2;
+        const bOff = 2 + C;
+        const params = uniformF32(bOff + C, 11, 0.5, 1.5);
+        const w = params.subarray(wOff, wOff + C);
+        const x = uniformF32(N * C, 12, -2, 2);
+        const y = new Float32Array(N * C);
+        const stats = new Float32Array(2 * N);
+        layernormForwardCpu(x, w, params.subarray(bOff, bOff + C), y, stats, N, C);
+        const [by, bs, bx, bp] = [zeros(N * C), zeros(2 * N), up(x), up(params)];
+        await run((p) => K.layernormForward(p, { N, C, wOff, bOff }, bx, bp, by, bs));
+        const gotY = await read(by, N * C);
+        const gotStats = await read(bs, 2 * N);
+        const dy = uniformF32(N * C, 13);
+        const dx0 = uniformF32(N * C, 14);
+        const dx = new Float32Array(dx0);
+        const g0 = uniformF32(params.length, 15);
+        const g = new Float32Array(g0);
+        layernormBackwardCpu(
+          x,
+          w,
+          stats,
+          dy,
+          dx,
+          g.subarray(wOff, wOff + C),
+          g.subarray(bOff, bOff + C),
+          N,
+          C,
+        );
+        const [bdx, bg] = [up(dx0), up(g0)];
+        await run((p) => K.layernormBackward(p, { N, C, wOff, bOff }, bx, bs, up(dy), bdx, bp, bg));
+        return [
+          { name: 'forward', got: gotY, want: y, tolerance: 2e-5 },
+          { name: 'stats', got: gotStats, want: stats, tolerance: 2e-5 },
+          { name: 'backward (input, accumulated)', got: await read(bdx, N * C), want: dx, tolerance: 5e-5 },
+          {
+            name: 'backward (params, accumulated)',
+            got: await read(bg, g0.length),
+            want: g,
+            tolerance: 1e-4,
+          },
+        ];
+      }),
+  },
+  {
+    name: 'gelu forward and backward',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const n = 301;
+        const x = uniformF32(n, 16, -6, 6);
+        x[0] = 30; // far tail: tanh saturates
+        x[1] = -30;
+        const y = new Float32Array(n);
+        geluForwardCpu(x, y);
+        const [bx, by] = [up(x), zeros(n)];
+        await run((p) => K.geluForward(p, n, bx, by));
+        const gotY = await read(by, n);
+        const dy = uniformF32(n, 17);
+        const dx = new Float32Array(n);
+        geluBackwardCpu(x, dy, dx);
+        const bdx = zeros(n);
+        await run((p) => K.geluBackward(p, n, bx, up(dy), bdx));
+        return [
+          { name: 'forward', got: gotY, want: y, tolerance: 1e-5 },
+          { name: 'backward', got: await read(bdx, n), want: dx, tolerance: 1e-5 },
+        ];
+      }),
+  },
+  {
+    name: 'causal attention forward and backward',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [B, T, C, H] = [2, 9, 16, 4];
+        const qkv = uniformF32(B * T * 3 * C, 18, -1.5, 1.5);
+        const att = new Float32Array(B * H * T * T);
+        const out = new Float32Array(B * T * C);
+        attentionForwardCpu(qkv, att, out, B, T, C, H);
+        const [bq, ba, bo] = [up(qkv), zeros(att.length), zeros(out.length)];
+        await run((p) => K.attentionForward(p, { B, T, C, H }, bq, ba, bo));
+        const gotAtt = await read(ba, att.length);
+        const gotOut = await read(bo, out.length);
+        const dout = uniformF32(out.length, 19);
+        const dqkv = new Float32Array(qkv.length);
+        attentionBackwardCpu(qkv, att, dout, dqkv, B, T, C, H);
+        const bd = zeros(qkv.length);
+        await run((p) => K.attentionBackward(p, { B, T, C, H }, bq, ba, up(dout), zeros(att.length), bd));
+        return [
+          { name: 'probabilities', got: gotAtt, want: att, tolerance: 1e-6 },
+          { name: 'output', got: gotOut, want: out, tolerance: 1e-5 },
+          { name: 'backward', got: await read(bd, qkv.length), want: dqkv, tolerance: 2e-5 },
+        ];
+      }),
+  },
+  {
+    name: 'attention decode step (one query against a KV cache)',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [T, C, H, t0] = [10, 16, 2, 6];
+        const qkv = uniformF32(T * 3 * C, 20);
+        const att = new Float32Array(H * T);
+        const out = new Float32Array(C);
+        attentionForwardCpu(qkv, att, out, 1, T, C, H, t0, 1);
+        const bo = zeros(C);
+        await run((p) => K.attentionForward(p, { B: 1, T, C, H, t0, nq: 1 }, up(qkv), zeros(H * T), bo));
+        return [{ name: 'output', got: await read(bo, C), want: out, tolerance: 1e-5 }];
+      }),
+  },
+  ...[1, 0.7].map(
+    (temperature): KernelCase => ({
+      name: `fused log-softmax + gather forward and weighted backward (temperature ${temperature})`,
+      run: (ctx) =>
+        withBuffers(ctx, async ({ up, zeros, run, read }) => {
+          const [B, T, V] = [3, 6, 67];
+          const logits = uniformF32(B * T * V, 21, -4, 4);
+          const tokens = u32(B * T, V, 22);
+          const mask = Float32Array.from({ length: B * T }, (_, i) => (i % T < 5 - (i % 2) ? 1 : 0));
+          const ref = logprobForwardCpu(logits, tokens, mask, B, T, V, temperature);
+          const [bl, bt, lse, lp, ent] = [up(logits), up(tokens), zeros(B * T), zeros(B * T), zeros(B * T)];
+          const d = { B, T, V, temperature };
+          await run((p) => K.logprobForward(p, d, bl, bt, up(mask), lse, lp, ent));
+          const gotLp = await read(lp, B * T);
+          const gotEnt = await read(ent, B * T);
+          const weights = uniformF32(B * T, 23);
+          const dref = logprobBackwardCpu(logits, tokens, weights, ref.lse, B, T, V, temperature);
+          const bd = zeros(B * T * V);
+          await run((p) => K.logprobBackward(p, d, bl, bt, up(weights), lse, bd));
+          return [
+            { name: 'log-probs', got: gotLp, want: ref.logp, tolerance: 1e-5 },
+            { name: 'entropies', got: gotEnt, want: ref.entropy, tolerance: 1e-5 },
+            { name: 'dlogits', got: await read(bd, B * T * V), want: dref, tolerance: 1e-6 },
+          ];
+        }),
+    }),
+  ),
+  ...[0, 0.5].map(
+    (maxGradNorm): KernelCase => ({
+      name: `AdamW over a flat buffer with global-norm clipping (maxGradNorm ${maxGradNorm})`,
+      run: (ctx) =>
+        withBuffers(ctx, async ({ up, zeros, run, read }) => {
+          const n = 1000;
+          const decayEnd = 600;
+          const params = uniformF32(n, 24);
+          const grads = uniformF32(n, 25, -0.1, 0.1);
+          const m = uniformF32(n, 26, -0.01, 0.01);
+          const v = uniformF32(n, 27, 0, 0.001);
+          const h = { lr: 0.01, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm };
+          const step = 3;
+          const [pr, mr, vr] = [new Float32Array(params), new Float32Array(m), new Float32Array(v)];
+          const norm = adamwStepCpu(pr, grads, mr, vr, step, decayEnd, h);
+          const partials = K.adamwPartials(n);
+          const [bp, bm, bv, part] = [up(params), up(m), up(v), zeros(partials + 1)];
+          await run((p) => K.adamw(p, { n, decayEnd, partials, ...h, step }, up(grads), part, bp, bm, bv));
+          return [
+            { name: 'norm', got: await read(part, 1, partials), want: [norm], tolerance: 1e-5 * norm },
+            { name: 'm', got: await read(bm, n), want: mr, tolerance: 1e-7 },
+            { name: 'v', got: await read(bv, n), want: vr, tolerance: 1e-8 },
+            { name: 'params', got: await read(bp, n), want: pr, tolerance: 1e-5 },
+          ];
+        }),
+    }),
+  ),
+];

@@ -1,0 +1,179 @@
+/**
+ * Step metrics beyond verl's (ours are under `lab/`), and the two log formats verl users' tools read: the
+ * file logger (`{"step": N, "data": {…}}` JSONL, verl/utils/tracking.py FileLogger; NaN and ±∞ as null, as
+ * orjson writes them) and the console logger (`step:N - key:value - …`).
+ */
+import { retokenizeCall } from '../core/tokenize/retokenize';
+import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { Rollout } from '../core/trace/types';
+
+export type Metrics = Record<string, number>;
+
+/** One file-logger line (with its newline). */
+export function fileLoggerLine(step: number, data: Metrics): string {
+  const clean: Record<string, number | null> = {};
+  for (const [k, v] of Object.entries(data)) clean[k] = Number.isFinite(v) ? v : null;
+  return `${JSON.stringify({ step, data: clean })}\n`;
+}
+
+/** verl's console line. */
+export function consoleLine(step: number, data: Metrics): string {
+  const parts = Object.keys(data)
+    .sort()
+    .map((k) => `${k}:${Number.isInteger(data[k]) ? data[k] : Number(data[k].toPrecision(6))}`);
+  return [`step:${step}`, ...parts].join(' - ');
+}
+
+/** Parses a file-logger JSONL text (for readers and tests); a bad line is an error naming it. */
+export function parseFileLogger(text: string): { step: number; data: Record<string, number | null> }[] {
+  const out: { step: number; data: Record<string, number | null> }[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch (e) {
+      throw new Error(`metrics line ${i + 1}: not JSON (${(e as Error).message})`);
+    }
+    const o = v as { step?: unknown; data?: unknown };
+    if (typeof o?.step !== 'number' || typeof o.data !== 'object' || o.data === null)
+      throw new Error(`metrics line ${i + 1}: expected {"step": N, "data": {…}}`);
+    out.push({ step: o.step, data: o.data as Record<string, number | null> });
+  });
+  return out;
+}
+
+/** The class of a failed rollout, from its reason (worker pool, proxy and harness messages). */
+export function failureClass(error: string | undefined): string {
+  const e = error ?? '';
+  if (/timed out|did not start within/.test(e)) return 'timeout';
+  if (/worker crashed|keep failing/.test(e)) return 'crash';
+  if (/cancelled|pool clos|source is closed/.test(e)) return 'cancelled';
+  if (/maximum context length|context/.test(e)) return 'context_overflow';
+  if (/HTTP 429/.test(e)) return 'paused_too_long';
+  if (/bad message|must be/.test(e)) return 'protocol';
+  return 'harness_error';
+}
+
+/** Tool calls the policy made in a rollout (parsed by the proxy into tool_calls). */
+export function toolCallsOf(r: Rollout): number {
+  let n = 0;
+  for (const c of r.calls) n += c.response?.message.tool_calls?.length ?? 0;
+  return n;
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN;
+}
+
+/**
+ * Ours: failures by class, calls and tool calls per rollout, staleness (policy versions behind `version`) per
+ * call and per rollout, generated tokens.
+ */
+export function rolloutMetrics(rollouts: Rollout[], version: number, prefix = 'lab'): Metrics {
+  const m: Metrics = {};
+  const failed = rollouts.filter((r) => r.state === 'failed');
+  m[`${prefix}/n_rollouts`] = rollouts.length;
+  m[`${prefix}/n_failed_rollouts`] = failed.length;
+  for (const r of failed) {
+    const k = `${prefix}/rollout_failures/${failureClass(r.error)}`;
+    m[k] = (m[k] ?? 0) + 1;
+  }
+  m[`${prefix}/calls_per_rollout`] = mean(rollouts.map((r) => r.calls.length));
+  m[`${prefix}/tool_calls_per_rollout`] = mean(rollouts.map(toolCallsOf));
+  const callStale: number[] = [];
+  const rolloutStale: number[] = [];
+  let versions = 0;
+  let genTokens = 0;
+  for (const r of rollouts) {
+    let worst = 0;
+    const seen = new Set<number>();
+    for (const c of r.calls) {
+      genTokens += c.responseTokenIds?.length ?? 0;
+      const v = c.engine?.policyVersion;
+      if (v === undefined) continue;
+      seen.add(v);
+      callStale.push(version - v);
+      worst = Math.max(worst, version - v);
+    }
+    rolloutStale.push(worst);
+    if (seen.size > 1) versions++;
+  }
+  m[`${prefix}/staleness/call_mean`] = mean(callStale);
+  m[`${prefix}/staleness/call_max`] = callStale.length ? Math.max(...callStale) : Number.NaN;
+  m[`${prefix}/staleness/rollout_mean`] = mean(rolloutStale);
+  m[`${prefix}/n_rollouts_spanning_versions`] = versions;
+  m[`${prefix}/gen_tokens`] = genTokens;
+  return m;
+}
+
+/**
+ * Fraction of calls whose chat template re-encoded (the `retokenize` token source) differs from the engine
+ * ids: the drift a text-only trainer would train on.
+ */
+export function retokenizationMismatchRate(rollouts: Rollout[], tok: ChatTokenizer): number {
+  let n = 0;
+  let bad = 0;
+  for (const r of rollouts)
+    for (const c of r.calls) {
+      if (!c.promptTokenIds || !c.responseTokenIds || !c.response) continue;
+      const re = retokenizeCall(tok, c);
+      if (!re) continue;
+      n++;
+      const same =
+        re.promptIds.length === c.promptTokenIds.length &&
+        re.responseIds.length === c.responseTokenIds.length &&
+        re.promptIds.every((x, i) => x === (c.promptTokenIds as Int32Array)[i]) &&
+        re.responseIds.every((x, i) => x === (c.responseTokenIds as Int32Array)[i]);
+      if (!same) bad++;
+    }
+  return n ? bad / n : Number.NaN;
+}
+
+/** Unbiased pass@k from n samples with c passes (Chen et al. 2021): 1 − C(n−c, k)/C(n, k). */
+export function passAtK(n: number, c: number, k: number): number {
+  if (n - c < k) return 1;
+  let p = 1;
+  for (let i = n - c + 1; i <= n; i++) p *= 1 - k / i;
+  return 1 - p;
+}
+
+/**
+ * Validation metrics: Agent Lightning's (`RolloutAdapter.get_test_metrics`: val/reward, val/n_rollouts,
+ * val/mean_response_length_per_turn, val/mean_total_response_length_per_rollout, val/turn_count) plus ours:
+ * pass@k (a sample passes with reward ≥ 1), tool calls per rollout, merge rate.
+ */
+export function validationMetrics(
+  rollouts: Rollout[],
+  k: number,
+  fillna: number,
+  mergeRate: number,
+): Metrics {
+  const rewards = rollouts.map((r) => r.finalReward ?? fillna);
+  const withTrace = rollouts.filter((r) => r.calls.some((c) => c.responseTokenIds?.length));
+  const m: Metrics = {
+    'val/reward': mean(rewards),
+    'val/n_rollouts': rollouts.length,
+    'val/n_rollouts_w_trace': withTrace.length,
+    'val/n_rollouts_w_reward': rollouts.filter((r) => r.finalReward !== null).length,
+    'val/mean_response_length_per_turn': mean(
+      withTrace.map((r) => mean(r.calls.map((c) => c.responseTokenIds?.length ?? 0))),
+    ),
+    'val/mean_total_response_length_per_rollout': mean(
+      withTrace.map((r) => r.calls.reduce((a, c) => a + (c.responseTokenIds?.length ?? 0), 0)),
+    ),
+    'val/turn_count': mean(withTrace.map((r) => r.calls.length)),
+  };
+  const byTask = new Map<string, number[]>();
+  for (let i = 0; i < rollouts.length; i++) {
+    const l = byTask.get(rollouts[i].dataId) ?? [];
+    l.push(rewards[i]);
+    byTask.set(rollouts[i].dataId, l);
+  }
+  const pk = [...byTask.values()].map((rs) => passAtK(rs.length, rs.filter((x) => x >= 1 - 1e-9).length, k));
+  m[`val/pass@${k}`] = mean(pk);
+  m['val/tool_calls_per_rollout'] = mean(rollouts.map(toolCallsOf));
+  m['val/merge_rate'] = mergeRate;
+  m['val/n_failed_rollouts'] = rollouts.filter((r) => r.state === 'failed').length;
+  return m;
+}

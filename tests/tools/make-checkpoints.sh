@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates the shipped SFT checkpoints public/checkpoints/<harness>.safetensors (the default 'tiny' model,
+# ~0.9 MB each) from seed 1 on the CPU engine, byte for byte: `lab sft` on each harness's scripted-expert
+# trajectories. Takes tens of minutes on a laptop CPU (the multi-turn harnesses' rows are long).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p public/checkpoints
+lab() { npx tsx src/cli/lab.ts "$@"; }
+lab sft --harness instruction-short --seed 1 --steps 600 --batch-rows 16 --lr 3e-3 --out public/checkpoints/instruction-short.safetensors
+lab sft --harness instruction --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/instruction.safetensors
+lab sft --harness coding --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/coding.safetensors
+lab sft --harness search --seed 1 --steps 200 --batch-rows 8 --lr 3e-3 --out public/checkpoints/search.safetensors
