@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Zippable, zipSync } from 'fflate';
+import { sftCheckpointPath } from '../train/models';
 import type { ParamValues } from './protocol/params';
 import { aglVerlOverrides, type TemplateName } from './protocol/templates';
 import type { SubmitSpec } from './ray';
@@ -27,8 +28,13 @@ export interface JobContext {
 interface TemplateJob {
   /** job.json beyond {template, params} */
   job: (p: ParamValues) => Record<string, unknown>;
+  /** project files the job needs besides the common ones: path in the package → path under the project root */
+  files?: (p: ParamValues) => Record<string, string>;
   entrypointNumCpus: number;
 }
+
+/** Where an agl-cpu job finds the harness's shipped SFT checkpoint (its initial policy) in its package. */
+const aglCpuCheckpoint = (p: ParamValues) => `checkpoints/${p.harness}.safetensors`;
 
 const JOBS: Record<TemplateName, TemplateJob> = {
   'agl-cpu': {
@@ -42,11 +48,23 @@ const JOBS: Record<TemplateName, TemplateJob> = {
         String(p.max_response_length),
         '--port',
         '0',
+        '--checkpoint',
+        aglCpuCheckpoint(p),
       ],
       // the cluster CLI command that trains; the launcher appends --agl-url, --policy-url, --model, --metrics-file
-      trainer_command: ['agl-train', '--job', 'job.json', '--tokenizer', 'tokenizer'],
+      trainer_command: [
+        'agl-train',
+        '--job',
+        'job.json',
+        '--tokenizer',
+        'tokenizer',
+        '--checkpoint',
+        aglCpuCheckpoint(p),
+      ],
       max_parallel_rollouts: (p.train_batch_size as number) * (p.rollout_n as number),
     }),
+    // both the policy server and the trainer start from the harness's shipped SFT checkpoint
+    files: (p) => ({ [aglCpuCheckpoint(p)]: `public/${sftCheckpointPath(p.harness as string)}` }),
     entrypointNumCpus: 1,
   },
   'agl-verl': {
@@ -78,6 +96,11 @@ export function jobPackage(template: TemplateName, params: ParamValues, ctx: Job
   }
   if (!existsSync(ctx.clusterCli)) throw new Error(`the bundled cluster CLI is missing: ${ctx.clusterCli}`);
   files['cluster/lab.mjs'] = readFileSync(ctx.clusterCli);
+  for (const [to, from] of Object.entries(JOBS[template].files?.(params) ?? {})) {
+    const p = join(ctx.root, from);
+    if (!existsSync(p)) throw new Error(`a file the ${template} job needs is missing: ${p}`);
+    files[to] = readFileSync(p);
+  }
   const job = { template, params, ...JOBS[template].job(params) };
   files['job.json'] = new TextEncoder().encode(JSON.stringify(job, null, 1));
   return deterministicZip(files);

@@ -1,24 +1,26 @@
 /**
- * Rollouts from a running Agent Lightning gateway (`agl-server` 1.0): what a trainer needs to train on rollouts
- * that agents ran behind the gateway's proxy, as Agent Lightning's own trainer gets them
- * (agentlightning/verl/agl_rollout_manager.py, trainer.py):
+ * Rollouts from a running Agent Lightning gateway (`agl-server` 1.0) as a training loop's `RolloutSource`
+ * (source.ts), so `TrainRun` trains on them exactly as on local harness rollouts: the agents run behind the
+ * gateway's proxy, as Agent Lightning's own trainer gets them (agentlightning/verl/agl_rollout_manager.py,
+ * trainer.py):
  *
- * - enqueue a step's tasks, `rollout.n` rollouts each (`POST /api/rollouts`, caller-assigned ids so a retry
- *   never duplicates), with the local runner's agent class and env map in `config.local`;
- * - wait until each is terminal (`GET /api/rollouts/terminal?after=` cursor), read its
- *   `GET /api/rollouts/{rid}/events?format=triplet` (prompt/response ids, log-probs, rewards; deduplicated by
- *   prompt) into core `Rollout`s (failed rollouts included: the trainer fills their reward);
- * - pause the proxy around an update (`POST /proxy/pause`, agents get 429 + Retry-After) and wait for in-flight
- *   calls to drain (`GET /proxy/state`), resume after;
- * - announce the policy version now served (`POST /api/models` upserts the endpoint with a new `version`, which
- *   the gateway records on every later call as `model_version`);
- * - delete consumed rollouts about a second after reading them, as upstream's manager does on its next poll.
+ * - `submit` enqueues each group's rollouts (`POST /api/rollouts`, the loop's rollout ids, so a retry never
+ *   duplicates), with the local runner's agent class and env map in `config.local` and the task as the agent
+ *   regenerates it (harness, split, seed, index);
+ * - `next` hands back each rollout once terminal (`GET /api/rollouts/terminal?after=` cursor), read from
+ *   `GET /api/rollouts/{rid}/events?format=triplet` (prompt/response ids, log-probs, rewards, the model version
+ *   that served each call) into a core `Rollout` (failed rollouts included: the trainer fills their reward);
+ * - `pause` pauses the proxy around an update (`POST /proxy/pause`, agents get 429 + Retry-After) and waits for
+ *   in-flight calls to drain (`GET /proxy/state`); `resume` resumes it;
+ * - `setPolicyVersion` announces the version now served (`POST /api/models` upserts the endpoint with a new
+ *   `version`, which the gateway records on every later call as `model_version`);
+ * - consumed rollouts are deleted about a second after they are read, as upstream's manager does on its next poll.
  *
- * `RolloutSource` is the interface a training loop programs against (`lab train --rollout-source agl`);
- * `AglRolloutSource` implements it over HTTP. Every reply is validated; a bad one is an error naming the field.
+ * Every reply is validated; a bad one is an error naming the field, and it fails the source (the run stops with it).
  */
 import { readAglEvents } from '../core/trace/io/aglEvents';
 import type { Rollout } from '../core/trace/types';
+import { type DrainInfo, type GroupRequest, type RolloutSource, SourceClosedError } from './source';
 
 export interface AglTaskInput {
   harness: string;
@@ -30,38 +32,13 @@ export interface AglTaskInput {
   data_id: string;
 }
 
-export interface EnqueuedRollout {
+/** A rollout the source enqueued and waits for. */
+interface Enqueued {
   rolloutId: string;
   dataId: string;
   step: number;
   sampleIdxInStep: number;
-  isTrain: boolean;
   enqueuedMs: number;
-}
-
-export interface DrainResult {
-  /** `training/async/proxy_inflight_at_pause` */
-  inflightAtPause: number;
-  /** `training/async/proxy_drain_seconds` */
-  drainSeconds: number;
-}
-
-/** What a training loop needs from wherever rollouts come from. */
-export interface RolloutSource {
-  enqueue(step: number, tasks: AglTaskInput[], n: number, isTrain?: boolean): Promise<EnqueuedRollout[]>;
-  /** resolves when every handle is terminal, with the rollouts in handle order */
-  collect(
-    handles: EnqueuedRollout[],
-    opts?: { timeoutMs?: number; signal?: AbortSignal },
-  ): Promise<Rollout[]>;
-  pause(reason: string): Promise<DrainResult>;
-  resume(): Promise<void>;
-  /** the policy version now served by the inference endpoint */
-  publish(version: number): Promise<void>;
-  /** consumed: delete after the configured delay */
-  release(handles: EnqueuedRollout[]): void;
-  /** waits for pending deletions */
-  close(): Promise<void>;
 }
 
 export class AglError extends Error {}
@@ -253,8 +230,10 @@ export class AglGatewayClient {
     await this.request('DELETE', `/api/rollouts/${encodeURIComponent(rid)}`, undefined, [200, 204]);
   }
 
-  async pause(reason: string): Promise<ProxyState> {
-    return parseProxyState(await this.request('POST', '/proxy/pause', { reason, retry_after_seconds: 1 }));
+  async pause(reason: string, retryAfterSeconds = 1): Promise<ProxyState> {
+    return parseProxyState(
+      await this.request('POST', '/proxy/pause', { reason, retry_after_seconds: retryAfterSeconds }),
+    );
   }
 
   async resume(): Promise<ProxyState> {
@@ -297,6 +276,10 @@ export interface AglSourceOptions {
   /** `config.local.agent_class` of every rollout */
   agentClass: string;
   envMap: Record<string, string>;
+  /** train rollouts (`is_train`) or validation ones */
+  isTrain: boolean;
+  /** the task input of a group, as the agent regenerates the task from it */
+  input: (group: GroupRequest) => Omit<AglTaskInput, 'data_id'>;
   rolloutTimeoutSeconds?: number;
   /** recorded in each rollout's metadata (`tokenizer`) so viewers decode its ids with the right vocabulary */
   tokenizer?: string;
@@ -306,86 +289,113 @@ export interface AglSourceOptions {
   now?: () => number;
 }
 
-let idCounter = 0;
-function newRolloutId(step: number, task: number, k: number): string {
-  const rand = Math.floor(Math.random() * 0xffffffff)
-    .toString(16)
-    .padStart(8, '0');
-  return `s${step}-t${task}-n${k}-${rand}${(idCounter++).toString(16)}`;
-}
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export class AglRolloutSource implements RolloutSource {
-  private cursor = 0;
-  private readonly terminal = new Map<string, string>();
-  private readonly deletions: Promise<void>[] = [];
+/** The gateway as a training loop's rollout source (see the module comment). */
+export class AglGatewaySource implements RolloutSource {
+  /** the gateway's proxy does not tell the trainer which calls it turned away while paused */
+  readonly rejections: { rolloutId: string; atMs: number }[] = [];
   readonly deleteErrors: string[] = [];
+  private cursor = 0;
+  private readonly watched = new Map<string, Enqueued>();
+  private readonly ready: Rollout[] = [];
+  private waiters: { resolve: (r: Rollout) => void; reject: (e: Error) => void }[] = [];
+  private readonly deletions: Promise<void>[] = [];
+  /** control calls (enqueue, pause, resume, publish) in the order the loop made them */
+  private ctl: Promise<unknown> = Promise.resolve();
+  private polling = false;
+  private closed = false;
+  private error: Error | null = null;
 
   constructor(private readonly opts: AglSourceOptions) {}
 
-  async enqueue(step: number, tasks: AglTaskInput[], n: number, isTrain = true): Promise<EnqueuedRollout[]> {
-    const now = this.opts.now ?? Date.now;
-    const handles: EnqueuedRollout[] = [];
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** The first failure ends the source: every waiting and later `next()` rejects with it. */
+  private fail(e: unknown): void {
+    if (this.error || this.closed) return;
+    this.error = e instanceof Error ? e : new AglError(String(e));
+    for (const w of this.waiters.splice(0)) w.reject(this.error);
+  }
+
+  private control<T>(f: () => Promise<T>): Promise<T> {
+    const p = this.ctl.then(f);
+    this.ctl = p.catch(() => {});
+    return p;
+  }
+
+  submit(groups: GroupRequest[]): void {
+    if (this.closed) throw new SourceClosedError('rollout source is closed');
     const items: unknown[] = [];
-    tasks.forEach((task, t) => {
-      for (let k = 0; k < n; k++) {
-        const h: EnqueuedRollout = {
-          rolloutId: newRolloutId(step, t, k),
-          dataId: task.data_id,
-          step,
-          sampleIdxInStep: t,
-          isTrain,
-          enqueuedMs: now(),
+    for (const g of groups) {
+      const input = this.opts.input(g);
+      for (const rid of g.rolloutIds) {
+        const h: Enqueued = {
+          rolloutId: rid,
+          dataId: g.dataId,
+          step: g.step,
+          sampleIdxInStep: g.sampleIdx,
+          enqueuedMs: this.now(),
         };
-        handles.push(h);
+        this.watched.set(rid, h);
         items.push({
-          rollout_id: h.rolloutId,
-          input: task,
-          is_train: isTrain,
+          rollout_id: rid,
+          input: { ...input, data_id: g.dataId },
+          is_train: this.opts.isTrain,
           config: {
             timeout_seconds: this.opts.rolloutTimeoutSeconds ?? 600,
             local: { agent_class: this.opts.agentClass, env_map: this.opts.envMap },
           },
           metadata: {
-            data_id: task.data_id,
-            batch_idx: step,
-            sample_idx_in_batch: t,
+            data_id: g.dataId,
+            batch_idx: g.step,
+            sample_idx_in_batch: g.sampleIdx,
             ...(this.opts.tokenizer ? { tokenizer: this.opts.tokenizer } : {}),
           },
         });
       }
-    });
-    await this.opts.client.enqueue(items);
-    return handles;
+    }
+    if (items.length === 0) return;
+    this.control(() => this.opts.client.enqueue(items)).catch((e) => this.fail(e));
+    if (!this.polling) {
+      this.polling = true;
+      this.poll()
+        .catch((e) => this.fail(e))
+        .finally(() => {
+          this.polling = false;
+        });
+    }
   }
 
-  async collect(
-    handles: EnqueuedRollout[],
-    o: { timeoutMs?: number; signal?: AbortSignal } = {},
-  ): Promise<Rollout[]> {
-    const deadline = Date.now() + (o.timeoutMs ?? ((this.opts.rolloutTimeoutSeconds ?? 600) + 60) * 1000);
-    const pending = new Set(handles.map((h) => h.rolloutId));
-    for (const id of [...pending]) if (this.terminal.has(id)) pending.delete(id);
-    while (pending.size > 0) {
-      if (o.signal?.aborted) throw new AglError('collect cancelled');
-      if (Date.now() > deadline)
-        throw new AglError(
-          `${pending.size} rollout(s) not terminal in time: ${[...pending].slice(0, 5).join(', ')}`,
-        );
+  /** Polls the terminal listing while rollouts are watched, reading each of ours as it ends. */
+  private async poll(): Promise<void> {
+    const timeoutMs = ((this.opts.rolloutTimeoutSeconds ?? 600) + 60) * 1000;
+    while (this.watched.size > 0 && !this.closed && !this.error) {
       const page = await this.opts.client.terminal(this.cursor);
       this.cursor = page.next_after;
       for (const it of page.items) {
-        this.terminal.set(it.rollout_id, it.state);
-        pending.delete(it.rollout_id);
+        const h = this.watched.get(it.rollout_id);
+        if (!h) continue;
+        const r = await this.readRollout(h);
+        this.watched.delete(it.rollout_id);
+        this.release(h);
+        const w = this.waiters.shift();
+        if (w) w.resolve(r);
+        else this.ready.push(r);
       }
-      if (pending.size > 0 && page.items.length === 0)
-        await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 250));
+      const now = this.now();
+      for (const h of this.watched.values())
+        if (now - h.enqueuedMs > timeoutMs)
+          throw new AglError(
+            `rollout ${h.rolloutId} not terminal ${timeoutMs / 1000} s after it was enqueued`,
+          );
+      if (page.items.length === 0) await sleep(this.opts.pollMs ?? 250);
     }
-    const out: Rollout[] = [];
-    for (const h of handles) out.push(await this.readRollout(h));
-    return out;
   }
 
-  private async readRollout(h: EnqueuedRollout): Promise<Rollout> {
+  private async readRollout(h: Enqueued): Promise<Rollout> {
     const header = await this.opts.client.rollout(h.rolloutId);
     const events = await this.opts.client.events(h.rolloutId, 'triplet');
     if (!header || !events)
@@ -396,7 +406,7 @@ export class AglRolloutSource implements RolloutSource {
         {
           rollout: {
             rollout_id: h.rolloutId,
-            is_train: h.isTrain,
+            is_train: this.opts.isTrain,
             metadata: { data_id: h.dataId, batch_idx: h.step, sample_idx_in_batch: h.sampleIdxInStep },
             status: {
               state: status.state,
@@ -413,45 +423,71 @@ export class AglRolloutSource implements RolloutSource {
       throw new AglError(
         `rollout ${h.rolloutId}: the gateway's triplet events do not read: ${bad.map((i) => `${i.where}: ${i.field ?? ''} ${i.message}`).join('; ')}`,
       );
-    return batch.rollouts[0];
+    const r = batch.rollouts[0];
+    return { ...r, dataId: h.dataId, step: h.step, sampleIdxInStep: h.sampleIdxInStep };
   }
 
-  async pause(reason: string): Promise<DrainResult> {
-    const t0 = Date.now();
-    const st = await this.opts.client.pause(reason);
-    let inflight = st.inflight;
-    while (inflight > 0) {
-      await new Promise((r) => setTimeout(r, 250));
-      inflight = (await this.opts.client.proxyState()).inflight;
-    }
-    return { inflightAtPause: st.inflight, drainSeconds: (Date.now() - t0) / 1000 };
+  next(): Promise<Rollout> {
+    const r = this.ready.shift();
+    if (r) return Promise.resolve(r);
+    if (this.error) return Promise.reject(this.error);
+    if (this.closed) return Promise.reject(new SourceClosedError('rollout source is closed'));
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
-  async resume(): Promise<void> {
-    await this.opts.client.resume();
+  pending(): number {
+    return this.watched.size + this.ready.length;
   }
 
-  async publish(version: number): Promise<void> {
-    await this.opts.client.registerModels([
-      { model: this.opts.model, endpoint: this.opts.endpoint, version },
-    ]);
+  pause(reason: string, retryAfterSeconds = 1): Promise<DrainInfo> {
+    return this.control(async () => {
+      const t0 = this.now();
+      // agl-server takes Retry-After in whole seconds
+      const st = await this.opts.client.pause(reason, Math.max(1, Math.ceil(retryAfterSeconds)));
+      let inflight = st.inflight;
+      while (inflight > 0) {
+        await sleep(100);
+        inflight = (await this.opts.client.proxyState()).inflight;
+      }
+      return { inflightAtPause: st.inflight, drainMs: this.now() - t0 };
+    });
   }
 
-  release(handles: EnqueuedRollout[]): void {
+  resume(): void {
+    this.control(() => this.opts.client.resume()).catch((e) => this.fail(e));
+  }
+
+  setPolicyVersion(version: number): void {
+    this.control(() =>
+      this.opts.client.registerModels([{ model: this.opts.model, endpoint: this.opts.endpoint, version }]),
+    ).catch((e) => this.fail(e));
+  }
+
+  /** Resolves once every control call made so far has been answered (or failed the source). */
+  async settled(): Promise<void> {
+    await this.ctl;
+    if (this.error) throw this.error;
+  }
+
+  private release(h: Enqueued): void {
     const delay = this.opts.deleteAfterMs ?? 1000;
-    for (const h of handles) {
-      this.terminal.delete(h.rolloutId);
-      this.deletions.push(
-        new Promise<void>((r) => setTimeout(r, delay)).then(() =>
-          this.opts.client.deleteRollout(h.rolloutId).catch((e: Error) => {
-            this.deleteErrors.push(e.message);
-          }),
-        ),
-      );
-    }
+    this.deletions.push(
+      sleep(delay).then(() =>
+        this.opts.client.deleteRollout(h.rolloutId).catch((e: Error) => {
+          this.deleteErrors.push(e.message);
+        }),
+      ),
+    );
   }
 
-  async close(): Promise<void> {
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w.reject(new SourceClosedError('rollout source is closed'));
+  }
+
+  /** Waits for the pending deletions of consumed rollouts. */
+  async drained(): Promise<void> {
     await Promise.all(this.deletions.splice(0));
   }
 }

@@ -99,6 +99,8 @@ export interface TrainConfig {
     /** checkpoint every k steps (and after the last); 0: never */
     save_freq: number;
     val_before_train: boolean;
+    /** reorder the trained rows by sequence length before advantages and mini-batching (upstream default true) */
+    balance_batch: boolean;
   };
   lab: {
     harness: HarnessName;
@@ -201,7 +203,13 @@ export function defaultTrainConfig(): TrainConfig {
       reward_fillna_value: 0.0,
       max_ppo_update_times: null,
     },
-    trainer: { total_training_steps: 20, test_freq: 5, save_freq: 0, val_before_train: true },
+    trainer: {
+      total_training_steps: 20,
+      test_freq: 5,
+      save_freq: 0,
+      val_before_train: true,
+      balance_batch: true,
+    },
     lab: {
       harness: 'instruction',
       behaviours: [],
@@ -715,6 +723,12 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
     help: 'checkpoint every k steps (0: never)',
   }),
   F({ path: 'trainer.val_before_train', flag: 'val-before-train', kind: 'bool', help: 'validate at step 0' }),
+  F({
+    path: 'trainer.balance_batch',
+    flag: 'balance-batch',
+    kind: 'bool',
+    help: 'reorder rows by sequence length (decides mini-batches and rollout-level representatives)',
+  }),
 ];
 
 export class TrainConfigError extends Error {

@@ -5,6 +5,8 @@
  * RL uses (trajectory merge, observation tokens masked out), and trained with verl's SFT loss (token-mean NLL
  * over mask-1 tokens). Seeded end to end, so a seed regenerates a checkpoint bit for bit on the CPU engine.
  */
+
+import { selectRows } from '../core/aggregate/select';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
 import type { PolicyEngine } from '../engine/policy/types';
@@ -13,7 +15,7 @@ import type { Behaviour, Split, TaskBase } from '../harness/harness';
 import { LlmProxy } from '../harness/proxy';
 import { getHarness, type HarnessName } from '../harness/registry';
 import { defaultTrainConfig, type TrainConfig } from './config';
-import { buildStepRows, subsetRows, type TrainingBatch } from './objective';
+import { buildStepRows, type TrainingBatch } from './objective';
 import { hashSeed, permutation } from './rng';
 import { HarnessRolloutSource, inlineRunner } from './source';
 import { sftStep } from './step';
@@ -102,9 +104,10 @@ export async function expertRows(
   const rollouts = await expertRollouts(harness, tokenizer, 'train', seed, tasks, opts);
   const cfg: TrainConfig = defaultTrainConfig();
   cfg.lab.harness = harness;
-  // a mini-batch of one row: nothing is trimmed
+  // a mini-batch of one row: nothing is trimmed; rows stay in the adapter's order
   cfg.actor_rollout_ref.actor.ppo_mini_batch_size = 1;
   cfg.actor_rollout_ref.rollout.n = 1;
+  cfg.trainer.balance_batch = false;
   const rows = buildStepRows(rollouts, cfg, { trimSeed: 0 }).batch;
   return { rows, failed: rollouts.filter((r) => r.state === 'failed').length };
 }
@@ -148,7 +151,7 @@ export async function sftTrain(
       }
       pick.push(order[at++]);
     }
-    const r = await sftStep(policy, subsetRows(rows, pick), o.microRows ?? 8);
+    const r = await sftStep(policy, selectRows(rows, pick), o.microRows ?? 8);
     losses.push(r.loss);
     onStep?.({ step, loss: r.loss, gradNorm: r.gradNorm, lr });
   }

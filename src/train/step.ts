@@ -1,31 +1,21 @@
 /**
- * How a step trains on rollouts, whatever source they came from: rows (objective.ts) → the trainer recomputes
- * `old_log_prob` on its own engine (verl `_compute_old_log_prob`; or takes the rollout's with
- * `rollout_correction.bypass_mode`) → reference log-probs when a KL loss is on → rollout correction and
- * advantages → `ppo_epochs` × mini-batches of `ppo_mini_batch_size × rollout.n` rows, each one optimizer step
- * over micro-batches whose gradients accumulate, the PPO weights computed from each micro-batch's own forward
- * (the ratio needs logπ at the current parameters) → AdamW with the step's learning rate and global-norm clip.
- * Each phase is timed by the caller's `phase` hook.
+ * How a step trains on rollouts, whatever source they came from, in Agent Lightning's `_train_step` order on core's
+ * trainer pipeline (core/pipeline, the code the page and `lab analyze` run): rows, is_drop removal, trimming and
+ * balance_batch (objective.ts `buildStepRows`) → the trainer recomputes `old_log_prob` on its own engine (verl
+ * `_compute_old_log_prob`; or takes the rollout's with `rollout_correction.bypass_mode`) → reference log-probs
+ * when a KL loss is on → rollout correction and advantages (`computeAdvantages`) → `ppo_epochs` × the pipeline's
+ * mini-batches (`ppoMiniBatches`), each one optimizer step over micro-batches whose gradients accumulate; each
+ * micro-batch's ∂L/∂logπ is core's `microBatchGradient` (the mini-batch's global batch info) at that micro-batch's
+ * own forward pass (the ratio needs logπ at the current parameters) → AdamW with the step's learning rate and
+ * global-norm clip. Each phase is timed by the caller's `phase` hook.
  */
-import { aggLoss } from '../core/algos/aggLoss';
+import { microBatchGradient, ppoMiniBatches, sftGradient, trainerEntropy } from '../core/pipeline';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
 import type { PolicyEngine } from '../engine/policy/types';
 import type { TrainConfig } from './config';
 import { gatherTokens, layoutRows, microBatches, type RowTokens, scatterWeights } from './layout';
-import {
-  type Advantages,
-  buildStepRows,
-  computeAdvantages,
-  gatherRows,
-  klCoefficients,
-  microBatchObjective,
-  miniBatchCoefficients,
-  miniBatchRows,
-  type StepRows,
-  sftGrads,
-  subsetRows,
-} from './objective';
+import { ActorMetrics, type Advantages, buildStepRows, computeAdvantages, type StepRows } from './objective';
 import { hashSeed, permutation } from './rng';
 import { tick } from './tick';
 
@@ -130,9 +120,10 @@ export async function trainOnRollouts(
 ): Promise<StepOutcome> {
   const seed = cfg.lab.seed;
   const rows = buildStepRows(rollouts, cfg, {
-    tokenizer: cfg.lab.token_source === 'retokenize' ? eng.tokenizer : undefined,
+    tokenizer: eng.tokenizer,
     trimSeed: hashSeed(seed, 'trim', step),
   });
+  const tb = rows.trainer;
   const batch = rows.batch;
   const metrics: Record<string, number> = { ...rows.metrics };
   const n = batch.offsets[batch.nRows];
@@ -145,7 +136,7 @@ export async function trainOnRollouts(
     metrics,
     trainTokens: 0,
   };
-  if (batch.nRows === 0) return { ...empty, skipped: 'no trainable rows after dropping and trimming' };
+  if (tb.skipped) return { ...empty, skipped: 'no trainable rows after dropping and trimming' };
   const actor = cfg.actor_rollout_ref.actor;
   const temperature = cfg.actor_rollout_ref.rollout.temperature;
   const micro = actor.ppo_micro_batch_size_per_gpu;
@@ -167,9 +158,7 @@ export async function trainOnRollouts(
     oldLogProbs = r.logProbs;
     entropy = r.entropy;
   }
-  metrics['actor/entropy'] = aggLoss(batch, entropy, actor.loss_agg_mode, {
-    lossScaleFactor: actor.loss_scale_factor,
-  });
+  metrics['actor/entropy'] = trainerEntropy(tb, entropy, actor.loss_agg_mode);
   if (rolloutLogProbs) Object.assign(metrics, probsDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
   let refLogProbs: Float32Array | null = null;
   const reference = eng.reference;
@@ -177,8 +166,11 @@ export async function trainOnRollouts(
     if (!reference) throw new Error('actor.use_kl_loss needs a reference policy');
     refLogProbs = (await phase('ref', () => rowLogProbs(reference, batch, all, micro, temperature))).logProbs;
   }
-  const adv = await phase('adv', async () => computeAdvantages(batch, cfg, oldLogProbs, rolloutLogProbs));
+  const adv = await phase('adv', async () => computeAdvantages(rows, oldLogProbs));
   Object.assign(metrics, adv.metrics);
+  let trainable = 0;
+  for (let t = 0; t < n; t++) trainable += adv.responseMask[t];
+  metrics['lab/trainable_tokens'] = trainable;
   const lr = learningRate(cfg, step);
   eng.policy.optimizer = {
     ...eng.policy.optimizer,
@@ -189,84 +181,42 @@ export async function trainOnRollouts(
     maxGradNorm: actor.optim.clip_grad,
   };
   metrics['actor/lr'] = lr;
-  const mbRows = miniBatchRows(cfg);
-  const sums = {
-    pgLoss: 0,
-    klLoss: 0,
-    gradNorm: 0,
-    clipped: 0,
-    lower: 0,
-    kl: 0,
-    tokens: 0,
-    updates: 0,
-    skips: 0,
-  };
-  let trainTokens = 0;
-  // The loss sees the rejection-sampled mask: rows/tokens rejected by rollout_rs get no gradient.
-  const lossRows = { ...batch, mask: adv.responseMask };
-  await phase('update_actor', async () => {
-    for (let epoch = 0; epoch < actor.ppo_epochs; epoch++) {
-      const order = actor.shuffle ? permutation(batch.nRows, hashSeed(seed, 'minibatch', step, epoch)) : all;
-      for (let m0 = 0; m0 < order.length; m0 += mbRows) {
-        const mini = order.slice(m0, m0 + mbRows);
-        const miniView = subsetRows(lossRows, mini);
-        const coef = miniBatchCoefficients(miniView, cfg);
-        const klCoef = actor.use_kl_loss ? klCoefficients(miniView, cfg) : undefined;
-        const coefOf = new Map(mini.map((r, k) => [r, k]));
-        for (const mb of microBatches(batch, mini, micro)) {
-          const lay = layoutRows(batch, mb, { contextLength: eng.policy.config.contextLength, temperature });
-          const microView = subsetRows(lossRows, mb);
-          const pick = (a: Float32Array | null) => (a ? gatherRows(lossRows, a, mb) : null);
-          const A = pick(adv.lossAdvantages) as Float32Array;
-          const old = pick(oldLogProbs) as Float32Array;
-          const isw = pick(adv.rolloutIsWeights);
-          const ref = pick(refLogProbs);
-          const rowCoef = Float64Array.from(mb, (r) => coef[coefOf.get(r) as number]);
-          const rowKl = klCoef ? Float64Array.from(mb, (r) => klCoef[coefOf.get(r) as number]) : undefined;
-          await eng.policy.accumulateGrads(lay.batch, (current) => {
-            const res = microBatchObjective(
-              {
-                rows: microView,
-                rowCoef,
-                klCoef: rowKl,
-                advantages: A,
-                oldLogProbs: old,
-                logProbs: gatherTokens(current.logProbs, lay),
-                rolloutIsWeights: isw,
-                refLogProbs: ref,
-              },
-              cfg,
-            );
-            sums.pgLoss += res.pgLoss;
-            sums.klLoss += res.klLoss;
-            sums.clipped += res.clipped;
-            sums.lower += res.clippedLower;
-            sums.kl += res.klSum;
-            sums.tokens += res.tokens;
-            return scatterWeights(res.grads, lay);
-          });
-          trainTokens += rowTokens(batch, mb);
-          await tick();
-        }
-        const s = await eng.policy.optimizerStep();
-        sums.gradNorm += s.gradNorm;
-        sums.updates++;
-        if (s.skipped) sums.skips++;
+  const kl = refLogProbs
+    ? {
+        refLogProbs,
+        coef: actor.kl_loss_coef,
+        type: actor.kl_loss_type,
+        aggMode: actor.loss_agg_mode,
       }
+    : null;
+  const plans = ppoMiniBatches(tb, adv.trainer, {
+    epochs: actor.ppo_epochs,
+    order: actor.shuffle
+      ? (epoch) => permutation(batch.nRows, hashSeed(seed, 'minibatch', step, epoch))
+      : undefined,
+  });
+  const actorMetrics = new ActorMetrics();
+  let trainTokens = 0;
+  await phase('update_actor', async () => {
+    for (const plan of plans) {
+      for (const mb of microBatches(batch, plan.rows, micro)) {
+        const lay = layoutRows(batch, mb, { contextLength: eng.policy.config.contextLength, temperature });
+        await eng.policy.accumulateGrads(lay.batch, (current) => {
+          // the PPO ratio needs logπ at the current parameters: this very forward pass's log-probs
+          const g = microBatchGradient(tb, adv.trainer, plan, mb, gatherTokens(current.logProbs, lay), {
+            kl,
+          });
+          actorMetrics.micro(g);
+          return scatterWeights(g.grad, lay);
+        });
+        trainTokens += rowTokens(batch, mb);
+        await tick();
+      }
+      const s = await eng.policy.optimizerStep();
+      actorMetrics.miniBatch(s.gradNorm, s.skipped);
     }
   });
-  const den = sums.tokens + 1e-8;
-  metrics['actor/pg_loss'] = sums.pgLoss / Math.max(1, sums.updates);
-  metrics['actor/pg_clipfrac'] = sums.clipped / den;
-  metrics['actor/pg_clipfrac_lower'] = sums.lower / den;
-  metrics['actor/ppo_kl'] = sums.kl / den;
-  metrics['actor/grad_norm'] = sums.gradNorm / Math.max(1, sums.updates);
-  metrics['actor/n_updates'] = sums.updates;
-  metrics['actor/n_skipped_updates'] = sums.skips;
-  if (actor.use_kl_loss) {
-    metrics['actor/kl_loss'] = sums.klLoss / Math.max(1, sums.updates);
-    metrics['actor/kl_coef'] = actor.kl_loss_coef;
-  }
+  Object.assign(metrics, actorMetrics.metrics(kl));
   return { rows, oldLogProbs, entropy, rolloutLogProbs, adv, metrics, skipped: null, trainTokens };
 }
 
@@ -349,7 +299,7 @@ export async function sftStep(
       at += e - a;
       view.offsets[k + 1] = at;
     });
-    const grads = sftGrads(view, tokens);
+    const grads = sftGradient(view, tokens);
     const res = await policy.accumulateGrads(lay.batch, scatterWeights(grads, lay));
     loss += res.loss;
   }

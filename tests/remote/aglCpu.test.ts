@@ -1,7 +1,8 @@
 /**
  * The agl-cpu template end to end, through the gateway's REST API, on a real local Ray head (token auth): the
  * real `agl-server` records every call and reward, `agl-controller` runs each rollout through the Python agent
- * class and `lab agent`, our trainer updates the policy and pushes weights; metrics and rollouts stream to an
+ * class and `lab agent`, our trainer (`lab train`'s loop, from the harness's shipped SFT checkpoint) updates the
+ * policy and pushes weights; metrics and rollouts stream to an
  * SSE client; the gateway is killed (SIGKILL) mid-run and restarted on the same store; a second run is stopped;
  * a third fails at start and says why.
  */
@@ -9,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
+import { aglCpuTrainConfig, HARNESS_CATALOGUE } from '../../src/cli/aglCpu';
 import { readAglEvents } from '../../src/core/trace/io/aglEvents';
 import {
   type ClusterInfo,
@@ -20,8 +21,10 @@ import {
   parseRunSummary,
   type RunSummary,
 } from '../../src/server/protocol/api';
+import { checkTemplateParams, jobTemplates } from '../../src/server/protocol/templates';
 import { RayJobsClient } from '../../src/server/ray';
-import { withoutDroppedRows } from '../../src/train/aglStep';
+import { buildStepRows } from '../../src/train/objective';
+import { hashSeed } from '../../src/train/rng';
 import { GatewayClient, type GatewayProcess, RunStream, startGateway, until } from './gateway';
 
 const dashboard = inject('rayDashboard');
@@ -156,8 +159,8 @@ describe('agl-cpu through the gateway on a real Ray head', () => {
     const metrics: MetricRow[] = parseMetricRows(await client.json('GET', `/api/runs/${id}/metrics`));
     expect(metrics.map((m) => m.step)).toEqual([1, 2, 3]);
     for (const m of metrics) {
-      expect(m.data['harness_lab/policy_version']).toBe(m.step);
-      expect(m.data['harness_lab/rollouts']).toBe(4);
+      expect(m.data['lab/policy_version']).toBe(m.step);
+      expect(m.data['lab/n_rollouts']).toBe(4);
       for (const k of [
         'actor/grad_norm',
         'actor/entropy',
@@ -198,22 +201,22 @@ describe('agl-cpu through the gateway on a real Ray head', () => {
     // the rows the trainer reported are the rows core builds from what the gateway stored (steps read in full)
     const trace = readAglEvents(bundle);
     expect(trace.issues.filter((i) => i.severity !== 'warning')).toEqual([]);
-    const params = final.params;
+    const params = checkTemplateParams(jobTemplates(HARNESS_CATALOGUE), 'agl-cpu', final.params).params;
     for (const m of metrics) {
       const ofStep = trace.rollouts.filter((r) => r.step === m.step);
       if (ofStep.length !== 4) continue;
-      const built = buildTrainingBatch(ofStep, {
-        level: params.trace_aggregator_level as 'trajectory',
-        maxPromptLength: params.max_prompt_length as number,
-        maxResponseLength: params.max_response_length as number,
-        padTokenId: 0,
-        rewardFillnaValue: 0,
-      });
-      const rows = withoutDroppedRows(built.batch);
-      let trainable = 0;
-      for (const x of rows.mask) trainable += x;
-      expect(m.data['harness_lab/rows']).toBe(rows.nRows);
-      expect(m.data['harness_lab/trainable_tokens']).toBe(trainable);
+      // the trainer's own config and trim seed (lab agl-train: aglCpuTrainConfig; the run: hashSeed(seed, trim, step))
+      const cfg = aglCpuTrainConfig(params, 1024); // 1024: the shipped checkpoints' context
+      const rows = buildStepRows(ofStep, cfg, { trimSeed: hashSeed(cfg.lab.seed, 'trim', m.step) });
+      const built = rows.build;
+      expect(m.data['training/n_sample_collected']).toBe(built.batch.nRows);
+      expect(m.data['training/n_sample_trained']).toBe(rows.batch.nRows);
+      // which rows a random trim keeps depends on the order rollouts completed in; without one the tokens agree
+      if (m.data['training/n_sample_dropped/random'] === 0) {
+        let trainable = 0;
+        for (const x of rows.batch.mask) trainable += x;
+        expect(m.data['lab/trainable_tokens']).toBe(trainable);
+      }
       expect(m.data['training/n_sample']).toBe(built.metrics['training/n_sample']);
     }
 

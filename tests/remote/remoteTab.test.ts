@@ -11,6 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
 import { effectiveWeights } from '../../src/core/algos/effectiveWeights';
+import { DEFAULT_WEIGHT_SIGN, getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { readAglEvents } from '../../src/core/trace/io/aglEvents';
 import { parseRunSummary } from '../../src/server/protocol/api';
 import { launch, screenshot } from '../e2e/browser';
@@ -136,10 +137,15 @@ describe('the Remote tab', () => {
       rolloutLevel: false,
       lossAggMode: 'seq-mean-token-mean',
     });
+    // the page shows weights in its default convention (the push −∂L/∂logπ); core's are ∂L/∂logπ
+    const sign = getWeightSign(DEFAULT_WEIGHT_SIGN);
     for (const [i, r] of trace.rollouts.entries()) {
       const cell = page.getByTestId(`rollout-weight-${r.rolloutId}`).last();
       await cell.waitFor({ timeout: 30_000 });
-      expect(Number(await cell.getAttribute('data-value'))).toBeCloseTo(ew.rolloutSums[i] ?? 0, 6);
+      expect(Number(await cell.getAttribute('data-value'))).toBeCloseTo(
+        signed(ew.rolloutSums[i] ?? 0, sign),
+        6,
+      );
     }
 
     // a reload finds the run in the list and the same run selected (its id is in the URL)

@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
 import { loadTokenizer } from '../../src/cli/tokenizers';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
+import { sftGradient } from '../../src/core/pipeline';
 import { decodeCheckpoint } from '../../src/engine/checkpoint';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
@@ -30,7 +31,7 @@ import { resolveTrainConfig, type TrainConfig, type TrainConfigPatch } from '../
 import { layoutRows, scatterWeights } from '../../src/train/layout';
 import { createLocalRun } from '../../src/train/local';
 import { sftCheckpointPath } from '../../src/train/models';
-import { buildStepRows, sftGrads } from '../../src/train/objective';
+import { buildStepRows } from '../../src/train/objective';
 import { hashSeed } from '../../src/train/rng';
 import { expertRollouts, expertRows, sftTrain } from '../../src/train/sft';
 import { inlineRunner } from '../../src/train/source';
@@ -315,7 +316,7 @@ if (sections.has('peer')) {
   const lay = layoutRows(rows, all, { contextLength: ck.config.contextLength });
   let tokens = 0;
   for (const m of rows.mask) tokens += m;
-  const weights = scatterWeights(sftGrads(rows, tokens), lay);
+  const weights = scatterWeights(sftGradient(rows, tokens), lay);
   const B = lay.batch.batchSize;
   const T = lay.batch.seqLen;
   const opt = { lr: 1e-4, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };

@@ -11,11 +11,11 @@ import {
   buildRows,
   computeTrainerAdvantages,
   computeTrainerView,
-  miniBatchGradient,
   miniBatchRanges,
   prepareTrainerBatch,
   ROW_STATUS,
 } from '../../src/core/pipeline/trainer';
+import { miniBatchGradient } from '../../src/core/pipeline/update';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
 
 function call(prompt: number[], response: number[]): ModelCall {

@@ -1,39 +1,38 @@
 /**
- * `lab agl-train`: the agl-cpu template's trainer, a minimal training loop over an Agent Lightning gateway
- * (until `lab train --rollout-source agl` takes its place). Per step, as Agent Lightning's trainer runs a step:
- * enqueue `train_batch_size` tasks × `rollout_n` rollouts (the local controller runs each through
- * harness_lab_cluster.agent → `lab agent`, talking to the gateway's proxy, which forwards to `lab policy-server`),
- * wait for all of them, pause the proxy and drain it, ONE update with core's effective weights on the CPU
- * engine (train/aglStep.ts), push the weights to the policy server and publish the new version through
- * `/api/models`, resume, then delete the consumed rollouts a second later. Metrics go to verl's console logger
- * (stdout) and file logger (`--metrics-file`, `{"step", "data"}` JSONL).
+ * `lab agl-train`: the agl-cpu template's trainer. It is `lab train`'s loop (train/run.ts `TrainRun`, the same
+ * steps on core's trainer pipeline) with the rollouts coming from an Agent Lightning gateway instead of local
+ * workers: the gateway's local controller runs each rollout through harness_lab_cluster.agent → `lab agent`,
+ * talking to the gateway's proxy, which forwards to `lab policy-server` (train/aglSource.ts `AglGatewaySource`).
+ * Per step, as Agent Lightning's trainer runs one: enqueue `train_batch_size` tasks × `rollout_n` rollouts, wait for
+ * all of them, pause the proxy and drain it, recompute old log-probs, advantages and the PPO update on the CPU
+ * engine, push the weights to the policy server and publish the new version through `/api/models`, resume.
+ * The policy starts from the harness's shipped SFT checkpoint (`--checkpoint`; the policy server loads the same
+ * file). Metrics go to verl's console logger (stdout) and file logger (`--metrics-file`, `{"step", "data"}` JSONL).
  *
  * The job's parameters are read from `--job job.json` and checked against the agl-cpu template's specs; the
  * gateway key comes from $HL_AGL_KEY (never the command line).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
-import type { TraceAggregatorLevel } from '../../core/aggregate/buildTrainingBatch';
-import type { LossMode } from '../../core/algos/effectiveWeights';
+import type { TaskBase } from '../../harness/harness';
+import { getHarness } from '../../harness/registry';
 import {
   AGENT_CLASS,
   AGENT_ENV_MAP,
   checkTemplateParams,
   jobTemplates,
 } from '../../server/protocol/templates';
-import { AglGatewayClient, AglRolloutSource, type AglTaskInput, causeOf } from '../../train/aglSource';
-import { updateOnRollouts } from '../../train/aglStep';
+import { AglGatewayClient, AglGatewaySource, causeOf } from '../../train/aglSource';
+import type { RolloutEngine } from '../../train/rolloutEngine';
+import { TrainRun } from '../../train/run';
+import type { GroupRequest } from '../../train/source';
 import { formatConsoleLine, formatFileLoggerLine } from '../../train/verlLog';
-import { aglCpuPolicy, HARNESS_CATALOGUE } from '../aglCpu';
+import { aglCpuPolicy, aglCpuTrainConfig, HARNESS_CATALOGUE } from '../aglCpu';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { encodeWeightPush } from '../policyServer';
 import { loadTokenizer } from '../tokenizers';
 
-const INT_METRICS = new Set([
-  'harness_lab/policy_version',
-  'harness_lab/rollouts',
-  'harness_lab/rollouts_failed',
-]);
+const INT_METRICS = new Set(['lab/policy_version', 'lab/n_rollouts', 'lab/n_failed_rollouts']);
 
 /**
  * Pushes the weights to the policy server. A push is idempotent (same version, same bytes), so a transport
@@ -63,10 +62,25 @@ async function pushWeights(policyUrl: string, params: Float32Array, version: num
   }
 }
 
+/** The rollout engine of an agl-cpu run: `lab policy-server` serves the policy; a sync pushes the weights to it. */
+class PolicyServerRolloutEngine implements RolloutEngine {
+  readonly kind = 'policy-server';
+  version = 0;
+  constructor(private readonly url: string) {}
+  chat(): never {
+    throw new Error('the agents of an agl-cpu run talk to the gateway’s proxy, not to the trainer');
+  }
+  async syncWeights(params: Float32Array, version: number): Promise<void> {
+    await pushWeights(this.url, params, version);
+    this.version = version;
+  }
+  dispose(): void {}
+}
+
 export const command: Command = {
   summary: 'train the policy on rollouts from an Agent Lightning gateway (the agl-cpu template’s trainer)',
   usage: `HL_AGL_KEY=… lab agl-train --job job.json --agl-url URL --policy-url URL/v1 --tokenizer policy|DIR
-    [--model NAME=harness-lab-policy] [--metrics-file FILE] [--checkpoint FILE] [--delete-after-ms MS=1000]`,
+    [--checkpoint FILE] [--model NAME=harness-lab-policy] [--metrics-file FILE] [--delete-after-ms MS=1000]`,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       job: { type: 'string' },
@@ -98,79 +112,83 @@ export const command: Command = {
     const key = process.env.HL_AGL_KEY ?? process.env.AGL_KEY ?? '';
     const tok = loadTokenizer(flags.tokenizer as string);
     const seed = p.seed as number;
-    const engine = await aglCpuPolicy(tok, seed, flags.checkpoint as string | undefined);
-    engine.optimizer = { ...engine.optimizer, lr: p.lr as number };
+    const policy = await aglCpuPolicy(tok, seed, flags.checkpoint as string | undefined);
+    let config: ReturnType<typeof aglCpuTrainConfig>;
+    try {
+      config = aglCpuTrainConfig(p, policy.config.contextLength);
+    } catch (e) {
+      throw new UsageError(`--job: ${(e as Error).message}`);
+    }
     const model = (flags.model as string | undefined) ?? 'harness-lab-policy';
     const policyUrl = flags['policy-url'] as string;
     const client = new AglGatewayClient(flags['agl-url'] as string, key);
     await client.health();
-    const source = new AglRolloutSource({
-      client,
-      model,
-      endpoint: policyUrl,
-      agentClass: AGENT_CLASS,
-      envMap: AGENT_ENV_MAP,
-      deleteAfterMs: (flags['delete-after-ms'] as number | undefined) ?? 1000,
-      // the policy speaks the project's own vocabulary (the page decodes ids with it)
-      tokenizer: 'policy',
-    });
-    const metricsFile = flags['metrics-file'] as string | undefined;
-    const lossMode: LossMode =
-      p.policy_loss_mode === 'per_rollout_mean' ? 'per_rollout_mean' : (p.loss_agg_mode as LossMode);
-
-    // The policy server starts from the same seeded weights; pushing them makes that a fact, not an assumption.
-    await pushWeights(policyUrl, await engine.getParams(), 0);
-    await source.publish(0);
-    const steps = p.total_training_steps as number;
-    const batchSize = p.train_batch_size as number;
-    for (let step = 1; step <= steps; step++) {
-      const t0 = performance.now();
-      const tasks: AglTaskInput[] = [];
-      for (let i = 0; i < batchSize; i++) {
-        const index = (step - 1) * batchSize + i;
-        tasks.push({
-          harness: p.harness as string,
-          split: 'train',
-          seed,
-          index,
-          behaviour: p.behaviour as string,
-          data_id: `${p.harness}-train-s${seed}-${index}`,
-        });
-      }
-      const handles = await source.enqueue(step, tasks, p.rollout_n as number);
-      const rollouts = await source.collect(handles);
-      const tGen = performance.now();
-      const drain = await source.pause(`update step=${step}`);
-      const { metrics } = await updateOnRollouts(engine, rollouts, {
-        level: p.trace_aggregator_level as TraceAggregatorLevel,
-        maxPromptLength: p.max_prompt_length as number,
-        maxResponseLength: p.max_response_length as number,
-        advEstimator: p.adv_estimator as string,
-        normAdvByStd: p.norm_adv_by_std_in_grpo as boolean,
-        rolloutLevel: p.enable_rollout_level_advantage as boolean,
-        lossMode,
-        clipRatioLow: p.clip_ratio_low as number,
-        clipRatioHigh: p.clip_ratio_high as number,
+    // The agent regenerates a task from (harness, split, seed, index): the loop's task sets are those prefixes.
+    const harness = getHarness(config.lab.harness);
+    const indexOf = new Map<string, number>();
+    const index = (split: 'train' | 'val', tasks: TaskBase[]) => {
+      for (const [i, t] of tasks.entries()) indexOf.set(`${split}/${t.id}`, i);
+    };
+    index('train', harness.makeTasks('train', seed, config.lab.train_tasks));
+    index('val', harness.makeTasks('val', seed, config.lab.val_tasks));
+    const input = (g: GroupRequest) => {
+      const i = indexOf.get(`${g.split}/${g.task.id}`);
+      if (i === undefined)
+        throw new Error(`task ${g.task.id} is not in the ${g.split} split of seed ${seed}`);
+      return {
+        harness: config.lab.harness,
+        split: g.split,
+        seed,
+        index: i,
+        behaviour: p.behaviour as string,
+      };
+    };
+    const sourceFor = (isTrain: boolean) =>
+      new AglGatewaySource({
+        client,
+        model,
+        endpoint: policyUrl,
+        agentClass: AGENT_CLASS,
+        envMap: AGENT_ENV_MAP,
+        isTrain,
+        input,
+        deleteAfterMs: (flags['delete-after-ms'] as number | undefined) ?? 1000,
+        // the policy speaks the project's own vocabulary (the page decodes ids with it)
+        tokenizer: 'policy',
       });
-      const tUpd = performance.now();
-      await pushWeights(policyUrl, await engine.getParams(), step);
-      await source.publish(step);
-      const tSync = performance.now();
-      await source.resume();
-      source.release(handles);
-      metrics['timing_s/gen'] = (tGen - t0) / 1000;
-      metrics['timing_s/update_weights'] = (tSync - tUpd) / 1000;
-      metrics['timing_s/step'] = (performance.now() - t0) / 1000;
-      metrics['training/async/proxy_inflight_at_pause'] = drain.inflightAtPause;
-      metrics['training/async/proxy_drain_seconds'] = drain.drainSeconds;
-      metrics['harness_lab/policy_version'] = step;
-      metrics['harness_lab/rollouts'] = rollouts.length;
-      metrics['harness_lab/rollouts_failed'] = rollouts.filter((r) => r.state === 'failed').length;
-      if (metricsFile) appendFileSync(metricsFile, `${formatFileLoggerLine(step, metrics)}\n`);
-      console.log(formatConsoleLine(step, metrics, INT_METRICS));
+    const source = sourceFor(true);
+    const valSource = sourceFor(false);
+    const metricsFile = flags['metrics-file'] as string | undefined;
+    const rolloutEngine = new PolicyServerRolloutEngine(policyUrl);
+    // The policy server loads the same initial weights; pushing them makes that a fact, not an assumption.
+    await rolloutEngine.syncWeights(await policy.getParams(), 0);
+    source.setPolicyVersion(0);
+    await source.settled();
+    const run = new TrainRun({
+      config,
+      policy,
+      tokenizer: tok,
+      rolloutEngine,
+      source,
+      valSource,
+      onEvent: (e) => {
+        if (e.type !== 'step') return;
+        const data: Record<string, number> = {};
+        for (const [k, v] of Object.entries(e.metrics)) data[k] = v ?? Number.NaN;
+        if (metricsFile) appendFileSync(metricsFile, `${formatFileLoggerLine(e.step, data)}\n`);
+        console.log(formatConsoleLine(e.step, data, INT_METRICS));
+      },
+    });
+    try {
+      await run.run();
+      await source.settled();
+    } finally {
+      source.close();
+      valSource.close();
+      await Promise.all([source.drained(), valSource.drained()]);
+      for (const err of [...source.deleteErrors, ...valSource.deleteErrors])
+        console.error(`agl-train: ${err}`);
     }
-    await source.close();
-    for (const e of source.deleteErrors) console.error(`agl-train: ${e}`);
     return 0;
   },
 };

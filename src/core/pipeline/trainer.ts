@@ -21,8 +21,9 @@
  *
  * `computeTrainerView` runs all of it and reports every token's ∂L/∂logπ at ratio 1 under every loss mode: what
  * the page and `lab analyze` show. A trainer calls the pieces: `prepareTrainerBatch` (1–4), then, once it has
- * old log-probs for those rows, `computeTrainerAdvantages` (5–9), then `miniBatchGradient` (10) per mini-batch
- * with its current log-probs.
+ * old log-probs for those rows, `computeTrainerAdvantages` (5–9), then step 10 from update.ts: `ppoMiniBatches`
+ * (epochs × mini-batches) and `microBatchGradient` per micro-batch with its current log-probs
+ * (`miniBatchGradient`: a whole mini-batch at once).
  */
 import { type BuildResult, buildTrainingBatch } from '../aggregate/buildTrainingBatch';
 import { selectRows } from '../aggregate/select';
@@ -31,7 +32,6 @@ import { rowTokenCounts } from '../algos/aggLoss';
 import { type Grouping, indexGroups } from '../algos/groups';
 import { getLossMode, type LossContext, listLossModes } from '../algos/lossModes';
 import { type FloatDType, rounder } from '../algos/numeric';
-import { type PolicyGradient, policyLossGradient } from '../algos/policyLoss';
 import { computeRolloutCorrection } from '../algos/rolloutCorrection';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout } from '../algos/rolloutLevel';
 import { trimBatch } from '../algos/trim';
@@ -177,6 +177,8 @@ export interface TrainerAdvantages {
   rows: ResponseRows;
   /** the estimator's advantages × mask, per trained token */
   advantages: Float32Array;
+  /** the estimator's returns, per trained token (outcome estimators return their advantages; verl's critic/returns) */
+  returns: Float32Array;
   /** one scalar per row when the estimator is outcome-style or rollout level, else null */
   rowAdvantage: Float64Array | null;
   /** ÷ max(1, T_rollout·N): what per_rollout_mean's loss sees */
@@ -229,6 +231,7 @@ export function computeTrainerAdvantages(
   const aopts = { normAdvByStd: o.normAdvByStdInGrpo, gamma: o.gamma, dtype };
   const rewards = tb.rewards;
   let advantages: Float32Array;
+  let returns: Float32Array | null = null;
   let rowAdvantage: Float64Array | null = null;
   let advDType: FloatDType = dtype;
   const est = getAdvEstimator(o.advEstimator);
@@ -250,6 +253,7 @@ export function computeTrainerAdvantages(
     rowAdvantage = new Float64Array(batch.nRows);
     for (let i = 0; i < batch.nRows; i++) rowAdvantage[i] = r.rolloutAdvantage[rollouts.group[i]];
     advantages = est.rowScalars ? broadcast(rows, rowAdvantage) : r.advantages;
+    if (!est.rowScalars) returns = r.returns;
   } else if (est.rowScalars) {
     const counts = rowTokenCounts(rows);
     const scores = new Float64Array(batch.nRows);
@@ -264,6 +268,7 @@ export function computeTrainerAdvantages(
       aopts,
     );
     advantages = out.advantages;
+    returns = out.returns;
     advDType = out.dtype;
   }
   const normalizedAdvantages =
@@ -274,6 +279,7 @@ export function computeTrainerAdvantages(
     responseMask: mask,
     rows,
     advantages,
+    returns: returns ?? advantages,
     rowAdvantage,
     normalizedAdvantages,
     dtype: advDType,
@@ -345,55 +351,6 @@ export function lossCoefficients(tb: TrainerBatch, adv: TrainerAdvantages, lossM
 /** The advantages a loss mode's loss sees (normalised for per_rollout_mean). */
 export function advantagesFor(adv: TrainerAdvantages, lossMode: string): Float32Array {
   return getLossMode(lossMode).normalizesAdvantages ? adv.normalizedAdvantages : adv.advantages;
-}
-
-/**
- * Step 10 for one mini-batch: the loss and ∂L/∂logπ of each of its tokens given the current policy's log-probs
- * (`logProbs`, aligned with the mini-batch's tokens), for the options' loss mode (or `lossMode`).
- */
-export function miniBatchGradient(
-  tb: TrainerBatch,
-  adv: TrainerAdvantages,
-  miniBatch: number,
-  logProbs: Float32Array,
-  lossMode: string = tb.options.lossMode,
-): PolicyGradient & { rows: [number, number] } {
-  const range = miniBatchRanges(tb)[miniBatch];
-  if (!range) throw new Error(`mini-batch ${miniBatch} does not exist (there are ${tb.nMiniBatches})`);
-  const [a, b] = range;
-  const ctx = miniBatchContext(adv, tb.options, a, b);
-  const t0 = adv.rows.offsets[a];
-  const t1 = adv.rows.offsets[b];
-  if (logProbs.length !== t1 - t0)
-    throw new Error(
-      `logProbs has ${logProbs.length} values but mini-batch ${miniBatch} holds ${t1 - t0} tokens`,
-    );
-  const sub = (x: Float32Array) => x.subarray(t0, t1);
-  const offsets = Int32Array.from(ctx.rows.offsets, (x) => x - t0);
-  const o = tb.options;
-  const g = policyLossGradient(
-    {
-      rows: { nRows: b - a, offsets, mask: adv.rows.mask.subarray(t0, t1) },
-      oldLogProb: sub(adv.oldLogProbs),
-      logProb: logProbs,
-      advantages: sub(advantagesFor(adv, lossMode)),
-      advantagesDType: adv.dtype,
-      rolloutIsWeights: adv.rolloutIsWeights ? sub(adv.rolloutIsWeights) : null,
-    },
-    {
-      lossMode,
-      clipRatio: o.clipRatio,
-      clipRatioLow: o.clipRatioLow,
-      clipRatioHigh: o.clipRatioHigh,
-      clipRatioC: o.clipRatioC,
-      dpSize: 1,
-      batchNumTokens: ctx.batchNumTokens,
-      globalBatchSize: ctx.globalBatchSize,
-      lossScaleFactor: o.lossScaleFactor,
-      paddedWidth: o.maxResponseLength,
-    },
-  );
-  return { ...g, rows: [a, b] };
 }
 
 // ---------- the whole view ----------

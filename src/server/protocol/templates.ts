@@ -159,7 +159,7 @@ const seedParam: ParamSpec = {
   kind: 'int',
   name: 'seed',
   label: 'Seed',
-  help: 'task sampling and policy initialisation',
+  help: 'task sampling and the run’s random draws',
   upstream: 'data.seed',
   min: 0,
   max: 2 ** 31 - 1,
@@ -175,7 +175,7 @@ export function jobTemplates(c: Catalogue): Record<TemplateName, JobTemplate> {
     'agl-cpu': {
       name: 'agl-cpu',
       summary:
-        'agl-server + agl-controller (local runner) + the project’s policy on an OpenAI-compatible Node server and its own trainer; CPU only, any Ray cluster',
+        'agl-server + agl-controller (local runner) + the project’s policy on an OpenAI-compatible Node server, trained by the lab train loop from the harness’s shipped SFT checkpoint; CPU only, any Ray cluster',
       params: [
         ...harnessParams(c),
         {

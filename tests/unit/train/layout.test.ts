@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
+import { computeTrainerAdvantages, microBatchGradient, ppoMiniBatches } from '../../../src/core/pipeline';
 import { CpuPolicy } from '../../../src/engine/policy/cpuPolicy';
 import { PolicyChatEngine } from '../../../src/harness/policyEngine';
 import { LlmProxy } from '../../../src/harness/proxy';
@@ -13,7 +14,7 @@ import {
   paddedLength,
   scatterWeights,
 } from '../../../src/train/layout';
-import { buildStepRows, microBatchObjective, miniBatchCoefficients } from '../../../src/train/objective';
+import { buildStepRows } from '../../../src/train/objective';
 import { HarnessRolloutSource, inlineRunner } from '../../../src/train/source';
 import { rowLogProbs } from '../../../src/train/step';
 
@@ -99,7 +100,8 @@ describe('rows → engine batch layout', () => {
       lab: { train_tasks: 1, reward_dtype: 'float32' },
       algorithm: { adv_estimator: 'rloo' },
     });
-    const rows = buildStepRows(rollouts, cfg, { trimSeed: 0 }).batch;
+    const step = buildStepRows(rollouts, cfg, { trimSeed: 0 });
+    const rows = step.batch;
     const all = Array.from({ length: rows.nRows }, (_, i) => i);
     const lay = layoutRows(rows, all, { contextLength: 1024 });
     const { logProbs: old } = await rowLogProbs(policy, rows, all, 8, 1);
@@ -107,36 +109,17 @@ describe('rows → engine batch layout', () => {
     for (let r = 0; r < rows.nRows; r++)
       for (let t = rows.offsets[r]; t < rows.offsets[r + 1]; t++)
         adv[t] = rows.mask[t] ? (r % 2 ? -1 : 1) * 0.7 : 0;
-    const coef = miniBatchCoefficients(rows, cfg);
-    // L(θ) = Σ_t c_r·ℓ_t with ℓ = PPO loss at the current log-probs; its gradient by finite differences
+    // core's advantages for these rows, with the estimator's replaced by fixed ones of both signs
+    const ta = { ...computeTrainerAdvantages(step.trainer, { oldLogProbs: old }), advantages: adv };
+    const [plan] = ppoMiniBatches(step.trainer, ta);
+    expect(Array.from(plan.rows)).toEqual(all);
+    // L(θ) = the mini-batch's PPO loss at the current log-probs (core's); its gradient by finite differences
     const loss = async () => {
       const cur = gatherTokens((await policy.logProbs(lay.batch)).logProbs, lay);
-      return microBatchObjective(
-        {
-          rows,
-          rowCoef: coef,
-          advantages: adv,
-          oldLogProbs: old,
-          logProbs: cur,
-          rolloutIsWeights: null,
-          refLogProbs: null,
-        },
-        cfg,
-      ).pgLoss;
+      return microBatchGradient(step.trainer, ta, plan, all, cur).pgLoss;
     };
-    const res = microBatchObjective(
-      {
-        rows,
-        rowCoef: coef,
-        advantages: adv,
-        oldLogProbs: old,
-        logProbs: old,
-        rolloutIsWeights: null,
-        refLogProbs: null,
-      },
-      cfg,
-    );
-    policy.computeGrads(lay.batch, scatterWeights(res.grads, lay));
+    const res = microBatchGradient(step.trainer, ta, plan, all, old);
+    policy.computeGrads(lay.batch, scatterWeights(res.grad, lay));
     const g = new Float32Array(policy.grads);
     const order = Array.from(g.keys())
       .sort((a, b) => Math.abs(g[b]) - Math.abs(g[a]))

@@ -5,10 +5,10 @@ import {
   advantagesFor,
   computeTrainerAdvantages,
   lossCoefficients,
-  miniBatchGradient,
   prepareTrainerBatch,
   ROW_STATUS,
 } from '../../pipeline/trainer';
+import { microBatchGradient, ppoMiniBatches } from '../../pipeline/update';
 import { readCompletedRollouts } from '../../trace/io/completedRollouts';
 import { formatIssue } from '../../trace/types';
 import { registerFamily } from '../registry';
@@ -109,8 +109,17 @@ registerFamily(
             ? -a[t] * coef[i] * (adv.rolloutIsWeights ? adv.rolloutIsWeights[t] : 1)
             : 0;
       weights[mode.name] = rowsOf(w, b.offsets, b.nRows);
-      // the same through the trainer's per-mini-batch gradient, at log π = old log π
-      losses[mode.name] = miniBatchGradient(tb, adv, 0, adv.oldLogProbs, mode.name).loss;
+      // the same loss as a training loop computes it, at log π = old log π: verl's engine splits the mini-batch
+      // into micro-batches (2 rows here) whose shares, normalised by the mini-batch's global info, add up
+      const [plan] = ppoMiniBatches(tb, adv);
+      let loss = 0;
+      for (let s = 0; s < plan.rows.length; s += 2) {
+        const micro = plan.rows.subarray(s, s + 2);
+        const lp = new Float32Array(b.offsets[micro[micro.length - 1] + 1] - b.offsets[micro[0]]);
+        lp.set(adv.oldLogProbs.subarray(b.offsets[micro[0]], b.offsets[micro[micro.length - 1] + 1]));
+        loss += microBatchGradient(tb, adv, plan, micro, lp, { lossMode: mode.name }).pgLoss;
+      }
+      losses[mode.name] = loss;
     }
     const out: Record<string, unknown> = {
       ...head,
