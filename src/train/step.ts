@@ -8,8 +8,10 @@
  * Each phase is timed by the caller's `phase` hook.
  */
 import { aggLoss } from '../core/algos/aggLoss';
+import { computeRolloutCorrection } from '../core/algos/rolloutCorrection';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
+import { mismatchStats } from '../engine/onnx/mismatch';
 import type { PolicyEngine } from '../engine/policy/types';
 import type { TrainConfig } from './config';
 import { gatherTokens, layoutRows, microBatches, type RowTokens, scatterWeights } from './layout';
@@ -25,6 +27,7 @@ import {
   type StepRows,
   sftGrads,
   subsetRows,
+  type TrainingBatch,
 } from './objective';
 import { hashSeed, permutation } from './rng';
 import { tick } from './tick';
@@ -170,7 +173,10 @@ export async function trainOnRollouts(
   metrics['actor/entropy'] = aggLoss(batch, entropy, actor.loss_agg_mode, {
     lossScaleFactor: actor.loss_scale_factor,
   });
-  if (rolloutLogProbs) Object.assign(metrics, probsDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+  if (rolloutLogProbs) {
+    Object.assign(metrics, probsDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+    Object.assign(metrics, logProbDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+  }
   let refLogProbs: Float32Array | null = null;
   const reference = eng.reference;
   if (actor.use_kl_loss) {
@@ -179,6 +185,8 @@ export async function trainOnRollouts(
   }
   const adv = await phase('adv', async () => computeAdvantages(batch, cfg, oldLogProbs, rolloutLogProbs));
   Object.assign(metrics, adv.metrics);
+  if (rolloutLogProbs && !cfg.algorithm.rollout_correction.bypass_mode)
+    Object.assign(metrics, offPolicyMetrics(batch, adv.metrics, oldLogProbs, rolloutLogProbs));
   const lr = learningRate(cfg, step);
   eng.policy.optimizer = {
     ...eng.policy.optimizer,
@@ -318,6 +326,50 @@ export function probsDiffMetrics(
     'training/rollout_probs_diff_std': std,
     'training/rollout_actor_probs_pearson_corr': sab / Math.sqrt(saa * sbb),
   };
+}
+
+/**
+ * Our |Δ log-prob| view of the same mismatch (engine/onnx/mismatch.ts, the figures `bench:engine` prints):
+ * `lab/rollout_logprob_diff/{mean,max,frac_gt_0.1}` over the response tokens the loss sees.
+ */
+export function logProbDiffMetrics(
+  mask: Uint8Array,
+  trainer: Float32Array,
+  rollout: Float32Array,
+): Record<string, number> {
+  const e: number[] = [];
+  const t: number[] = [];
+  for (let i = 0; i < mask.length; i++)
+    if (mask[i] && Number.isFinite(rollout[i]) && Number.isFinite(trainer[i])) {
+      e.push(rollout[i]);
+      t.push(trainer[i]);
+    }
+  if (e.length === 0) return {};
+  const m = mismatchStats(e, t, 0.1);
+  return {
+    'lab/rollout_logprob_diff/mean': m.meanAbsLogProbDiff,
+    'lab/rollout_logprob_diff/max': m.maxAbsLogProbDiff,
+    'lab/rollout_logprob_diff/frac_gt_0.1': m.fracAbove,
+  };
+}
+
+/**
+ * verl 0.8.0 reports `rollout_corr/*` (its off-policy diagnostics: KL, PPL, χ² between the engine and the
+ * trainer) on every step that has rollout log-probs, outside bypass mode, whether or not IS or rejection is on
+ * (`compute_rollout_correction_and_add_to_batch` runs with the rollout_correction section present, as it always
+ * is). The objective computes them when a correction is chosen; otherwise core's rollout correction runs here
+ * with both off, for its metrics only (the response mask and the loss are untouched).
+ */
+function offPolicyMetrics(
+  batch: TrainingBatch,
+  already: Record<string, number>,
+  oldLogProbs: Float32Array,
+  rolloutLogProbs: Float32Array,
+): Record<string, number> {
+  if (Object.keys(already).some((k) => k.startsWith('rollout_corr/'))) return {};
+  if (!batch.mask.some((m) => m === 1)) return {};
+  return computeRolloutCorrection(batch, oldLogProbs, rolloutLogProbs, { rolloutIs: null, rolloutRs: null })
+    .metrics;
 }
 
 /**
