@@ -96,7 +96,11 @@ export function configFromArgs(
     applyDotlist(c, positionals);
     checkConsistency(c);
   } catch (e) {
-    if (e instanceof TrainConfigError) throw new UsageError(e.message);
+    // a combination that does not hold names the flag of the key it blames
+    if (e instanceof TrainConfigError) {
+      const flag = fieldByPath(e.path)?.flag;
+      throw new UsageError(flag ? `--${flag}: ${e.message}` : e.message);
+    }
     throw e;
   }
   return c;
