@@ -81,13 +81,11 @@ describe('the Trace view colours a kept training trace by the engine − trainer
     }
     expect(Math.abs(best.gap)).toBeGreaterThan(1e-3);
 
-    await page
-      .getByTestId('trace-file')
-      .setInputFiles({
-        name: 'step_000001.jsonl',
-        mimeType: 'application/json',
-        buffer: Buffer.from(trace.text),
-      });
+    await page.getByTestId('trace-file').setInputFiles({
+      name: 'step_000001.jsonl',
+      mimeType: 'application/json',
+      buffer: Buffer.from(trace.text),
+    });
     await expect.poll(() => page.getByTestId('import-summary').textContent()).toContain('step_000001.jsonl');
     const select = page.getByLabel('Color tokens by', { exact: true });
     const gapOption = select.locator('option[value="gap"]');

@@ -128,6 +128,34 @@ describe('rollouts from onnxruntime-web, updates on our engine', () => {
     ).toBe('cpu');
   });
 
+  it('a rollout engine that cannot start fails the run with the reason, before any rollout', async () => {
+    const cfg = config({ actor_rollout_ref: { rollout: { name: 'transformers.js' } } });
+    const events: string[] = [];
+    const storage = new MemoryStorage();
+    const local = createLocalRun({
+      config: cfg,
+      policy: new CpuPolicy(ck.config, {}, ck.params),
+      tokenizer: tok,
+      storage,
+      rolloutEnv: {
+        ...nodeRolloutEnv(),
+        tokenizerFiles: async () => {
+          throw new Error('tokenizer.json: not readable');
+        },
+      },
+      onEvent: (e) => events.push(e.type === 'run_end' ? `run_end ${e.reason}: ${e.error}` : e.type),
+      makeRunner: (h) => inlineRunner(h),
+    });
+    await expect(local.run.run()).rejects.toThrow(
+      "actor_rollout_ref.rollout.name 'transformers.js' on cpu (f32 weights) could not start: tokenizer.json: not readable",
+    );
+    local.close();
+    expect(events).not.toContain('rollout');
+    expect(events.at(-1)).toContain('run_end error: actor_rollout_ref.rollout.name');
+    // what the run had written stays
+    expect(storage.text('config.json')).toContain('"transformers.js"');
+  });
+
   it('int8 weights give a real, reported mismatch; f32 weights only rounding; the engine follows each update', {
     timeout: 120_000,
   }, async () => {
