@@ -11,10 +11,12 @@
 import { LOSS_AGG_MODES } from '../core/algos/aggLoss';
 import { KL_PENALTIES } from '../core/algos/kl';
 import { listPolicyLosses } from '../core/algos/policyLoss';
+import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import { BEHAVIOURS, type Behaviour } from '../harness/harness';
 import { HARNESSES, type HarnessName } from '../harness/registry';
 import { MODEL_PRESETS, type ModelPreset } from './models';
 import { objectiveEstimators } from './objective';
+import { ROLLOUT_DEVICES, ROLLOUT_ENGINES, type RolloutDevice, resolveRolloutChoice } from './rolloutEngines';
 
 export interface TrainConfig {
   algorithm: {
@@ -79,6 +81,8 @@ export interface TrainConfig {
       top_p: number;
       /** the engine's context window (vLLM max_model_len): prompts at or over it are refused */
       max_model_len: number;
+      /** the rollout engine (rolloutEngines.ts): 'policy' (the trainer's own, colocated), 'onnxruntime-web', 'transformers.js' */
+      name: string;
       val_kwargs: { n: number; temperature: number; top_p: number; do_sample: boolean };
     };
   };
@@ -128,6 +132,10 @@ export interface TrainConfig {
     pass_k: number;
     /** keep every step's batch as a trace */
     keep_traces: boolean;
+    /** the rollout engine's device ('auto': its first on this platform) */
+    rollout_device: RolloutDevice;
+    /** weights the rollout engine computes with (weight-only: f16 storage or int8 per channel, f32 compute) */
+    rollout_precision: WeightPrecision;
   };
 }
 
@@ -190,6 +198,7 @@ export function defaultTrainConfig(): TrainConfig {
         temperature: 1.0,
         top_p: 1.0,
         max_model_len: 1024,
+        name: 'policy',
         val_kwargs: { n: 1, temperature: 0, top_p: 1.0, do_sample: false },
       },
     },
@@ -226,6 +235,8 @@ export function defaultTrainConfig(): TrainConfig {
       rollout_timeout_ms: 120_000,
       pass_k: 1,
       keep_traces: true,
+      rollout_device: 'auto',
+      rollout_precision: 'f32',
     },
   };
 }
@@ -625,6 +636,27 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
     help: "the engine's context window",
   }),
   F({
+    path: 'actor_rollout_ref.rollout.name',
+    flag: 'rollout-name',
+    kind: 'enum',
+    choices: () => Object.keys(ROLLOUT_ENGINES),
+    help: "rollout engine (policy: the trainer's own, colocated; the others sample apart and get weights each step)",
+  }),
+  F({
+    path: 'lab.rollout_device',
+    flag: 'rollout-device',
+    kind: 'enum',
+    choices: () => ROLLOUT_DEVICES,
+    help: 'rollout engine device (auto: its first here; ORT wasm/webgpu, transformers.js cpu in Node, wasm/webgpu in the page)',
+  }),
+  F({
+    path: 'lab.rollout_precision',
+    flag: 'rollout-precision',
+    kind: 'enum',
+    choices: () => WEIGHT_PRECISIONS,
+    help: 'rollout engine weights: f32, f16 or int8 (weight-only; a controlled engine/trainer mismatch)',
+  }),
+  F({
     path: 'actor_rollout_ref.rollout.val_kwargs.n',
     flag: 'val-n',
     kind: 'int',
@@ -940,6 +972,8 @@ export function checkConsistency(c: TrainConfig): void {
       'lab.pass_k',
       `(${c.lab.pass_k}) must be ≤ actor_rollout_ref.rollout.val_kwargs.n (${c.actor_rollout_ref.rollout.val_kwargs.n})`,
     );
+  const rollout = resolveRolloutChoice(c).problem;
+  if (rollout) throw new TrainConfigError(rollout.path, rollout.message);
   if (c.lab.train_tasks < c.data.train_batch_size)
     throw new TrainConfigError(
       'lab.train_tasks',

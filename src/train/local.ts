@@ -12,7 +12,8 @@ import { LlmProxy } from '../harness/proxy';
 import type { RunState } from './checkpoint';
 import type { TrainConfig } from './config';
 import type { TrainEvent } from './events';
-import { ColocatedRolloutEngine, type RolloutEngine } from './rolloutEngine';
+import type { RolloutEngine } from './rolloutEngine';
+import { type RolloutEngineEnv, rolloutEngineFor } from './rolloutEngines';
 import { TrainRun } from './run';
 import { HarnessRolloutSource, type JobRunner } from './source';
 import type { TrainStorage } from './storage';
@@ -23,8 +24,13 @@ export interface LocalRunOptions {
   tokenizer: ChatTokenizer;
   /** the harness worker pool, serving `handler` (both proxies) to its workers */
   makeRunner: (handler: HttpHandler) => JobRunner;
-  /** default: sample from `policy` itself (colocated) */
+  /**
+   * default: the engine the config names (actor_rollout_ref.rollout.name; rolloutEngines.ts): `policy`
+   * samples from `policy` itself (colocated), the others are built from its current weights
+   */
   rolloutEngine?: RolloutEngine;
+  /** where those engines get their runtime (default: the platform's, rolloutEnvNode.ts / rolloutEnvPage.ts) */
+  rolloutEnv?: RolloutEngineEnv;
   reference?: PolicyEngine | null;
   storage?: TrainStorage | null;
   onEvent?: (e: TrainEvent) => void;
@@ -49,7 +55,8 @@ export function createLocalRun(o: LocalRunOptions): LocalRun {
   const cfg = o.config;
   const ro = cfg.actor_rollout_ref.rollout;
   const rolloutEngine =
-    o.rolloutEngine ?? new ColocatedRolloutEngine(o.policy, o.tokenizer, { seed: cfg.lab.seed });
+    o.rolloutEngine ??
+    rolloutEngineFor({ config: cfg, policy: o.policy, tokenizer: o.tokenizer, env: o.rolloutEnv });
   const version = o.resumeState?.policyVersion ?? 0;
   let trainSource: HarnessRolloutSource | null = null;
   let valSource: HarnessRolloutSource | null = null;

@@ -8,9 +8,13 @@
  * log-probs then differ from the trainer's — what rollout correction exists for.
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { RolloutSampler, SyncCost } from '../engine/onnx/sampler';
 import type { PolicyEngine } from '../engine/policy/types';
-import type { ChatEngine } from '../harness/engines';
+import type { ChatEngine, EngineCall, EngineOutput } from '../harness/engines';
 import { PolicyChatEngine } from '../harness/policyEngine';
+import { SamplerChatEngine } from '../harness/samplerEngine';
+
+export type { SyncCost };
 
 export interface RolloutEngine {
   /** e.g. 'policy-colocated', 'policy-copy', 'ort-wasm' */
@@ -19,8 +23,14 @@ export interface RolloutEngine {
   chat(sampling: { temperature: number; topP: number }): ChatEngine;
   /** the policy version whose weights are being served */
   readonly version: number;
-  /** Serve these trainer weights as `version` from now on (resolves once they are live). */
-  syncWeights(params: Float32Array, version: number): Promise<void>;
+  /**
+   * Serve these trainer weights as `version` from now on (resolves once they are live). An engine that
+   * re-exports or re-uploads the weights says what that cost.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: an engine that only moves the version resolves to nothing
+  syncWeights(params: Float32Array, version: number): Promise<SyncCost | void>;
+  /** Resolves once the engine can serve (one that is built asynchronously); rejects with why it cannot. */
+  ready?(): Promise<void>;
   dispose(): void;
 }
 
@@ -42,8 +52,9 @@ export class ColocatedRolloutEngine implements RolloutEngine {
   chat(sampling: { temperature: number; topP: number }): ChatEngine {
     return new PolicyChatEngine(this.policy, this.tokenizer, { ...this.opts, ...sampling });
   }
-  async syncWeights(_params: Float32Array, version: number): Promise<void> {
+  async syncWeights(_params: Float32Array, version: number): Promise<undefined> {
     this.version = version;
+    return undefined;
   }
   dispose(): void {}
 }
@@ -60,11 +71,124 @@ export class CopyRolloutEngine implements RolloutEngine {
   chat(sampling: { temperature: number; topP: number }): ChatEngine {
     return new PolicyChatEngine(this.policy, this.tokenizer, { ...this.opts, ...sampling });
   }
-  async syncWeights(params: Float32Array, version: number): Promise<void> {
+  async syncWeights(params: Float32Array, version: number): Promise<undefined> {
     await this.policy.setParams(params);
     this.version = version;
+    return undefined;
   }
   dispose(): void {
     this.policy.dispose();
+  }
+}
+
+/**
+ * Another runtime samples: onnxruntime-web or transformers.js over the policy exported at a weight precision
+ * (engine/onnx/). Each sync re-exports the trainer's weights and replaces the session or reloads the folder; its
+ * log-probs differ from the trainer's by that runtime's numerics and the precision.
+ */
+export class SamplerRolloutEngine implements RolloutEngine {
+  readonly kind: string;
+  version = 0;
+  constructor(
+    /** the proxy's engine name: 'onnxruntime-web', 'transformers.js' */
+    private readonly engineName: string,
+    readonly sampler: RolloutSampler,
+    private readonly tokenizer: ChatTokenizer,
+    private readonly opts: PolicyRolloutOptions,
+  ) {
+    this.kind = `${sampler.backend}-${sampler.precision}`;
+  }
+  chat(sampling: { temperature: number; topP: number }): ChatEngine {
+    return new SamplerChatEngine(this.engineName, this.sampler, this.tokenizer, {
+      ...this.opts,
+      ...sampling,
+    });
+  }
+  async syncWeights(params: Float32Array, version: number): Promise<SyncCost> {
+    const cost = await this.sampler.syncWeights(params);
+    this.version = version;
+    return cost;
+  }
+  dispose(): void {
+    void this.sampler.dispose().catch(() => {});
+  }
+}
+
+/** A chat engine whose engine is still being built: it names itself and answers once it is there. */
+class DeferredChat implements ChatEngine {
+  inner: ChatEngine | null = null;
+  constructor(
+    private readonly label: string,
+    private readonly get: () => Promise<ChatEngine>,
+  ) {}
+  get kind(): string {
+    return this.inner?.kind ?? this.label;
+  }
+  get model(): string {
+    return this.inner?.model ?? this.label;
+  }
+  async generate(call: EngineCall): Promise<EngineOutput> {
+    return (await this.get()).generate(call);
+  }
+}
+
+/**
+ * A rollout engine that is built asynchronously (an ONNX session, a model load) behind one that can be handed
+ * to the proxies at once. `ready()` resolves when it is built (the run waits for it before the first rollout)
+ * or rejects with the reason it could not be.
+ */
+export class DeferredRolloutEngine implements RolloutEngine {
+  private inner: RolloutEngine | null = null;
+  private readonly built: Promise<RolloutEngine>;
+  private readonly chats: { chat: DeferredChat; sampling: { temperature: number; topP: number } }[] = [];
+  private disposed = false;
+
+  constructor(
+    /** what the engine will be (e.g. 'onnxruntime-web wasm int8'): its name until it is built */
+    readonly kind: string,
+    make: Promise<RolloutEngine>,
+  ) {
+    this.built = make.then((e) => {
+      if (this.disposed) {
+        e.dispose();
+        throw new Error(`rollout engine ${kind}: disposed while it was being built`);
+      }
+      this.inner = e;
+      for (const c of this.chats) c.chat.inner = e.chat(c.sampling);
+      return e;
+    });
+    this.built.catch(() => {});
+  }
+
+  get version(): number {
+    return this.inner?.version ?? 0;
+  }
+
+  /** the engine, once built */
+  get engine(): RolloutEngine | null {
+    return this.inner;
+  }
+
+  async ready(): Promise<void> {
+    await this.built;
+  }
+
+  chat(sampling: { temperature: number; topP: number }): ChatEngine {
+    if (this.inner) return this.inner.chat(sampling);
+    const chat: DeferredChat = new DeferredChat(this.kind, async () => {
+      await this.built;
+      return chat.inner as ChatEngine;
+    });
+    this.chats.push({ chat, sampling });
+    return chat;
+  }
+
+  async syncWeights(params: Float32Array, version: number): Promise<SyncCost | undefined> {
+    return (await (await this.built).syncWeights(params, version)) ?? undefined;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.inner?.dispose();
   }
 }

@@ -317,6 +317,7 @@ export class TrainRun {
   /** Validation rollouts on the val split with val_kwargs (n samples per task). */
   async validate(step: number, timing: Metrics = {}): Promise<Metrics> {
     const cfg = this.config;
+    await this.o.rolloutEngine.ready?.();
     return this.timed(step, timing)('validate', async () => {
       const n = cfg.actor_rollout_ref.rollout.val_kwargs.n;
       const groups: GroupRequest[] = this.valTasks.map((task, i) => ({
@@ -382,6 +383,7 @@ export class TrainRun {
     const tStep = this.now();
     const hook = this.timed(step, timing);
     await this.checkpointGate();
+    await this.o.rolloutEngine.ready?.();
     const { rollouts, metrics } = await this.collect(step, timing);
     await this.checkpointGate();
     // Size Retry-After to the expected pause, so waiting agents neither spin nor oversleep.
@@ -401,7 +403,13 @@ export class TrainRun {
     const version = this.state.policyVersion + 1;
     await hook('update_weights', async () => {
       const params = await this.o.policy.getParams();
-      await this.o.rolloutEngine.syncWeights(params, version);
+      const cost = await this.o.rolloutEngine.syncWeights(params, version);
+      // an engine apart from the trainer re-exports the weights (timing_s/update_weights holds it all)
+      if (cost) {
+        metrics['lab/weight_sync/export_s'] = cost.exportMs / 1000;
+        metrics['lab/weight_sync/load_s'] = cost.loadMs / 1000;
+        metrics['lab/weight_sync/bytes'] = cost.bytes;
+      }
       this.o.source.setPolicyVersion(version);
       this.o.valSource.setPolicyVersion(version);
     });
@@ -433,7 +441,17 @@ export class TrainRun {
     metrics['lab/gen_tokens_per_s'] = genS > 0 ? (metrics['lab/gen_tokens'] ?? 0) / genS : Number.NaN;
     metrics['lab/train_tokens_per_s'] = upd > 0 ? outcome.trainTokens / upd : Number.NaN;
     if (cfg.lab.keep_traces && this.o.storage) {
-      const annotated = annotateTrainerLogProbs(rollouts, outcome.rows, outcome.oldLogProbs, outcome.entropy);
+      const annotated = annotateTrainerLogProbs(
+        rollouts,
+        outcome.rows,
+        outcome.oldLogProbs,
+        outcome.entropy,
+      ).map((r) =>
+        // the ids are the run tokenizer's: a reader (the page) decodes them with it
+        r.metadata.tokenizer === undefined
+          ? { ...r, metadata: { ...r.metadata, tokenizer: this.o.tokenizer.name } }
+          : r,
+      );
       const path = `traces/step_${pad6(step)}.jsonl`;
       await this.o.storage.writeFile(path, toJsonlTrace(annotated));
       this.emit({ type: 'trace', step, path });
@@ -464,6 +482,8 @@ export class TrainRun {
     });
     await this.o.storage?.writeFile('config.json', `${JSON.stringify(cfg, null, 2)}\n`);
     try {
+      // a rollout engine built apart from the trainer (an ONNX session, a model load) must be up first
+      await this.o.rolloutEngine.ready?.();
       if (this.state.step === 0 && cfg.trainer.val_before_train && cfg.trainer.test_freq > 0) {
         await this.checkpointGate();
         await this.log(0, await this.validate(0));

@@ -12,6 +12,7 @@
 import { microBatchGradient, ppoMiniBatches, sftGradient, trainerEntropy } from '../core/pipeline';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
+import { mismatchStats } from '../engine/onnx/mismatch';
 import type { PolicyEngine } from '../engine/policy/types';
 import type { TrainConfig } from './config';
 import { gatherTokens, layoutRows, microBatches, type RowTokens, scatterWeights } from './layout';
@@ -159,7 +160,10 @@ export async function trainOnRollouts(
     entropy = r.entropy;
   }
   metrics['actor/entropy'] = trainerEntropy(tb, entropy, actor.loss_agg_mode);
-  if (rolloutLogProbs) Object.assign(metrics, probsDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+  if (rolloutLogProbs) {
+    Object.assign(metrics, probsDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+    Object.assign(metrics, logProbDiffMetrics(batch.mask, oldLogProbs, rolloutLogProbs));
+  }
   let refLogProbs: Float32Array | null = null;
   const reference = eng.reference;
   if (actor.use_kl_loss) {
@@ -267,6 +271,31 @@ export function probsDiffMetrics(
     'training/rollout_probs_diff_mean': md,
     'training/rollout_probs_diff_std': std,
     'training/rollout_actor_probs_pearson_corr': sab / Math.sqrt(saa * sbb),
+  };
+}
+
+/**
+ * Our |Δ log-prob| view of the same mismatch (engine/onnx/mismatch.ts, the figures `bench:engine` prints):
+ * `lab/rollout_logprob_diff/{mean,max,frac_gt_0.1}` over the response tokens the loss sees.
+ */
+export function logProbDiffMetrics(
+  mask: Uint8Array,
+  trainer: Float32Array,
+  rollout: Float32Array,
+): Record<string, number> {
+  const e: number[] = [];
+  const t: number[] = [];
+  for (let i = 0; i < mask.length; i++)
+    if (mask[i] && Number.isFinite(rollout[i]) && Number.isFinite(trainer[i])) {
+      e.push(rollout[i]);
+      t.push(trainer[i]);
+    }
+  if (e.length === 0) return {};
+  const m = mismatchStats(e, t, 0.1);
+  return {
+    'lab/rollout_logprob_diff/mean': m.meanAbsLogProbDiff,
+    'lab/rollout_logprob_diff/max': m.maxAbsLogProbDiff,
+    'lab/rollout_logprob_diff/frac_gt_0.1': m.fracAbove,
   };
 }
 

@@ -20,7 +20,8 @@ import { resolveTrainConfig } from '../../src/train/config';
 import type { TrainEvent } from '../../src/train/events';
 import { createLocalRun } from '../../src/train/local';
 import { parseFileLogger } from '../../src/train/metrics';
-import { opfsStorage } from '../../src/train/storage';
+import type { DeferredRolloutEngine } from '../../src/train/rolloutEngine';
+import { MemoryStorage, opfsStorage } from '../../src/train/storage';
 import { context } from './gpuContext';
 
 let ctx: GpuContext;
@@ -106,5 +107,54 @@ describe('the training loop in the page', () => {
     expect(second.history.map((h) => h.step)).toEqual([2]);
     policy.dispose();
     again.dispose();
+  });
+
+  it("takes its rollouts from onnxruntime-web's webgpu EP (int8 weights) while WebGPU trains, and reports the gap", async () => {
+    const cfg = resolveTrainConfig({
+      ...config,
+      lab: { ...config.lab, rollout_precision: 'int8', rollout_device: 'webgpu' },
+      actor_rollout_ref: {
+        ...config.actor_rollout_ref,
+        rollout: { ...config.actor_rollout_ref.rollout, name: 'onnxruntime-web', val_kwargs: { n: 1 } },
+      },
+      trainer: { ...config.trainer, total_training_steps: 2, test_freq: 0, save_freq: 0 },
+    });
+    const storage = new MemoryStorage();
+    const policy = GpuPolicy.create(ctx, model, {}, initParams(model));
+    // no rolloutEnv: the page's own (its ORT entries and wasm served by the app, the tokenizer fetched)
+    const local = createLocalRun({
+      config: cfg,
+      policy,
+      tokenizer: tok,
+      storage,
+      makeRunner: (handler) =>
+        new WorkerPool({
+          size: 2,
+          spawn: () =>
+            workerHandle(
+              new Worker(new URL('../../src/harness/worker.ts', import.meta.url), { type: 'module' }),
+            ),
+          connect: (port) => serveChannel(port, handler),
+          timeoutMs: 60_000,
+        }),
+    });
+    const summary = await local.run.run();
+    const engine = (local.rolloutEngine as DeferredRolloutEngine).engine;
+    local.close();
+    policy.dispose();
+    expect(summary.steps).toBe(2);
+    expect(engine?.kind).toBe('ort-webgpu-int8');
+    expect(engine?.version).toBe(2);
+    const metrics = parseFileLogger(storage.text('metrics.jsonl'));
+    for (const m of metrics) {
+      expect(m.data['lab/weight_sync/bytes']).toBeGreaterThan(0);
+      expect(m.data['training/rollout_probs_diff_valid']).toBe(1);
+      // int8 weights against the trainer's f32: a gap beyond float32 rounding
+      expect(m.data['lab/rollout_logprob_diff/max']).toBeGreaterThan(1e-4);
+      expect(m.data).toHaveProperty('rollout_corr/kl');
+    }
+    const trace = storage.text('traces/step_000002.jsonl');
+    expect(trace).toContain('"trainer_log_probs"');
+    expect(trace).toContain('ort-webgpu-int8/policy');
   });
 });

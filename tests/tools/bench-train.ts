@@ -3,6 +3,11 @@
  *   1. phases   per backend (cpu, dawn = WebGPU on this machine's adapter via Dawn): median seconds of each phase
  *               of an RL step (gen, pause, old_log_prob, adv, update_actor, update_weights, resume), tokens/s of
  *               generation and of training.
+ *   rollout    rollout engines in the loop (cpu trainer, --phase-harness): the trainer's own colocated engine vs
+ *               onnxruntime-web (wasm EP) and transformers.js (onnxruntime-node) at f32 / f16 / int8 weights, the
+ *               same seed and weights: median step, gen and weight-sync seconds (re-export + reload), generation
+ *               tokens/s and its ratio to the colocated engine, and the mismatch each pair produces (|Δ log-prob|
+ *               mean / max / share > 0.1, verl's rollout_probs_diff, rollout_corr/kl).
  *   2. sync vs async on the same seed (cpu): seconds per step, idle drain, staleness, spanning rollouts.
  *   3. learning from the shipped SFT checkpoint: val reward every --val-every steps of RL vs SFT-only (the same
  *               number of further supervised steps on the expert), per harness and seed; steps to a threshold.
@@ -10,7 +15,7 @@
  *               (python/bench_train_peer.py, HARNESS_LAB_PEER_PYTHON or --peer): tokens/s and the ratio, and the
  *               peer's loss and gradient norm against ours (it must compute the same step).
  * Flags: --harness LIST (learning; default instruction-short) --steps N (learning, default 20) --val-every K (5)
- *   --seeds LIST (0) --phase-steps N (3) --backends cpu,dawn --sections phases,async,learning,peer
+ *   --seeds LIST (0) --phase-steps N (3) --backends cpu,dawn --sections phases,rollout,async,learning,peer
  *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --json FILE
  */
 import { spawnSync } from 'node:child_process';
@@ -33,6 +38,7 @@ import { createLocalRun } from '../../src/train/local';
 import { sftCheckpointPath } from '../../src/train/models';
 import { buildStepRows } from '../../src/train/objective';
 import { hashSeed } from '../../src/train/rng';
+import { nodeRolloutEnv } from '../../src/train/rolloutEnvNode';
 import { expertRollouts, expertRows, sftTrain } from '../../src/train/sft';
 import { inlineRunner } from '../../src/train/source';
 import type { PhaseName } from '../../src/train/step';
@@ -55,7 +61,7 @@ const list = (v: unknown, d: string) =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-const sections = new Set(list(flags.sections, 'phases,async,learning,peer'));
+const sections = new Set(list(flags.sections, 'phases,rollout,async,learning,peer'));
 const backends = list(flags.backends, 'cpu,dawn');
 const harnesses = list(flags.harness, 'instruction-short');
 const seeds = list(flags.seeds, '0').map(Number);
@@ -188,6 +194,76 @@ if (sections.has('phases')) {
     );
   }
   report.phases = rows;
+}
+
+// ── rollout engines in the loop ────────────────────────────────────────────────────────────────────────────
+if (sections.has('rollout')) {
+  const ck = sftWeights(phaseHarness);
+  console.log(
+    `\nrollout engines in the loop: ${phaseHarness}, cpu trainer, ${phaseSteps} steps (median; mismatch: max over steps for max), 8 tasks × 4 rollouts`,
+  );
+  const choices: [string, string][] = [
+    ['policy', 'f32'],
+    ...['onnxruntime-web', 'transformers.js'].flatMap((n) =>
+      ['f32', 'f16', 'int8'].map((p): [string, string] => [n, p]),
+    ),
+  ];
+  const rows: Record<string, number | string>[] = [];
+  let colocatedGen = Number.NaN;
+  const env = nodeRolloutEnv();
+  for (const [name, precision] of choices) {
+    const policy = new CpuPolicy(ck.config, {}, ck.params);
+    const cfg = benchConfig(phaseHarness, 0, {
+      lab: { rollout_precision: precision as TrainConfig['lab']['rollout_precision'] },
+      actor_rollout_ref: { rollout: { name } },
+      trainer: { total_training_steps: phaseSteps },
+    });
+    const local = createLocalRun({
+      config: cfg,
+      policy,
+      tokenizer: tok,
+      rolloutEnv: env,
+      makeRunner: (h) => inlineRunner(h),
+    });
+    const per: Record<string, number[]> = {};
+    try {
+      for (let s = 0; s < phaseSteps; s++) collect(per, (await local.run.runStep()).metrics);
+    } catch (e) {
+      console.log(`  ${name} ${precision}: not run (${(e as Error).message.split('\n')[0]})`);
+      continue;
+    } finally {
+      local.close();
+      policy.dispose();
+    }
+    const m = (k: string) => median(per[k] ?? []);
+    const mx = (k: string) => Math.max(...(per[k] ?? [Number.NaN]));
+    const gen = m('lab/gen_tokens_per_s');
+    if (name === 'policy') colocatedGen = gen;
+    const row = {
+      engine: name === 'policy' ? 'policy (colocated)' : name,
+      weights: precision,
+      step_s: m('timing_s/step'),
+      gen_s: m('timing_s/gen'),
+      update_weights_s: m('timing_s/update_weights'),
+      export_s: m('lab/weight_sync/export_s'),
+      load_s: m('lab/weight_sync/load_s'),
+      sync_mb: m('lab/weight_sync/bytes') / 1e6,
+      gen_tokens_per_s: gen,
+      gen_vs_colocated: gen / colocatedGen,
+      logprob_diff_mean: m('lab/rollout_logprob_diff/mean'),
+      logprob_diff_max: mx('lab/rollout_logprob_diff/max'),
+      frac_gt_0_1: m('lab/rollout_logprob_diff/frac_gt_0.1'),
+      probs_diff_mean: m('training/rollout_probs_diff_mean'),
+      probs_diff_max: mx('training/rollout_probs_diff_max'),
+      rollout_corr_kl: m('rollout_corr/kl'),
+    };
+    rows.push(row);
+    const e = (x: number) => (Number.isFinite(x) ? x.toExponential(2) : '-');
+    console.log(
+      `  ${`${row.engine} ${precision}`.padEnd(24)} step ${f(row.step_s)} s, gen ${f(row.gen_s)} s, update_weights ${f(row.update_weights_s, 3)} s (export ${f(row.export_s, 3)}, load ${f(row.load_s, 3)}, ${f(row.sync_mb)} MB); gen ${f(gen, 0)} tok/s = ${f(row.gen_vs_colocated)}x colocated; |Δ lp| mean ${e(row.logprob_diff_mean)} max ${e(row.logprob_diff_max)} >0.1 ${(100 * row.frac_gt_0_1).toFixed(2)}%; probs_diff mean ${e(row.probs_diff_mean)} max ${e(row.probs_diff_max)}; rollout_corr/kl ${e(row.rollout_corr_kl)}`,
+    );
+  }
+  report.rollout = rows;
 }
 
 // ── 2. sync vs async ───────────────────────────────────────────────────────────────────────────────────────

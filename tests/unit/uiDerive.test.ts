@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { TrainingBatch } from '../../src/core/batch/types';
 import { callWeights } from '../../src/core/pipeline/perCall';
-import { callPositions, gather, indexBatch, rowOfCall } from '../../src/ui/lab/derive';
+import type { ModelCall, Rollout } from '../../src/core/trace/types';
+import {
+  callPositions,
+  gather,
+  indexBatch,
+  logProbGap,
+  rowOfCall,
+  trainerValuesOf,
+} from '../../src/ui/lab/derive';
 import { checkFromWorker, checkToWorker } from '../../src/ui/lab/protocol';
+import { callTokenView } from '../../src/ui/trace/tokenView';
 
 /** Rollout 0: calls 0–1 merged into row 0 (call 1 has 2 observation tokens), call 2 in row 1. Rollout 2: row 2. */
 function batch(): TrainingBatch {
@@ -100,5 +109,75 @@ describe('per-call totals (core/pipeline/perCall, the page and lab analyze)', ()
     const d = callWeights(dropped, 0, 3, idx.rowsOfRollout[0]);
     expect(Array.from(d.weight)).toEqual([3, 3, 0]);
     expect(Array.from(d.untrained)).toEqual([0, 1, 2]);
+  });
+});
+
+/** A call with the engine's and the trainer's log-probs of its response ids (a kept training trace's). */
+function call(ids: number[], engine: number[], trainer?: number[], entropy?: number[]): ModelCall {
+  return {
+    responseTokenIds: Int32Array.from(ids),
+    responseLogProbs: Float32Array.from(engine),
+    trainerLogProbs: trainer ? Float32Array.from(trainer) : undefined,
+    trainerEntropy: entropy ? Float32Array.from(entropy) : undefined,
+  } as unknown as ModelCall;
+}
+
+describe('engine vs trainer log-probs (the Trace view gap colouring)', () => {
+  it('places the trainer values of each call at its trainable batch positions, skipping observations', () => {
+    const b = batch();
+    const rollouts = [
+      {
+        calls: [
+          call([10, 11], [-1, -2], [-1.5, -2], [0.1, 0.2]),
+          call([14, 15], [-3, -4], [-3, -3.25], [0.3, 0.4]),
+          call([20, 21], [-5, -6], [-5, -6]),
+        ],
+      },
+      { calls: [] },
+      // its ids differ from the row's (retokenized): no trainer values there
+      { calls: [call([30, 99], [-7, -8], [-7.5, -8])] },
+    ] as unknown as Rollout[];
+    const t = trainerValuesOf(b, rollouts);
+    if (!t) throw new Error('no trainer values');
+    // positions 2, 3 are call 1's observation tokens (mask 0)
+    expect(Array.from(t.logProbs)).toEqual([
+      -1.5,
+      -2,
+      Number.NaN,
+      Number.NaN,
+      -3,
+      -3.25,
+      -5,
+      -6,
+      -7.5,
+      Number.NaN,
+    ]);
+    expect(Array.from(t.entropy).map((x) => Math.round(x * 10) / 10)).toEqual([
+      0.1,
+      0.2,
+      Number.NaN,
+      Number.NaN,
+      0.3,
+      0.4,
+      Number.NaN,
+      Number.NaN,
+      Number.NaN,
+      Number.NaN,
+    ]);
+    const engine = Float32Array.from([-1, -2, 0, 0, -3, -4, -5, -6, -7, -8]);
+    const gap = logProbGap(engine, t.logProbs, b.mask);
+    expect(Array.from(gap)).toEqual([0.5, 0, Number.NaN, Number.NaN, 0, -0.75, 0, 0, 0.5, Number.NaN]);
+    // a trace without trainer values has nothing to show
+    expect(trainerValuesOf(b, [{ calls: [call([10], [-1])] }] as unknown as Rollout[])).toBeNull();
+    expect(logProbGap(null, t.logProbs).every(Number.isNaN)).toBe(true);
+  });
+
+  it("offers the gap and the trainer's entropy on a call only when the trace has them", () => {
+    const v = callTokenView(call([10, 11], [-1, -2], [-1.25, -2], [0.5, 0.6]), new Map());
+    expect([...v.available].sort()).toEqual(['entropy', 'gap', 'logprob']);
+    expect(Array.from(v.quantities.find((q) => q.key === 'gap')?.values ?? [])).toEqual([0.25, 0]);
+    const plain = callTokenView(call([10, 11], [-1, -2]), new Map());
+    expect([...plain.available]).toEqual(['logprob']);
+    expect(plain.quantities.map((q) => q.key)).toEqual(['logprob']);
   });
 });

@@ -19,6 +19,7 @@ import {
   type ConfigField,
   checkConsistency,
   cloneConfig,
+  fieldByPath,
   resolveTrainConfig,
   setConfigValue,
   type TrainConfig,
@@ -27,6 +28,8 @@ import {
 import type { TrainEvent } from '../../train/events';
 import { createLocalRun } from '../../train/local';
 import { initialWeights } from '../../train/models';
+import { resolveRolloutChoice, rolloutChoiceLabel } from '../../train/rolloutEngines';
+import { nodeRolloutEnv } from '../../train/rolloutEnvNode';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { spawnNodeHarnessWorker } from '../nodeWorkers';
@@ -93,7 +96,11 @@ export function configFromArgs(
     applyDotlist(c, positionals);
     checkConsistency(c);
   } catch (e) {
-    if (e instanceof TrainConfigError) throw new UsageError(e.message);
+    // a combination that does not hold names the flag of the key it blames
+    if (e instanceof TrainConfigError) {
+      const flag = fieldByPath(e.path)?.flag;
+      throw new UsageError(flag ? `--${flag}: ${e.message}` : e.message);
+    }
     throw e;
   }
   return c;
@@ -152,6 +159,12 @@ export const command: Command = {
       }
     } else base = resolveTrainConfig({});
     const cfg = configFromArgs(base, flags, positionals);
+    // a rollout engine this platform lacks (onnxruntime-web's webgpu EP in Node) is a usage error here
+    const { problem } = resolveRolloutChoice(cfg, 'node');
+    if (problem)
+      throw new UsageError(
+        `--${fieldByPath(problem.path)?.flag ?? problem.path}: ${problem.path} ${problem.message}`,
+      );
     if (cfg.lab.backend !== 'cpu') {
       const child = reexecWithSwiftShader();
       if (child !== null) return child;
@@ -200,6 +213,7 @@ export const command: Command = {
       reference,
       tokenizer,
       storage: dirStorage(out),
+      rolloutEnv: nodeRolloutEnv(),
       resumeState: resume?.state,
       consoleLog: Boolean(flags.console),
       makeRunner: (handler) =>
@@ -224,7 +238,7 @@ export const command: Command = {
     process.once('SIGINT', stop);
     if (!quiet)
       console.log(
-        `train: ${cfg.lab.harness}, ${policy.backend} backend, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
+        `train: ${cfg.lab.harness}, ${policy.backend} backend, rollouts ${rolloutChoiceLabel(cfg, 'node')}, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
       );
     try {
       const summary = await local.run.run();

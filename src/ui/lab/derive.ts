@@ -3,6 +3,7 @@
  * response-token positions belong to one call. Pure; built once per batch, queried per render.
  */
 import type { TrainingBatch } from '../../core/batch/types';
+import type { Rollout } from '../../core/trace/types';
 
 export interface BatchIndex {
   /** per source rollout: its training rows in order (empty when the rollout produced none) */
@@ -44,5 +45,53 @@ export function callPositions(
 export function gather(values: ArrayLike<number> | null | undefined, positions: Int32Array): Float32Array {
   const out = new Float32Array(positions.length);
   for (let i = 0; i < positions.length; i++) out[i] = values ? values[positions[i]] : Number.NaN;
+  return out;
+}
+
+/** Per batch position: what the trainer computed for that token (NaN where it did not score it). */
+export interface TrainerValues {
+  logProbs: Float32Array;
+  entropy: Float32Array;
+}
+
+/**
+ * The trainer's log-probs and entropies (a training step's kept trace records them per call, aligned with the
+ * call's response ids) at the batch positions of the trainable tokens: the j-th mask-1 token of call c in a row
+ * is response token j of c, when their ids agree (a retokenized row's ids may not). Null when no call has them.
+ */
+export function trainerValuesOf(batch: TrainingBatch, rollouts: readonly Rollout[]): TrainerValues | null {
+  if (!rollouts.some((r) => r.calls.some((c) => c.trainerLogProbs))) return null;
+  const n = batch.offsets[batch.nRows];
+  const logProbs = new Float32Array(n).fill(Number.NaN);
+  const entropy = new Float32Array(n).fill(Number.NaN);
+  for (let r = 0; r < batch.nRows; r++) {
+    const rollout = rollouts[batch.rowRollout[r]];
+    if (!rollout) continue;
+    const next = new Map<number, number>();
+    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
+      if (!batch.mask[p]) continue;
+      const ci = batch.tokenCall[p];
+      const j = next.get(ci) ?? 0;
+      next.set(ci, j + 1);
+      const call = rollout.calls[ci];
+      const ids = call?.responseTokenIds;
+      if (!call?.trainerLogProbs || !ids || j >= ids.length || ids[j] !== batch.responseIds[p]) continue;
+      logProbs[p] = call.trainerLogProbs[j];
+      if (call.trainerEntropy) entropy[p] = call.trainerEntropy[j];
+    }
+  }
+  return { logProbs, entropy };
+}
+
+/** engine − trainer log-prob per position (NaN where either is missing, and on observation tokens). */
+export function logProbGap(
+  engine: ArrayLike<number> | null | undefined,
+  trainer: ArrayLike<number> | null | undefined,
+  mask?: ArrayLike<number>,
+): Float32Array {
+  const n = engine?.length ?? trainer?.length ?? 0;
+  const out = new Float32Array(n).fill(Number.NaN);
+  if (!engine || !trainer) return out;
+  for (let i = 0; i < n; i++) if (!mask || mask[i]) out[i] = engine[i] - trainer[i];
   return out;
 }

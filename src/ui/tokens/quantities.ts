@@ -12,7 +12,7 @@ const COLOR_BY_LABEL: Record<ColorBy, string> = {
   weight: 'effective weight',
   advantage: 'advantage',
   logprob: 'log-prob (engine)',
-  entropy: 'entropy',
+  entropy: 'entropy (trainer)',
   gap: 'log-prob gap (engine − trainer)',
   mask: 'loss mask',
 };

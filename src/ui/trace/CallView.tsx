@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import type { WeightSign } from '../../core/pipeline/sign';
 import type { ModelCall, Rollout } from '../../core/trace/types';
-import { type BatchIndex, callPositions, rowOfCall } from '../lab/derive';
+import { type BatchIndex, callPositions, rowOfCall, type TrainerValues } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import type { ColorScale } from '../tokens/colorScale';
 import { fmt } from '../tokens/colorScale';
@@ -59,6 +59,8 @@ export function CallView(props: {
   res: ComputeResult | null;
   index: BatchIndex | null;
   tokenText: Map<number, string>;
+  /** the trainer's values at the batch positions (a kept training trace), or null */
+  trainer?: TrainerValues | null;
   colorBy: ColorBy;
   scale: ColorScale;
   sign: WeightSign;
@@ -72,13 +74,13 @@ export function CallView(props: {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
       if (pos.length > 0)
         return {
-          v: batchTokenView(res, pos, props.tokenText, sign),
+          v: batchTokenView(res, pos, props.tokenText, sign, props.trainer),
           inBatch: true,
           start: pos[0] - res.batch.offsets[row],
         };
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
-  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign]);
+  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign, props.trainer]);
   const start = allMessages ? 0 : newMessageStart(rollout.calls, callIndex);
   const msgs = call.request.messages;
   const callWeight = view.inBatch ? sum(view.v.quantities[0].values) : null;

@@ -2,7 +2,7 @@ import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { WeightSign } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
 import { WeightStrip } from '../components/WeightStrip';
-import type { BatchIndex } from '../lab/derive';
+import type { BatchIndex, TrainerValues } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import type { ColorScale } from '../tokens/colorScale';
 import { chipLabel } from '../tokens/layout';
@@ -81,6 +81,8 @@ export function MergeView(props: {
   index: BatchIndex;
   breaks: MergeFailure[];
   tokenText: Map<number, string>;
+  /** the trainer's values at the batch positions (a kept training trace), or null */
+  trainer?: TrainerValues | null;
   colorBy: ColorBy;
   scale: ColorScale;
   /** the weight's colour scale (the strips show weights whatever colours the chips) */
@@ -126,7 +128,7 @@ export function MergeView(props: {
         const e = batch.offsets[r + 1];
         let trainable = 0;
         for (let p = a; p < e; p++) trainable += batch.mask[p];
-        const view = batchTokenView(res, range(a, e), props.tokenText, sign);
+        const view = batchTokenView(res, range(a, e), props.tokenText, sign, props.trainer);
         const first = batch.firstCall[r];
         const starts: number[] = [];
         for (let p = a + 1; p < e; p++) if (batch.tokenCall[p] !== batch.tokenCall[p - 1]) starts.push(p - a);

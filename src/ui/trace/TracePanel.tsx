@@ -1,13 +1,15 @@
 import { useCallback, useEffect, useMemo, useRef } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
+import type { Rollout } from '../../core/trace/types';
 import { ExportButtons } from '../components/ExportButtons';
 import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
 import { isTextField } from '../keyboard';
-import { callPositions, indexBatch } from '../lab/derive';
+import { callPositions, indexBatch, logProbGap, type TrainerValues, trainerValuesOf } from '../lab/derive';
 import { tokensCsv, tokensJson } from '../lab/exportView';
 import { useLab } from '../lab/labStore';
 import { resolveOptions } from '../lab/options';
+import type { ComputeResult } from '../lab/pipeline';
 import { equalRewardReason, groupRewards, isStale, useWeightSign } from '../lab/present';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
@@ -92,6 +94,7 @@ function legendEnds(colorBy: ColorBy, sign: WeightSign): [string, string] | unde
   if (colorBy === 'weight')
     return sign.reinforced === 'positive' ? ['suppressed', 'reinforced'] : ['reinforced', 'suppressed'];
   if (colorBy === 'advantage') return ['below baseline', 'above'];
+  if (colorBy === 'gap') return ['engine lower', 'engine higher'];
   return undefined;
 }
 
@@ -147,6 +150,8 @@ export function TracePanel() {
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
+  // the trainer's log-probs and entropies at the batch positions (a kept training trace has them per call)
+  const trainer = useMemo(() => (res ? trainerValuesOf(res.batch, rollouts) : null), [res, rollouts]);
   const scale = useMemo(() => {
     const values =
       colorBy === 'weight'
@@ -155,10 +160,12 @@ export function TracePanel() {
           ? res?.tokenAdvantage
           : colorBy === 'logprob'
             ? (res?.batch.responseLogProbs ?? undefined)
-            : undefined;
+            : colorBy === 'gap' || colorBy === 'entropy'
+              ? trainerQuantity(colorBy, res, trainer, rollouts)
+              : undefined;
     // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
     return scaleFor(colorBy, values, res?.batch.mask, sign);
-  }, [res, colorBy, sign]);
+  }, [res, colorBy, sign, trainer, rollouts]);
   const weightScale = useMemo(
     () => (colorBy === 'weight' ? scale : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign)),
     [res, colorBy, scale, sign],
@@ -169,6 +176,10 @@ export function TracePanel() {
       s.add('weight').add('advantage').add('mask');
       if (res.batch.responseLogProbs) s.add('logprob');
     } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
+    // the trainer's side of a kept training trace: its entropies, and the engine − trainer gap where both exist
+    const calls = rollouts.flatMap((r) => r.calls);
+    if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
+    if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
     return s;
   }, [res, rollouts]);
   const options = resolveOptions(view);
@@ -184,7 +195,8 @@ export function TracePanel() {
     const c = r.calls[callIndex];
     const pos =
       res && derived ? callPositions(res.batch, derived.index, selected, callIndex) : new Int32Array(0);
-    const v = res && pos.length ? batchTokenView(res, pos, tokenText, sign) : callTokenView(c, tokenText);
+    const v =
+      res && pos.length ? batchTokenView(res, pos, tokenText, sign, trainer) : callTokenView(c, tokenText);
     return {
       rolloutId: r.rolloutId,
       call: callIndex,
@@ -317,6 +329,7 @@ export function TracePanel() {
                   index={derived.index}
                   breaks={derived.breaks[selected]}
                   tokenText={tokenText}
+                  trainer={trainer}
                   colorBy={colorBy}
                   scale={scale}
                   weightScale={weightScale}
@@ -337,6 +350,7 @@ export function TracePanel() {
                 res={res}
                 index={derived?.index ?? null}
                 tokenText={tokenText}
+                trainer={trainer}
                 colorBy={colorBy}
                 scale={scale}
                 sign={sign}
@@ -349,4 +363,35 @@ export function TracePanel() {
       )}
     </div>
   );
+}
+
+/**
+ * The values a trainer-side colouring takes over the whole trace, for its scale: at the batch positions when
+ * rows are built, else over every call's response tokens.
+ */
+function trainerQuantity(
+  key: 'gap' | 'entropy',
+  res: ComputeResult | null,
+  trainer: TrainerValues | null,
+  rollouts: readonly Rollout[],
+): Float32Array | undefined {
+  if (res && trainer)
+    return key === 'entropy'
+      ? trainer.entropy
+      : logProbGap(res.batch.responseLogProbs, trainer.logProbs, res.batch.mask);
+  const parts: Float32Array[] = [];
+  for (const r of rollouts)
+    for (const c of r.calls) {
+      if (key === 'entropy' && c.trainerEntropy) parts.push(c.trainerEntropy);
+      if (key === 'gap' && c.trainerLogProbs && c.responseLogProbs)
+        parts.push(logProbGap(c.responseLogProbs, c.trainerLogProbs));
+    }
+  if (parts.length === 0) return undefined;
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

@@ -4,7 +4,7 @@
  */
 import { signedArray, type WeightSign } from '../../core/pipeline/sign';
 import type { ModelCall } from '../../core/trace/types';
-import { gather } from '../lab/derive';
+import { gather, logProbGap, type TrainerValues } from '../lab/derive';
 import type { ComputeResult } from '../lab/pipeline';
 import type { ColorBy } from '../tokens/quantities';
 import type { TokenQuantity } from '../tokens/TokenChips';
@@ -28,12 +28,20 @@ function has(values: ArrayLike<number>): boolean {
   return false;
 }
 
-/** Quantities of batch positions; the weight in the sign convention `sign` (labelled with it). */
+const GAP_LABEL = 'log-prob gap (engine − trainer)';
+const ENTROPY_LABEL = 'entropy (trainer)';
+
+/**
+ * Quantities of batch positions; the weight in the sign convention `sign` (labelled with it). With the
+ * trainer's values of the positions (trainerValuesOf: a kept training trace), also the trainer's entropy and
+ * the engine − trainer log-prob gap.
+ */
 export function batchTokenView(
   res: ComputeResult,
   positions: Int32Array,
   tokenText: Map<number, string>,
   sign: WeightSign,
+  trainer?: TrainerValues | null,
 ): TokenView {
   const { batch } = res;
   const ids = Int32Array.from(positions, (p) => batch.responseIds[p]);
@@ -45,6 +53,14 @@ export function batchTokenView(
   ];
   const available = new Set<ColorBy>(['weight', 'advantage', 'mask']);
   if (batch.responseLogProbs && has(q[2].values)) available.add('logprob');
+  if (trainer) {
+    const entropy = gather(trainer.entropy, positions);
+    const gap = logProbGap(q[2].values, gather(trainer.logProbs, positions), q[3].values);
+    q.push({ key: 'entropy', label: ENTROPY_LABEL, values: entropy });
+    q.push({ key: 'gap', label: GAP_LABEL, values: gap });
+    if (has(entropy)) available.add('entropy');
+    if (has(gap)) available.add('gap');
+  }
   return { ids, texts: textsOf(ids, tokenText), quantities: q, available };
 }
 
@@ -53,10 +69,14 @@ export function callTokenView(call: ModelCall, tokenText: Map<number, string>): 
   const lp = call.responseLogProbs ?? new Float32Array(ids.length).fill(Number.NaN);
   const available = new Set<ColorBy>();
   if (call.responseLogProbs && has(lp)) available.add('logprob');
-  return {
-    ids,
-    texts: textsOf(ids, tokenText),
-    quantities: [{ key: 'logprob', label: 'log-prob (engine)', values: lp }],
-    available,
-  };
+  const quantities: TokenQuantity[] = [{ key: 'logprob', label: 'log-prob (engine)', values: lp }];
+  if (call.trainerLogProbs) {
+    const entropy = call.trainerEntropy ?? new Float32Array(ids.length).fill(Number.NaN);
+    const gap = logProbGap(call.responseLogProbs, call.trainerLogProbs);
+    quantities.push({ key: 'entropy', label: ENTROPY_LABEL, values: entropy });
+    quantities.push({ key: 'gap', label: GAP_LABEL, values: gap });
+    if (has(entropy)) available.add('entropy');
+    if (has(gap)) available.add('gap');
+  }
+  return { ids, texts: textsOf(ids, tokenText), quantities, available };
 }

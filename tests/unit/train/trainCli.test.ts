@@ -63,6 +63,21 @@ describe('lab train', () => {
     await expect(train.run(['--async', '--no-async'])).rejects.toThrow(
       '--async and --no-async given together',
     );
+    // the rollout engine: a name, device or precision that cannot be served here names its flag
+    await expect(train.run(['--rollout-name', 'vllm'])).rejects.toThrow(
+      "--rollout-name: actor_rollout_ref.rollout.name must be one of policy, onnxruntime-web, transformers.js, got 'vllm'",
+    );
+    await expect(
+      train.run(['--rollout-name', 'onnxruntime-web', '--rollout-device', 'webgpu']),
+    ).rejects.toThrow(
+      "--rollout-device: lab.rollout_device 'webgpu' is not available for 'onnxruntime-web' in Node (here: 'wasm'; in the page: 'wasm', 'webgpu')",
+    );
+    await expect(train.run(['--rollout-precision', 'int8'])).rejects.toThrow(
+      "--rollout-precision: lab.rollout_precision must be f32 with actor_rollout_ref.rollout.name 'policy'",
+    );
+    await expect(
+      train.run(['--rollout-name', 'transformers.js', '--rollout-precision', 'f8']),
+    ).rejects.toThrow('--rollout-precision: lab.rollout_precision must be one of f32, f16, int8');
     await expect(train.run(['--resume', join(dir, 'nowhere')])).rejects.toThrow('does not exist');
     await expect(train.run(['--model', join(dir, 'missing.safetensors')])).rejects.toThrow('not found');
   });
@@ -86,6 +101,36 @@ describe('lab train', () => {
       'checkpoints/step_000002.safetensors',
     );
     expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).lab.harness).toBe('instruction-short');
+  });
+
+  it('samples on transformers.js (f16 weights) when asked, syncing its weights after each update', async () => {
+    const out = join(dir, 'tjs');
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      const flags = ['--rollout-name', 'transformers.js', '--rollout-precision', 'f16'];
+      expect(await train.run([...small, ...flags, '--total-training-steps', '2', '--out', out])).toBe(0);
+    } finally {
+      log.mockRestore();
+    }
+    const all = parseFileLogger(readFileSync(join(out, 'metrics.jsonl'), 'utf8'));
+    // step 0: validation before training (on transformers.js too)
+    expect(all.map((l) => l.step)).toEqual([0, 1, 2]);
+    const lines = all.slice(1);
+    for (const l of lines) {
+      expect(l.data['lab/weight_sync/bytes']).toBeGreaterThan(0);
+      expect(l.data['timing_s/update_weights']).toBeGreaterThan(0);
+      expect(l.data['training/rollout_probs_diff_valid']).toBe(1);
+      // f16 weights against the trainer's f32: a small, real gap
+      expect(l.data['lab/rollout_logprob_diff/max']).toBeGreaterThan(1e-6);
+      expect(l.data['lab/rollout_logprob_diff/max']).toBeLessThan(0.1);
+    }
+    const trace = readFileSync(join(out, 'traces', 'step_000002.jsonl'), 'utf8');
+    const calls = trace
+      .trim()
+      .split('\n')
+      .flatMap((line) => JSON.parse(line).calls as { engine: { engine: string; policy_version: number } }[]);
+    expect(calls.length).toBeGreaterThan(0);
+    for (const c of calls) expect(c.engine).toMatchObject({ engine: 'transformers.js', policy_version: 1 });
   });
 });
 
