@@ -7,7 +7,7 @@
  *   npx tsx tests/tools/preset-sweep.ts PRESET [--seeds 0,1,2] [--steps N] [key=value…]
  */
 import { applyDotlist, resolveTrainConfig, type TrainConfigPatch } from '../../src/train/config';
-import type { VariantHistory } from '../../src/train/presetMetrics';
+import { comparePresetRuns, type VariantHistory } from '../../src/train/presetMetrics';
 import { getPreset } from '../../src/train/presets';
 import { runPresetInline } from './presetRun';
 
@@ -67,6 +67,11 @@ async function main() {
     const t0 = Date.now();
     const runs = await runPresetInline(preset, { seed, steps, overrides, concurrency: 4 });
     const s = ((Date.now() - t0) / 1000).toFixed(0);
+    // the preset's own metrics: mean over the steps per variant
+    for (const row of comparePresetRuns(preset.metrics, runs))
+      console.log(
+        `seed ${seed} ${row.metric}: ${row.cells.map((c) => `${c.variant} ${Number.isFinite(c.mean) ? c.mean.toPrecision(3) : '-'}`).join('  ')}`,
+      );
     for (const [k, cl] of claims.entries()) {
       const d = Object.fromEntries(runs.map((r) => [r.variant, delta(r, cl.metric)]));
       const cells = runs.map((r) => `${r.variant} ${d[r.variant].toFixed(3)}`).join('  ');

@@ -1,4 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { UsageError } from '../../../src/cli/args';
+import { command as train } from '../../../src/cli/commands/train';
 import { comparePresetRuns, formatComparison, type VariantHistory } from '../../../src/train/presetMetrics';
 import { getPreset, listPresets, presetConfigs, UnknownPresetError } from '../../../src/train/presets';
 import { runPresetInline } from '../../tools/presetRun';
@@ -161,5 +166,86 @@ describe('each preset shows its effect on a fixed seed', () => {
     expect(formatComparison(comparePresetRuns(getPreset('merge-failures').metrics, runs))).toMatch(
       /lab\/rows_per_rollout/,
     );
+  });
+});
+
+describe('lab train --preset', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'preset-cli-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('lists the presets, and a bad name or a bad combination is a usage error', async () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      expect(await train.run(['--preset', 'list'])).toBe(0);
+      expect(log.mock.calls.flat().join('\n')).toMatch(/staleness +Staleness in async rollouts/);
+    } finally {
+      log.mockRestore();
+    }
+    await expect(train.run(['--preset', 'nope'])).rejects.toThrow(
+      new UsageError(
+        "--preset: unknown preset 'nope' (valid: length-bias, turn-count-bias, retokenization-drift, staleness, merge-failures)",
+      ),
+    );
+    await expect(train.run(['--preset', 'staleness', '--steps', '0'])).rejects.toThrow(
+      "--steps must be an integer ≥ 1, got '0'",
+    );
+    await expect(train.run(['--preset', 'staleness', '--resume', dir])).rejects.toThrow(
+      '--resume does not apply with --preset',
+    );
+    await expect(train.run(['--preset', 'staleness', '--train-batch-size', '16'])).rejects.toThrow(
+      /\(preset staleness, variant async\)/,
+    );
+    await expect(train.run(['--steps', '2'])).rejects.toThrow('--steps applies with --preset');
+  });
+
+  it('runs every variant into its own run folder and writes the comparison', {
+    timeout: 300_000,
+  }, async () => {
+    const out = join(dir, 'len');
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    let printed = '';
+    try {
+      const flags = [
+        '--train-batch-size',
+        '2',
+        '--ppo-mini-batch-size',
+        '2',
+        '--rollout-n',
+        '2',
+        '--workers',
+        '1',
+      ];
+      expect(
+        await train.run([
+          '--preset',
+          'length-bias',
+          '--steps',
+          '1',
+          '--seed',
+          '3',
+          '--out',
+          out,
+          '--quiet',
+          ...flags,
+        ]),
+      ).toBe(0);
+      printed = log.mock.calls.flat().join('\n');
+    } finally {
+      log.mockRestore();
+    }
+    for (const v of ['grpo', 'dr-grpo', 'per-rollout-mean']) {
+      expect(existsSync(join(out, v, 'metrics.jsonl')), v).toBe(true);
+      expect(existsSync(join(out, v, 'traces', 'step_000001.jsonl')), v).toBe(true);
+      expect(JSON.parse(readFileSync(join(out, v, 'config.json'), 'utf8')).lab.seed).toBe(3);
+    }
+    const cmp = JSON.parse(readFileSync(join(out, 'comparison.json'), 'utf8'));
+    expect(cmp).toMatchObject({
+      preset: 'length-bias',
+      seed: 3,
+      variants: ['grpo', 'dr-grpo', 'per-rollout-mean'],
+    });
+    const exp = cmp.rows.find((r: { metric: string }) => r.metric === 'preset/token_weight/length_exponent');
+    expect(exp.cells.map((c: { first: number }) => Math.round(c.first) + 0)).toEqual([-1, 0, -1]);
+    expect(printed).toMatch(/preset\/token_weight\/length_exponent/);
   });
 });
