@@ -404,8 +404,8 @@ registerPreset({
   ],
   robustness:
     'Structural and robust: sync trains only on calls of the current policy (staleness 0, engine and trainer ' +
-    'probabilities equal to float rounding) and async on calls one version old with a non-zero ' +
-    'engine/trainer difference (seeds 0–3 at 2 tasks × 2 rollouts, 3 steps: call staleness 0 vs 1.00, probability difference ≤ 6e-9 vs 5e-4–3e-3). The reward effect is NOT robust: over 6 ' +
+    'probabilities equal to float rounding) and async, from its second step, on calls up to one version old with a non-zero ' +
+    'engine/trainer difference (seeds 0–3 at 2 tasks × 2 rollouts, 3 steps: call staleness 0 vs 1.00, probability difference ≤ 6e-9 vs 5e-4–3e-3; `lab train --preset staleness` with worker threads, seed 0: mean call staleness 0.125 / 0.177, max 1). An async run is not bit-reproducible (which groups finish first depends on timing). The reward effect is NOT robust: over 6 ' +
     'steps the reward rose less under async than sync on 1 of 3 seeds (seeds 0–2, async − sync change: ' +
     '+0.069, +0.014, −0.125), and truncated IS at threshold 2 changed little (the ratios of one-version-old ' +
     'calls rarely reach 2), so the page does not claim a reward penalty from staleness here.',
