@@ -5,7 +5,7 @@
  * `--async`, …) and also takes Hydra-style `key=value` overrides with the full upstream path. Writes the run
  * folder: metrics.jsonl (verl's file-logger format), traces/step_*.jsonl, checkpoints/, config.json.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,7 @@ import { spawnNodeHarnessWorker } from '../nodeWorkers';
 import { dirStorage } from '../runStorage';
 import { loadTokenizer } from '../tokenizers';
 import { nodeGpuContext, reexecWithSwiftShader } from '../webgpuNode';
+import { presetUsage, runTrainPreset } from './trainPreset';
 
 const PUBLIC = fileURLToPath(new URL('../../../public/', import.meta.url));
 
@@ -51,6 +52,7 @@ const usage = `lab train [--out DIR] [--resume DIR|FILE] [--config FILE.json] [-
   --config FILE      a JSON TrainConfig (any subset of keys), applied before flags
   --console          also print verl's console line (step:N - key:value - …) per step
   key=value          any config key by its full path, e.g. algorithm.adv_estimator=rloo
+${presetUsage}
  bool flags take no value (--async); --no-<flag> sets one false. Config flags:
 ${CONFIG_FIELDS.map(flagUsage).join('\n')}`;
 
@@ -61,6 +63,8 @@ function flagSpec() {
     config: { type: 'string' },
     console: { type: 'bool' },
     quiet: { type: 'bool' },
+    preset: { type: 'string' },
+    steps: { type: 'string' },
   };
   for (const f of CONFIG_FIELDS) {
     spec[f.flag] = { type: f.kind === 'bool' ? 'bool' : 'string' };
@@ -144,6 +148,30 @@ export const command: Command = {
   usage,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, flagSpec());
+    if (flags.preset !== undefined) {
+      for (const f of ['resume', 'config'])
+        if (flags[f] !== undefined) throw new UsageError(`--${f} does not apply with --preset`);
+      if (flags.preset !== 'list' && flags.backend !== undefined && flags.backend !== 'cpu') {
+        const child = reexecWithSwiftShader();
+        if (child !== null) return child;
+      }
+      return runTrainPreset({
+        preset: String(flags.preset),
+        out: flags.out === undefined ? undefined : String(flags.out),
+        steps: flags.steps === undefined ? undefined : String(flags.steps),
+        quiet: Boolean(flags.quiet),
+        withFlags: (b) => configFromArgs(b, flags, positionals),
+        runOne: async (cfg, out) => {
+          mkdirSync(out, { recursive: true });
+          const file = join(out, 'preset-variant.json');
+          writeFileSync(file, `${JSON.stringify(cfg, null, 2)}\n`);
+          const pass = ['quiet', 'console'].filter((f) => flags[f]).map((f) => `--${f}`);
+          return command.run(['--config', file, '--out', out, ...pass]);
+        },
+      });
+    }
+    if (flags.steps !== undefined)
+      throw new UsageError('--steps applies with --preset (else --total-training-steps)');
     let base: TrainConfig;
     let resume: TrainCheckpoint | null = null;
     if (flags.resume !== undefined) {
