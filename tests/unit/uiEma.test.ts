@@ -18,7 +18,7 @@ describe('debiased EMA of metric curves', () => {
     for (const w of [0.1, 0.6, 0.9, 0.99]) {
       const got = debiasedEma(ys, w);
       const want = byFormula(ys, w);
-      got.forEach((g, i) => expect(g).toBeCloseTo(want[i], 12));
+      for (let i = 0; i < got.length; i++) expect(got[i]).toBeCloseTo(want[i], 12);
     }
   });
 
