@@ -72,13 +72,13 @@ export function CallView(props: {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
       if (pos.length > 0)
         return {
-          v: batchTokenView(res, pos, props.tokenText, sign),
+          v: batchTokenView(res, pos, props.tokenText, sign, rollout),
           inBatch: true,
           start: pos[0] - res.batch.offsets[row],
         };
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
-  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign]);
+  }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign, rollout]);
   const start = allMessages ? 0 : newMessageStart(rollout.calls, callIndex);
   const msgs = call.request.messages;
   const callWeight = view.inBatch ? sum(view.v.quantities[0].values) : null;

@@ -126,7 +126,7 @@ export function MergeView(props: {
         const e = batch.offsets[r + 1];
         let trainable = 0;
         for (let p = a; p < e; p++) trainable += batch.mask[p];
-        const view = batchTokenView(res, range(a, e), props.tokenText, sign);
+        const view = batchTokenView(res, range(a, e), props.tokenText, sign, props.rollout);
         const first = batch.firstCall[r];
         const starts: number[] = [];
         for (let p = a + 1; p < e; p++) if (batch.tokenCall[p] !== batch.tokenCall[p - 1]) starts.push(p - a);

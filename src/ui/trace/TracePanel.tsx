@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
+import type { Rollout } from '../../core/trace/types';
 import { ExportButtons } from '../components/ExportButtons';
 import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
 import { isTextField } from '../keyboard';
@@ -67,6 +68,26 @@ export function SignControl(props: { id: string }) {
       </select>
     </span>
   );
+}
+
+/** The trainer quantity's values over every call of the trace (the colour scale's domain). */
+function trainerExtentValues(rollouts: Rollout[], key: 'trainerLogprob' | 'entropy' | 'gap'): Float32Array {
+  const out: number[] = [];
+  for (const r of rollouts)
+    for (const c of r.calls) {
+      const t = c.trainerLogProbs;
+      if (!t) continue;
+      for (let j = 0; j < t.length; j++) {
+        const v =
+          key === 'trainerLogprob'
+            ? t[j]
+            : key === 'entropy'
+              ? (c.trainerEntropy?.[j] ?? Number.NaN)
+              : (c.responseLogProbs?.[j] ?? Number.NaN) - t[j];
+        if (Number.isFinite(v)) out.push(v);
+      }
+    }
+  return Float32Array.from(out);
 }
 
 export function ColorControl(props: { available: Set<ColorBy>; sign: WeightSign }) {
@@ -155,10 +176,12 @@ export function TracePanel() {
           ? res?.tokenAdvantage
           : colorBy === 'logprob'
             ? (res?.batch.responseLogProbs ?? undefined)
-            : undefined;
+            : colorBy === 'trainerLogprob' || colorBy === 'entropy' || colorBy === 'gap'
+              ? trainerExtentValues(rollouts, colorBy)
+              : undefined;
     // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
     return scaleFor(colorBy, values, res?.batch.mask, sign);
-  }, [res, colorBy, sign]);
+  }, [res, colorBy, sign, rollouts]);
   const weightScale = useMemo(
     () => (colorBy === 'weight' ? scale : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign)),
     [res, colorBy, scale, sign],
@@ -169,6 +192,11 @@ export function TracePanel() {
       s.add('weight').add('advantage').add('mask');
       if (res.batch.responseLogProbs) s.add('logprob');
     } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
+    // a training step's kept batch carries the trainer's log-probs and entropies
+    const calls = rollouts.flatMap((r) => r.calls);
+    if (calls.some((c) => c.trainerLogProbs)) s.add('trainerLogprob');
+    if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
+    if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
     return s;
   }, [res, rollouts]);
   const options = resolveOptions(view);
@@ -184,7 +212,7 @@ export function TracePanel() {
     const c = r.calls[callIndex];
     const pos =
       res && derived ? callPositions(res.batch, derived.index, selected, callIndex) : new Int32Array(0);
-    const v = res && pos.length ? batchTokenView(res, pos, tokenText, sign) : callTokenView(c, tokenText);
+    const v = res && pos.length ? batchTokenView(res, pos, tokenText, sign, r) : callTokenView(c, tokenText);
     return {
       rolloutId: r.rolloutId,
       call: callIndex,

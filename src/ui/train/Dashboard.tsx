@@ -1,0 +1,115 @@
+/**
+ * The runs' metrics as charts (the shared MetricChart): one chart per metric of `DASHBOARD_CHARTS` that a
+ * shown run reports, every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
+ * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
+ */
+import { useId, useMemo, useState } from 'react';
+import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
+import { useView } from '../store';
+import type { RunMeta } from './runData';
+import { useTrain } from './trainStore';
+
+/** The dashboard's charts in order, by metric name (verl's names where verl has one, ours under lab/). */
+export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); title: string }[] = [
+  { metric: 'critic/score/mean', title: 'reward (train)' },
+  { metric: 'val/reward', title: 'reward (val)' },
+  { metric: (r) => `val/pass@${r.config.lab.pass_k}`, title: 'pass@k (val)' },
+  { metric: 'actor/pg_loss', title: 'policy loss' },
+  { metric: 'actor/entropy', title: 'entropy' },
+  { metric: 'actor/ppo_kl', title: 'KL (PPO)' },
+  { metric: 'actor/pg_clipfrac', title: 'clip fraction' },
+  { metric: 'actor/grad_norm', title: 'grad norm' },
+  { metric: 'response_length/mean', title: 'response length' },
+  { metric: 'lab/tool_calls_per_rollout', title: 'tool calls per rollout' },
+  { metric: 'lab/merge_rate', title: 'merge rate' },
+  { metric: 'lab/retokenization_mismatch_rate', title: 'retokenization mismatch' },
+  { metric: 'lab/staleness/call_mean', title: 'staleness (per call)' },
+  { metric: 'timing_s/gen', title: 'time: generation (s)' },
+  { metric: 'timing_s/old_log_prob', title: 'time: old log-prob (s)' },
+  { metric: 'timing_s/update_actor', title: 'time: update (s)' },
+  { metric: 'timing_s/step', title: 'time: step (s)' },
+];
+
+export function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null }) {
+  const metrics = useTrain((s) => s.metrics);
+  const openStep = useTrain((s) => s.openStep);
+  const smoothing = useView((s) => s.trainSmoothing);
+  const trainStep = useView((s) => s.trainStep);
+  const set = useView((s) => s.set);
+  const [extra, setExtra] = useState<string[]>([]);
+  const id = useId();
+  const { shown, selected } = props;
+  const allKeys = useMemo(() => {
+    const keys = new Set<string>();
+    for (const r of shown)
+      for (const m of metrics[r.id] ?? []) for (const k of Object.keys(m.data)) keys.add(k);
+    return keys;
+  }, [shown, metrics]);
+  const series = (metric: string): MetricSeries[] =>
+    shown.map((r) => ({
+      id: r.id,
+      name: r.name,
+      color: r.color,
+      points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
+    }));
+  const charts: { metric: string; title: string }[] = [];
+  for (const c of DASHBOARD_CHARTS) {
+    const metric = typeof c.metric === 'string' ? c.metric : c.metric(selected ?? shown[0]);
+    if (allKeys.has(metric)) charts.push({ metric, title: c.title });
+  }
+  for (const k of extra)
+    if (allKeys.has(k) && !charts.some((c) => c.metric === k)) charts.push({ metric: k, title: k });
+  if (shown.length === 0) return <p className="muted">No run yet: set the config and press Start.</p>;
+  const hasPoints = shown.some((r) => (metrics[r.id] ?? []).length > 0);
+  return (
+    <div className="dashboard" data-testid="train-dashboard">
+      <div className="chart-controls">
+        <SmoothingSlider value={smoothing} onChange={(w) => set({ trainSmoothing: w })} />
+        <div className="field">
+          <label htmlFor={`${id}-add`}>Add a chart</label>
+          <select
+            id={`${id}-add`}
+            value=""
+            onChange={(e) => e.target.value && setExtra((x) => [...x, e.target.value])}
+          >
+            <option value="">{allKeys.size - charts.length} more metrics…</option>
+            {[...allKeys]
+              .sort()
+              .filter((k) => !charts.some((c) => c.metric === k))
+              .map((k) => (
+                <option key={k} value={k}>
+                  {k}
+                </option>
+              ))}
+          </select>
+        </div>
+        <ul className="legend-runs" aria-label="Runs in the charts">
+          {shown.map((r) => (
+            <li key={r.id}>
+              <span className="swatch" style={{ background: r.color }} /> {r.name}
+            </li>
+          ))}
+        </ul>
+      </div>
+      {!hasPoints && (
+        <p className="muted">
+          No metrics yet: the first point arrives when validation before training or step 1 ends.
+        </p>
+      )}
+      <p className="muted">Click a point to open that step's batch in the Trace and Advantages views.</p>
+      <div className="metric-grid">
+        {charts.map((c) => (
+          <MetricChart
+            key={c.metric}
+            metric={c.metric}
+            title={c.title}
+            series={series(c.metric)}
+            smoothing={smoothing}
+            onPoint={(runId, step) => void openStep(runId, step)}
+            selectedStep={selected && trainStep >= 0 ? { runId: selected.id, step: trainStep } : null}
+          />
+        ))}
+      </div>
+    </div>
+  );
+}
