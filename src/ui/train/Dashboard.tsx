@@ -52,6 +52,7 @@ export function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null })
       color: r.color,
       points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
     }));
+  if (shown.length === 0) return <p className="muted">No run yet: set the config and press Start.</p>;
   const charts: { metric: string; title: string }[] = [];
   for (const c of DASHBOARD_CHARTS) {
     const metric = typeof c.metric === 'string' ? c.metric : c.metric(selected ?? shown[0]);
@@ -59,7 +60,6 @@ export function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null })
   }
   for (const k of extra)
     if (allKeys.has(k) && !charts.some((c) => c.metric === k)) charts.push({ metric: k, title: k });
-  if (shown.length === 0) return <p className="muted">No run yet: set the config and press Start.</p>;
   const hasPoints = shown.some((r) => (metrics[r.id] ?? []).length > 0);
   return (
     <div className="dashboard" data-testid="train-dashboard">
