@@ -3,7 +3,7 @@
  * shown run reports, every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
  * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
  */
-import { useId, useMemo, useState } from 'react';
+import { memo, useId, useMemo, useState } from 'react';
 import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
 import { useView } from '../store';
 import type { RunMeta } from './runData';
@@ -30,7 +30,7 @@ export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); titl
   { metric: 'timing_s/step', title: 'time: step (s)' },
 ];
 
-export function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null }) {
+export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null }) {
   const metrics = useTrain((s) => s.metrics);
   const openStep = useTrain((s) => s.openStep);
   const smoothing = useView((s) => s.trainSmoothing);
@@ -112,4 +112,4 @@ export function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null })
       </div>
     </div>
   );
-}
+});

@@ -89,6 +89,20 @@ export function TimelineView(props: {
               </text>
               {lane.bars.map((b) => (
                 <g key={b.rolloutId} data-testid="timeline-rollout">
+                  {b.startMs > b.submittedMs && (
+                    <line
+                      x1={x(b.submittedMs)}
+                      x2={x(b.startMs)}
+                      y1={y + 1}
+                      y2={y + 1}
+                      stroke="#b0b4bd"
+                      strokeDasharray="2 2"
+                    >
+                      <title>
+                        {b.rolloutId} waited {fmt((b.startMs - b.submittedMs) / 1000, 3)} s for a worker
+                      </title>
+                    </line>
+                  )}
                   <rect
                     x={x(b.startMs)}
                     y={y}

@@ -5,6 +5,7 @@
  * completions grouped by task with their history, and the step timeline.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import { CONFIG_FIELDS, getPath } from '../../train/config';
 import { TRAIN_VIEWS, useView } from '../store';
 import { fmt } from '../tokens/colorScale';
@@ -38,7 +39,9 @@ function duration(s: number | null): string {
 function LiveBar() {
   const live = useTrain((s) => s.live);
   const run = useTrain((s) => s.runs.find((r) => r.id === s.live?.id));
-  const { pause, resume, stop } = useTrain();
+  const { pause, resume, stop } = useTrain(
+    useShallow((s) => ({ pause: s.pause, resume: s.resume, stop: s.stop })),
+  );
   if (!live || !run) return null;
   const p = live.progress;
   const total = run.config.trainer.total_training_steps;
@@ -110,7 +113,19 @@ function LiveBar() {
 }
 
 function RunsList(props: { selected: RunMeta | null }) {
-  const { runs, live, usage, budgetMb, setBudget, resumeRun, remove, exportRun, importRun } = useTrain();
+  const { runs, live, usage, budgetMb, setBudget, resumeRun, remove, exportRun, importRun } = useTrain(
+    useShallow((s) => ({
+      runs: s.runs,
+      live: s.live?.id ?? null,
+      usage: s.usage,
+      budgetMb: s.budgetMb,
+      setBudget: s.setBudget,
+      resumeRun: s.resumeRun,
+      remove: s.remove,
+      exportRun: s.exportRun,
+      importRun: s.importRun,
+    })),
+  );
   const compare = useView((s) => s.trainCompare);
   const set = useView((s) => s.set);
   const setForm = useView((s) => s.setForm);
@@ -274,7 +289,7 @@ function RunsList(props: { selected: RunMeta | null }) {
                   >
                     Export
                   </button>
-                  <button type="button" disabled={live?.id === r.id} onClick={() => void remove(r.id)}>
+                  <button type="button" disabled={live === r.id} onClick={() => void remove(r.id)}>
                     Delete
                   </button>
                 </td>
@@ -375,7 +390,15 @@ function StepSelect(props: { steps: number[]; value: number; onChange: (s: numbe
 }
 
 function Completions(props: { run: RunMeta; step: number }) {
-  const { batch, batchError, loadBatch, loadEvents, openStep } = useTrain();
+  const { batch, batchError, loadBatch, loadEvents, openStep } = useTrain(
+    useShallow((s) => ({
+      batch: s.batch,
+      batchError: s.batchError,
+      loadBatch: s.loadBatch,
+      loadEvents: s.loadEvents,
+      openStep: s.openStep,
+    })),
+  );
   const events = useTrain((s) => s.events[props.run.id]);
   const { run, step } = props;
   useEffect(() => {
@@ -478,7 +501,17 @@ function Timelines(props: { runs: RunMeta[]; step: number }) {
 }
 
 export function TrainTab() {
-  const { runs, loaded, refresh, start, live, metrics, error } = useTrain();
+  const { runs, loaded, refresh, start, live, metrics, error } = useTrain(
+    useShallow((s) => ({
+      runs: s.runs,
+      loaded: s.loaded,
+      refresh: s.refresh,
+      start: s.start,
+      live: s.live?.id ?? null,
+      metrics: s.metrics,
+      error: s.error,
+    })),
+  );
   const trainRun = useView((s) => s.trainRun);
   const compare = useView((s) => s.trainCompare);
   const trainView = useView((s) => s.trainView);
@@ -490,7 +523,7 @@ export function TrainTab() {
     if (!loaded) void refresh();
   }, [loaded, refresh]);
   const selected =
-    runs.find((r) => r.id === trainRun) ?? runs.find((r) => r.id === live?.id) ?? runs.at(-1) ?? null;
+    runs.find((r) => r.id === trainRun) ?? runs.find((r) => r.id === live) ?? runs.at(-1) ?? null;
   const shown = useMemo(() => {
     const ids = new Set(compare.split(',').filter(Boolean));
     const out = runs.filter((r) => ids.has(r.id) && r.id !== selected?.id);

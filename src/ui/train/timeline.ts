@@ -4,9 +4,11 @@
  * served them, stale ones marked), the gaps between calls (the harness's own work, or a wait after a 429) and
  * the 429s the paused proxy served. Built from the loop's TrainEvents only.
  *
- * The events do not name the worker that ran a rollout, so rollouts are packed into lanes by interval (a
- * rollout goes on the first lane free when it starts): the pool runs at most `lab.workers` rollouts at a time,
- * so this gives at most that many lanes — worker slots, not worker identities.
+ * The events do not name the worker that ran a rollout, and a rollout's own start is when it was handed to the
+ * worker pool (it may wait there for a free worker), so a rollout is taken to run from its first call and is
+ * packed into lanes by that interval (on the first lane free when it starts): the pool runs at most
+ * `lab.workers` rollouts at a time, so this gives about that many lanes — worker slots, not worker identities.
+ * The wait in the pool is kept (`submittedMs`).
  */
 import type { TrainEvent } from '../../train/events';
 import type { PhaseName } from '../../train/step';
@@ -29,6 +31,9 @@ export interface RolloutBar {
   split: 'train' | 'val';
   state: 'succeeded' | 'failed';
   reward: number | null;
+  /** when the rollout was handed to the worker pool */
+  submittedMs: number;
+  /** when it started running: its first call (or, without calls, when it was handed over) */
   startMs: number;
   endMs: number;
   calls: CallBar[];
@@ -101,7 +106,8 @@ export function stepTimeline(step: number, events: TrainEvent[]): StepTimeline |
     split: r.split,
     state: r.state,
     reward: r.reward,
-    startMs: r.startMs,
+    submittedMs: r.startMs,
+    startMs: r.calls.length ? Math.max(r.startMs, Math.min(...r.calls.map((c) => c.startMs))) : r.startMs,
     endMs: Math.max(r.endMs, r.startMs),
     calls: r.calls.map((c) => ({
       startMs: c.startMs,
@@ -116,7 +122,7 @@ export function stepTimeline(step: number, events: TrainEvent[]): StepTimeline |
   }));
   const times = [
     ...phases.flatMap((p) => [p.startMs, p.endMs]),
-    ...bars.flatMap((b) => [b.startMs, b.endMs]),
+    ...bars.flatMap((b) => [b.submittedMs, b.endMs]),
   ].filter((t) => t > 0);
   const t0 = Math.min(...times);
   const t1 = Math.max(...times);
@@ -137,7 +143,7 @@ export function stepTimeline(step: number, events: TrainEvent[]): StepTimeline |
       calls: train.reduce((n, b) => n + b.calls.length, 0),
       staleCalls: train.reduce((n, b) => n + b.calls.filter((c) => c.stale).length, 0),
       rejections: train.reduce((n, b) => n + b.rejections.length, 0),
-      carriedOver: gen ? train.filter((b) => b.startMs < gen.startMs).length : 0,
+      carriedOver: gen ? train.filter((b) => b.submittedMs < gen.startMs).length : 0,
       phaseMs,
     },
   };
