@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { formFromConfig, formKey, trainTabDefaults } from '../../src/ui/train/formConfig';
@@ -175,6 +178,21 @@ describe('the Train tab in Chromium', () => {
     );
     expect(await tl.locator('[data-testid=timeline-rollout]').count()).toBeGreaterThanOrEqual(4);
     await screenshot(page, 'train-timeline');
+
+    // export the run as one zip and import it back: a second run with the same metrics
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      again.getByRole('button', { name: 'Export' }).click(),
+    ]);
+    const zip = join(mkdtempSync(join(tmpdir(), 'train-e2e-')), 'run.zip');
+    await download.saveAs(zip);
+    await page.getByTestId('train-import').setInputFiles(zip);
+    await expect.poll(() => page.locator('[data-testid=train-run-row]').count(), { timeout: 30_000 }).toBe(2);
+    const imported = page.locator(`[data-testid=train-run-row]:not([data-run="${runId}"])`);
+    expect(await imported.getAttribute('data-status')).toBe('stopped');
+    await page.getByTestId('train-view-dashboard').click();
+    await expect.poll(() => pointsOf(page, 'critic/score/mean')).toBe(from + 1);
+    rmSync(dirname(zip), { recursive: true, force: true });
     console.log(
       `train e2e: first chart point ${firstPointS.toFixed(1)} s after Start, 3 steps in ${threeStepsS.toFixed(1)} s, whole test ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     );

@@ -246,7 +246,11 @@ function RunsList(props: { selected: RunMeta | null }) {
                 </td>
                 <td>
                   {r.backend ?? '—'}
-                  {r.note && <div className="muted small">{r.note}</div>}
+                  {r.note && (
+                    <div className="muted small clamp" title={r.note}>
+                      {r.note}
+                    </div>
+                  )}
                 </td>
                 <td>
                   {mb(usage[r.id] ?? 0)}

@@ -485,7 +485,11 @@ export const useTrain = create<TrainState>((set, get) => {
       setConfigValue(c, path, value);
       checkConsistency(c);
       const change = `${path}=${formatFieldValue(getPath(c, path))}`;
-      const newId = await get().start(c, { id, change }, `${m.name} · ${change.split('.').pop()}`);
+      const newId = await get().start(
+        c,
+        { id, change },
+        `${m.name} · ${change.split('.').slice(-2).join('.')}`,
+      );
       const v = useView.getState();
       const cmp = new Set(v.trainCompare.split(',').filter(Boolean));
       cmp.add(id);
