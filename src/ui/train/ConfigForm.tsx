@@ -3,7 +3,7 @@
  * registries, upstream key as its name) and held in the URL (formConfig.ts), so a link reproduces the run.
  */
 import { memo, useMemo, useState } from 'react';
-import type { ConfigField } from '../../train/config';
+import type { ConfigField, TrainConfig } from '../../train/config';
 import { useView } from '../store';
 import {
   configFromForm,
@@ -19,7 +19,7 @@ import {
 /** Sections open at first: what a run is about (the rest are one click away). */
 const OPEN_SECTIONS = new Set(['lab', 'algorithm', 'data', 'actor_rollout_ref.actor', 'trainer']);
 
-function useForm(): TrainFormFields {
+export function useForm(): TrainFormFields {
   // the form's fields of the view state (a shallow copy is cheap: ~70 strings)
   const state = useView();
   return useMemo(() => {
@@ -103,11 +103,14 @@ function TextField(props: { id: string; value: string; onCommit: (v: string) => 
   );
 }
 
-export function ConfigForm(props: { onStart: (problemsFree: boolean) => void; busy: boolean }) {
+export const ConfigForm = memo(function ConfigForm(props: {
+  onStart: (config: TrainConfig) => void;
+  busy: boolean;
+}) {
   const form = useForm();
   const setForm = useView((s) => s.setForm);
   const defaults = useMemo(() => formFromConfig(trainTabDefaults()), []);
-  const { problems } = useMemo(() => configFromForm(form), [form]);
+  const { config, problems } = useMemo(() => configFromForm(form), [form]);
   const byPath = new Map(problems.map((p) => [p.path, p.message]));
   const sections = useMemo(() => formSections(), []);
   const changed = Object.keys(defaults).filter(
@@ -130,7 +133,7 @@ export function ConfigForm(props: { onStart: (problemsFree: boolean) => void; bu
           className="primary"
           data-testid="train-start"
           disabled={problems.length > 0}
-          onClick={() => props.onStart(problems.length === 0)}
+          onClick={() => config && props.onStart(config)}
         >
           {props.busy ? 'Queue run' : 'Start'}
         </button>
@@ -182,6 +185,4 @@ export function ConfigForm(props: { onStart: (problemsFree: boolean) => void; bu
       </div>
     </section>
   );
-}
-
-export { useForm };
+});

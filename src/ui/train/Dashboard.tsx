@@ -3,7 +3,7 @@
  * shown run reports, every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
  * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
  */
-import { memo, useId, useMemo, useState } from 'react';
+import { memo, useCallback, useDeferredValue, useId, useMemo, useState } from 'react';
 import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
 import { useView } from '../store';
 import type { RunMeta } from './runData';
@@ -31,40 +31,62 @@ export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); titl
 ];
 
 export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null }) {
-  const metrics = useTrain((s) => s.metrics);
+  // the charts follow deferred values: a new step re-renders them in the background, interruptibly, so the
+  // page answers input while 17 charts redraw
+  const metrics = useDeferredValue(useTrain((s) => s.metrics));
+  // the charts depend on the runs' ids, names, colours and pass@k only (not on their status or step counters,
+  // which change several times per step)
+  const shownKey = props.shown
+    .map((r) => `${r.id}\u0000${r.name}\u0000${r.color}\u0000${r.config.lab.pass_k}`)
+    .join('\u0001');
+  // biome-ignore lint/correctness/useExhaustiveDependencies: keyed by what the charts read of the runs
+  const stableShown = useMemo(() => props.shown, [shownKey]);
+  const shown = useDeferredValue(stableShown);
   const openStep = useTrain((s) => s.openStep);
-  const smoothing = useView((s) => s.trainSmoothing);
+  const smoothingNow = useView((s) => s.trainSmoothing);
+  const smoothing = useDeferredValue(smoothingNow);
   const trainStep = useView((s) => s.trainStep);
   const set = useView((s) => s.set);
   const [extra, setExtra] = useState<string[]>([]);
   const id = useId();
-  const { shown, selected } = props;
+  const { selected } = props;
   const allKeys = useMemo(() => {
     const keys = new Set<string>();
     for (const r of shown)
       for (const m of metrics[r.id] ?? []) for (const k of Object.keys(m.data)) keys.add(k);
     return keys;
   }, [shown, metrics]);
-  const series = (metric: string): MetricSeries[] =>
-    shown.map((r) => ({
-      id: r.id,
-      name: r.name,
-      color: r.color,
-      points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
-    }));
-  if (shown.length === 0) return <p className="muted">No run yet: set the config and press Start.</p>;
-  const charts: { metric: string; title: string }[] = [];
-  for (const c of DASHBOARD_CHARTS) {
-    const metric = typeof c.metric === 'string' ? c.metric : c.metric(selected ?? shown[0]);
-    if (allKeys.has(metric)) charts.push({ metric, title: c.title });
-  }
-  for (const k of extra)
-    if (allKeys.has(k) && !charts.some((c) => c.metric === k)) charts.push({ metric: k, title: k });
+  const charts = useMemo(() => {
+    const out: { metric: string; title: string; series: MetricSeries[] }[] = [];
+    if (shown.length === 0) return out;
+    const series = (metric: string): MetricSeries[] =>
+      shown.map((r) => ({
+        id: r.id,
+        name: r.name,
+        color: r.color,
+        points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
+      }));
+    for (const c of DASHBOARD_CHARTS) {
+      const metric = typeof c.metric === 'string' ? c.metric : c.metric(shown[0]);
+      if (allKeys.has(metric)) out.push({ metric, title: c.title, series: series(metric) });
+    }
+    for (const k of extra)
+      if (allKeys.has(k) && !out.some((c) => c.metric === k))
+        out.push({ metric: k, title: k, series: series(k) });
+    return out;
+  }, [shown, metrics, extra, allKeys]);
+  const onPoint = useCallback((runId: string, step: number) => void openStep(runId, step), [openStep]);
+  const selectedId = selected?.id ?? null;
+  const selectedStep = useMemo(
+    () => (selectedId && trainStep >= 0 ? { runId: selectedId, step: trainStep } : null),
+    [selectedId, trainStep],
+  );
+  if (props.shown.length === 0) return <p className="muted">No run yet: set the config and press Start.</p>;
   const hasPoints = shown.some((r) => (metrics[r.id] ?? []).length > 0);
   return (
     <div className="dashboard" data-testid="train-dashboard">
       <div className="chart-controls">
-        <SmoothingSlider value={smoothing} onChange={(w) => set({ trainSmoothing: w })} />
+        <SmoothingSlider value={smoothingNow} onChange={(w) => set({ trainSmoothing: w })} />
         <div className="field">
           <label htmlFor={`${id}-add`}>Add a chart</label>
           <select
@@ -103,10 +125,10 @@ export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; sele
             key={c.metric}
             metric={c.metric}
             title={c.title}
-            series={series(c.metric)}
+            series={c.series}
             smoothing={smoothing}
-            onPoint={(runId, step) => void openStep(runId, step)}
-            selectedStep={selected && trainStep >= 0 ? { runId: selected.id, step: trainStep } : null}
+            onPoint={onPoint}
+            selectedStep={selectedStep}
           />
         ))}
       </div>

@@ -4,16 +4,16 @@
  * checkpoint), and three views of the selected and compared runs: the metric dashboard, the per-step
  * completions grouped by task with their history, and the step timeline.
  */
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { CONFIG_FIELDS, getPath } from '../../train/config';
+import { CONFIG_FIELDS, getPath, type TrainConfig } from '../../train/config';
 import { TRAIN_VIEWS, useView } from '../store';
 import { fmt } from '../tokens/colorScale';
-import { ConfigForm, useForm } from './ConfigForm';
+import { ConfigForm } from './ConfigForm';
 import { completionGroups, type TaskGroup, taskHistory, taskIdOf } from './completions';
 import { Dashboard } from './Dashboard';
 import { explorerOptionsOf } from './explorerOptions';
-import { configFromForm, formatFieldValue, formFromConfig } from './formConfig';
+import { formatFieldValue, formFromConfig } from './formConfig';
 import type { RunMeta } from './runData';
 import { PhaseLegend, TIMELINE_LABEL_W, TimelineView } from './Timeline';
 import { stepTimeline } from './timeline';
@@ -521,8 +521,19 @@ export function TrainTab() {
   const trainView = useView((s) => s.trainView);
   const trainStep = useView((s) => s.trainStep);
   const set = useView((s) => s.set);
-  const form = useForm();
   const [startError, setStartError] = useState<string | null>(null);
+  const onStart = useCallback(
+    async (config: TrainConfig) => {
+      try {
+        setStartError(null);
+        const id = await start(config);
+        set({ trainRun: id, trainStep: -1 });
+      } catch (e) {
+        setStartError((e as Error).message);
+      }
+    },
+    [start, set],
+  );
   useEffect(() => {
     if (!loaded) void refresh();
   }, [loaded, refresh]);
@@ -537,23 +548,7 @@ export function TrainTab() {
   const step = steps.includes(trainStep) ? trainStep : (steps.at(-1) ?? 0);
   return (
     <div className="train-layout" data-testid="train-tab">
-      <ConfigForm
-        busy={live !== null}
-        onStart={async () => {
-          const { config, problems } = configFromForm(form);
-          if (!config) {
-            setStartError(problems.map((p) => p.message).join('; '));
-            return;
-          }
-          try {
-            setStartError(null);
-            const id = await start(config);
-            set({ trainRun: id, trainStep: -1 });
-          } catch (e) {
-            setStartError((e as Error).message);
-          }
-        }}
-      />
+      <ConfigForm busy={live !== null} onStart={onStart} />
       <div className="train-main">
         {(startError || error) && (
           <p className="error" role="alert" data-testid="train-error">

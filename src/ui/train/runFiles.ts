@@ -58,7 +58,13 @@ export async function runFiles(id: string): Promise<{ path: string; size: number
     for await (const [name, h] of (dir as unknown as Entries).entries()) {
       const p = prefix ? `${prefix}/${name}` : name;
       if (h.kind === 'directory') await walk(h as FileSystemDirectoryHandle, p);
-      else out.push({ path: p, size: (await (h as FileSystemFileHandle).getFile()).size });
+      else
+        try {
+          out.push({ path: p, size: (await (h as FileSystemFileHandle).getFile()).size });
+        } catch (e) {
+          // removed (pruned, rolled back) between listing and reading
+          if ((e as DOMException).name !== 'NotFoundError') throw e;
+        }
     }
   };
   await walk(d, '');
