@@ -161,7 +161,7 @@ describe('the Train tab in Chromium', () => {
     const label = (await resume.textContent()) ?? '';
     const from = Number(/Resume from step (\d+)/.exec(label)?.[1]);
     expect(from).toBeGreaterThanOrEqual(3);
-    expect(await pointsOf(page, 'critic/score/mean')).toBe(from);
+    await expect.poll(() => pointsOf(page, 'critic/score/mean'), { timeout: 30_000 }).toBe(from);
     await resume.click();
     await expect
       .poll(() => pointsOf(page, 'critic/score/mean'), { timeout: 150_000, interval: 500 })

@@ -505,7 +505,7 @@ function Timelines(props: { runs: RunMeta[]; step: number }) {
 }
 
 export function TrainTab() {
-  const { runs, loaded, refresh, start, live, metrics, error } = useTrain(
+  const { runs, loaded, refresh, start, live, metrics, error, batchError } = useTrain(
     useShallow((s) => ({
       runs: s.runs,
       loaded: s.loaded,
@@ -514,6 +514,7 @@ export function TrainTab() {
       live: s.live?.id ?? null,
       metrics: s.metrics,
       error: s.error,
+      batchError: s.batchError,
     })),
   );
   const trainRun = useView((s) => s.trainRun);
@@ -550,9 +551,9 @@ export function TrainTab() {
     <div className="train-layout" data-testid="train-tab">
       <ConfigForm busy={live !== null} onStart={onStart} />
       <div className="train-main">
-        {(startError || error) && (
+        {(startError || error || (trainView === 'dashboard' && batchError)) && (
           <p className="error" role="alert" data-testid="train-error">
-            {startError ?? error}
+            {startError ?? error ?? batchError}
           </p>
         )}
         <LiveBar />
