@@ -11,16 +11,8 @@ import { RemotePanel } from './remote/RemotePanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
+import { TrainTab } from './train/TrainTab';
 import { UrlNotes } from './UrlNotes';
-
-function Placeholder(props: { title: string; children: string }) {
-  return (
-    <section className="placeholder">
-      <h2>{props.title}</h2>
-      <p>{props.children}</p>
-    </section>
-  );
-}
 
 const tabs: TabDef<Tab>[] = [
   {
@@ -36,11 +28,7 @@ const tabs: TabDef<Tab>[] = [
   {
     id: 'train',
     label: 'Train',
-    render: () => (
-      <Placeholder title="Train">
-        Train a small policy live on WebGPU against the toy harnesses and compare runs.
-      </Placeholder>
-    ),
+    render: () => <TrainTab />,
   },
   {
     id: 'remote',

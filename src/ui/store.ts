@@ -8,6 +8,7 @@ import {
 } from '../core/pipeline/options';
 import { DEFAULT_WEIGHT_SIGN, WEIGHT_SIGNS, type WeightSignName } from '../core/pipeline/sign';
 import { COLOR_BY, type ColorBy } from './tokens/quantities';
+import { type TrainFormFields, trainFormSchema } from './train/formConfig';
 import { type Codec, codecs, decodeHashChecked, encodeHash, type HashProblem, type Schema } from './urlState';
 
 export const TABS = ['trace', 'advantages', 'train', 'remote', 'models'] as const;
@@ -15,6 +16,10 @@ export type Tab = (typeof TABS)[number];
 
 export const TRACE_VIEWS = ['call', 'retok', 'merge'] as const;
 export type TraceView = (typeof TRACE_VIEWS)[number];
+
+/** The Train tab's views of its runs. */
+export const TRAIN_VIEWS = ['dashboard', 'completions', 'timeline'] as const;
+export type TrainView = (typeof TRAIN_VIEWS)[number];
 
 /** What the page shows besides the trainer options: the tab, the sample, the selection and the colouring. */
 export interface UiView {
@@ -30,14 +35,23 @@ export interface UiView {
   sign: WeightSignName;
   /** the Remote tab's selected run id */
   run: string;
+  /** the Train tab: selected run id, runs overlaid (comma list of ids), smoothing weight, view, selected step (-1: latest) */
+  trainRun: string;
+  trainCompare: string;
+  trainSmoothing: number;
+  trainView: TrainView;
+  trainStep: number;
 }
 
 /**
  * Everything that defines what the page shows; all of it lives in the URL hash. The trainer options are core's
  * (upstream names, upstream defaults), one URL field each; values core does not accept fall back to the defaults
- * where they are used (lab/options.ts).
+ * where they are used (lab/options.ts). The Train tab's config form is one field per training-config leaf
+ * (train/formConfig.ts), keyed by its upstream path.
  */
 export type ViewState = UiView & TrainerOptions;
+/** ViewState plus the Train tab's form fields (held in the same store, set through `setForm`). */
+export type UrlState = ViewState & TrainFormFields;
 
 const uiSchema: Schema<UiView> = {
   tab: { key: 'tab', codec: codecs.oneOf(TABS), default: 'trace' },
@@ -52,6 +66,22 @@ const uiSchema: Schema<UiView> = {
     default: DEFAULT_WEIGHT_SIGN,
   },
   run: { key: 'run', codec: codecs.string, default: '' },
+  trainRun: { key: 'trun', codec: codecs.string, default: '' },
+  trainCompare: { key: 'tcmp', codec: codecs.string, default: '' },
+  trainSmoothing: {
+    key: 'tsmooth',
+    codec: {
+      parse: (r) => {
+        const v = codecs.number.parse(r);
+        return v !== undefined && v >= 0 && v < 1 ? v : undefined;
+      },
+      format: (v) => String(v),
+      expects: 'a number in [0, 1)',
+    },
+    default: 0.6,
+  },
+  trainView: { key: 'tview', codec: codecs.oneOf(TRAIN_VIEWS), default: 'dashboard' },
+  trainStep: { key: 'tstep', codec: codecs.int, default: -1 },
 };
 
 /** "none" stands for null in the URL. */
@@ -85,10 +115,21 @@ const optionSchema = Object.fromEntries(
   ]),
 ) as unknown as Schema<TrainerOptions>;
 
-export const viewSchema: Schema<ViewState> = { ...uiSchema, ...optionSchema };
+export const viewSchema: Schema<UrlState> = {
+  ...uiSchema,
+  ...optionSchema,
+  ...trainFormSchema(),
+} as Schema<UrlState>;
 
 interface Store extends ViewState {
   set: (patch: Partial<ViewState>) => void;
+  /** the Train tab's form fields (`cfg.<config path>`: canonical strings) */
+  setForm: (patch: Partial<TrainFormFields>) => void;
+}
+
+/** The Train tab's form fields of the store's state. */
+export function formOf(s: ViewState): TrainFormFields {
+  return s as unknown as TrainFormFields;
 }
 
 /**
@@ -114,7 +155,7 @@ export const useUrlNotes = create<UrlNotes>((set) => ({
   dismiss: () => set({ problems: [] }),
 }));
 
-function readHash(hash: string): ViewState {
+function readHash(hash: string): UrlState {
   const { state, problems } = decodeHashChecked(viewSchema, hash);
   // values of the right form that core still refuses (an unknown loss mode, an estimator a trace cannot feed)
   const params = new URLSearchParams(hash.replace(/^#/, ''));
@@ -138,17 +179,18 @@ function readHash(hash: string): ViewState {
   return state;
 }
 
-const initial: ViewState = readHash(typeof location !== 'undefined' ? location.hash : '');
+const initial: UrlState = readHash(typeof location !== 'undefined' ? location.hash : '');
 
 export const useView = create<Store>((set) => ({
   ...initial,
   set: (patch) => set(patch),
+  setForm: (patch) => set(patch as Partial<Store>),
 }));
 
-function viewOf(s: Store): ViewState {
+function viewOf(s: Store): UrlState {
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(viewSchema) as (keyof ViewState)[]) out[k] = s[k];
-  return out as unknown as ViewState;
+  for (const k of Object.keys(viewSchema)) out[k] = (s as unknown as Record<string, unknown>)[k];
+  return out as unknown as UrlState;
 }
 
 /** Chromium ignores history updates past ~200 per 10 s: at most one every this many ms (held keys burst). */

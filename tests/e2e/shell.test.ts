@@ -45,7 +45,9 @@ describe('app shell in Chromium', () => {
     await expect
       .poll(() => second.getByRole('tab', { name: 'Train' }).getAttribute('aria-selected'))
       .toBe('true');
-    expect(await second.getByRole('tabpanel').getByRole('heading').textContent()).toBe('Train');
+    expect(await second.getByRole('tabpanel').getByRole('heading', { level: 2 }).first().textContent()).toBe(
+      'Run config',
+    );
     // Arrow keys move between tabs and update the URL too.
     await second.getByRole('tab', { name: 'Train' }).press('ArrowRight');
     await expect.poll(() => second.url()).toContain('tab=remote');

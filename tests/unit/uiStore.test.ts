@@ -1,13 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAINER_OPTIONS, TRAINER_OPTIONS } from '../../src/core/pipeline/options';
 import { controlSpecs, resolveOptions } from '../../src/ui/lab/options';
-import { type ViewState, viewSchema } from '../../src/ui/store';
+import { type UrlState, viewSchema } from '../../src/ui/store';
+import { formFromConfig, formKey, trainTabDefaults } from '../../src/ui/train/formConfig';
 import { decodeHash, decodeHashChecked, encodeHash } from '../../src/ui/urlState';
 
 describe('the page view in the URL', () => {
   it('round-trips every control, the selection and the colouring', () => {
-    const v: ViewState = {
+    const v: UrlState = {
       ...DEFAULT_TRAINER_OPTIONS,
+      ...formFromConfig(trainTabDefaults()),
+      [formKey('algorithm.adv_estimator')]: 'rloo',
+      [formKey('actor_rollout_ref.rollout.n')]: '8',
+      [formKey('lab.behaviours')]: 'strip-think,summarize',
       tab: 'advantages',
       sample: 'coding-random',
       rollout: 'search-train-s42-3 / odd&id',
@@ -33,6 +38,11 @@ describe('the page view in the URL', () => {
       rolloutRs: 'token_k1,seq_max_k2',
       rolloutRsThreshold: '0.5_2,1.5',
       run: 'run-mx4hm6kj-d71499',
+      trainRun: 'r-1',
+      trainCompare: 'r-1,r-2',
+      trainSmoothing: 0.9,
+      trainView: 'timeline',
+      trainStep: 3,
     };
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
@@ -50,6 +60,13 @@ describe('the page view in the URL', () => {
       'maxp=',
       'maxr=',
       'run=',
+      'trun=',
+      'tcmp=',
+      'tsmooth=',
+      'tview=',
+      'tstep=',
+      'algorithm.adv_estimator=rloo',
+      'actor_rollout_ref.rollout.n=8',
     ])
       expect(hash).toContain(k);
     for (const k of ['adv=', 'std=', 'rla=', 'loss=', 'clo=', 'chi=', 'dtype=', 'cc=', 'lsf=', 'mb=', 'ris='])

@@ -5,13 +5,22 @@
 import type { WeightSign } from '../../core/pipeline/sign';
 import { type ColorScale, divergingScale, finiteExtent, maskScale, sequentialScale } from './colorScale';
 
-export const COLOR_BY = ['weight', 'advantage', 'logprob', 'entropy', 'gap', 'mask'] as const;
+export const COLOR_BY = [
+  'weight',
+  'advantage',
+  'logprob',
+  'trainerLogprob',
+  'entropy',
+  'gap',
+  'mask',
+] as const;
 export type ColorBy = (typeof COLOR_BY)[number];
 
 const COLOR_BY_LABEL: Record<ColorBy, string> = {
   weight: 'effective weight',
   advantage: 'advantage',
   logprob: 'log-prob (engine)',
+  trainerLogprob: 'log-prob (trainer)',
   entropy: 'entropy (trainer)',
   gap: 'log-prob gap (engine − trainer)',
   mask: 'loss mask',
@@ -37,7 +46,8 @@ export function scaleFor(
     ? finiteExtent(values, key === 'weight' || key === 'advantage' ? mask : undefined)
     : [0, 0];
   const ext = extent as [number, number];
-  if (key === 'logprob') return sequentialScale([Math.min(ext[0], -1e-6), 0], true);
+  if (key === 'logprob' || key === 'trainerLogprob')
+    return sequentialScale([Math.min(ext[0], -1e-6), 0], true);
   if (key === 'entropy') return sequentialScale([0, Math.max(ext[1], 1e-6)]);
   if (key === 'weight') return divergingScale(ext, sign.reinforced === 'positive');
   if (key === 'advantage') return divergingScale(ext, true);

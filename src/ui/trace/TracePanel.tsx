@@ -160,7 +160,7 @@ export function TracePanel() {
           ? res?.tokenAdvantage
           : colorBy === 'logprob'
             ? (res?.batch.responseLogProbs ?? undefined)
-            : colorBy === 'gap' || colorBy === 'entropy'
+            : colorBy === 'gap' || colorBy === 'entropy' || colorBy === 'trainerLogprob'
               ? trainerQuantity(colorBy, res, trainer, rollouts)
               : undefined;
     // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
@@ -176,8 +176,9 @@ export function TracePanel() {
       s.add('weight').add('advantage').add('mask');
       if (res.batch.responseLogProbs) s.add('logprob');
     } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
-    // the trainer's side of a kept training trace: its entropies, and the engine − trainer gap where both exist
+    // the trainer's side of a kept training trace: its log-probs and entropies, and the engine − trainer gap where both exist
     const calls = rollouts.flatMap((r) => r.calls);
+    if (calls.some((c) => c.trainerLogProbs)) s.add('trainerLogprob');
     if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
     if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
     return s;
@@ -370,7 +371,7 @@ export function TracePanel() {
  * rows are built, else over every call's response tokens.
  */
 function trainerQuantity(
-  key: 'gap' | 'entropy',
+  key: 'gap' | 'entropy' | 'trainerLogprob',
   res: ComputeResult | null,
   trainer: TrainerValues | null,
   rollouts: readonly Rollout[],
@@ -378,11 +379,14 @@ function trainerQuantity(
   if (res && trainer)
     return key === 'entropy'
       ? trainer.entropy
-      : logProbGap(res.batch.responseLogProbs, trainer.logProbs, res.batch.mask);
+      : key === 'trainerLogprob'
+        ? trainer.logProbs
+        : logProbGap(res.batch.responseLogProbs, trainer.logProbs, res.batch.mask);
   const parts: Float32Array[] = [];
   for (const r of rollouts)
     for (const c of r.calls) {
       if (key === 'entropy' && c.trainerEntropy) parts.push(c.trainerEntropy);
+      if (key === 'trainerLogprob' && c.trainerLogProbs) parts.push(c.trainerLogProbs);
       if (key === 'gap' && c.trainerLogProbs && c.responseLogProbs)
         parts.push(logProbGap(c.responseLogProbs, c.trainerLogProbs));
     }

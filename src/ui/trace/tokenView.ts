@@ -30,10 +30,11 @@ function has(values: ArrayLike<number>): boolean {
 
 const GAP_LABEL = 'log-prob gap (engine − trainer)';
 const ENTROPY_LABEL = 'entropy (trainer)';
+const TRAINER_LP_LABEL = 'log-prob (trainer)';
 
 /**
  * Quantities of batch positions; the weight in the sign convention `sign` (labelled with it). With the
- * trainer's values of the positions (trainerValuesOf: a kept training trace), also the trainer's entropy and
+ * trainer's values of the positions (trainerValuesOf: a kept training trace), also the trainer's log-prob, its entropy and
  * the engine − trainer log-prob gap.
  */
 export function batchTokenView(
@@ -54,10 +55,13 @@ export function batchTokenView(
   const available = new Set<ColorBy>(['weight', 'advantage', 'mask']);
   if (batch.responseLogProbs && has(q[2].values)) available.add('logprob');
   if (trainer) {
+    const trainerLp = gather(trainer.logProbs, positions);
     const entropy = gather(trainer.entropy, positions);
-    const gap = logProbGap(q[2].values, gather(trainer.logProbs, positions), q[3].values);
+    const gap = logProbGap(q[2].values, trainerLp, q[3].values);
+    q.push({ key: 'trainerLogprob', label: TRAINER_LP_LABEL, values: trainerLp });
     q.push({ key: 'entropy', label: ENTROPY_LABEL, values: entropy });
     q.push({ key: 'gap', label: GAP_LABEL, values: gap });
+    if (has(trainerLp)) available.add('trainerLogprob');
     if (has(entropy)) available.add('entropy');
     if (has(gap)) available.add('gap');
   }
@@ -73,8 +77,10 @@ export function callTokenView(call: ModelCall, tokenText: Map<number, string>): 
   if (call.trainerLogProbs) {
     const entropy = call.trainerEntropy ?? new Float32Array(ids.length).fill(Number.NaN);
     const gap = logProbGap(call.responseLogProbs, call.trainerLogProbs);
+    quantities.push({ key: 'trainerLogprob', label: TRAINER_LP_LABEL, values: call.trainerLogProbs });
     quantities.push({ key: 'entropy', label: ENTROPY_LABEL, values: entropy });
     quantities.push({ key: 'gap', label: GAP_LABEL, values: gap });
+    if (has(call.trainerLogProbs)) available.add('trainerLogprob');
     if (has(entropy)) available.add('entropy');
     if (has(gap)) available.add('gap');
   }

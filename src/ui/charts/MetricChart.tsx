@@ -1,0 +1,191 @@
+/**
+ * One metric over training steps, for one run or several overlaid (the Train tab's dashboard and the Remote
+ * tab's run view): each run's raw values as a thin line with a point per step, always drawn, and, with a
+ * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour. Points are buttons when
+ * `onPoint` is given (the step's batch opens from them).
+ */
+import { memo, useId, useMemo } from 'react';
+import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { fmt } from '../tokens/colorScale';
+import { debiasedEma } from './ema';
+
+export interface MetricSeries {
+  /** the run's id (keys the lines; given back to onPoint) */
+  id: string;
+  name: string;
+  color: string;
+  points: { step: number; value: number | null | undefined }[];
+}
+
+type Row = Record<string, number | null> & { step: number };
+
+const rawKey = (i: number) => `r${i}`;
+const emaKey = (i: number) => `s${i}`;
+
+/** Rows by step with each series' raw value and smoothed value (null where a series has none). */
+export function chartRows(series: MetricSeries[], smoothing: number): Row[] {
+  const bySteps = new Map<number, Row>();
+  series.forEach((s, i) => {
+    const pts = [...s.points].sort((a, b) => a.step - b.step);
+    const smooth = debiasedEma(
+      pts.map((p) => p.value),
+      smoothing,
+    );
+    pts.forEach((p, j) => {
+      const row = bySteps.get(p.step) ?? ({ step: p.step } as Row);
+      const v = p.value;
+      row[rawKey(i)] = typeof v === 'number' && Number.isFinite(v) ? v : null;
+      row[emaKey(i)] = smooth[j];
+      bySteps.set(p.step, row);
+    });
+  });
+  return [...bySteps.values()].sort((a, b) => a.step - b.step);
+}
+
+interface DotProps {
+  cx?: number;
+  cy?: number;
+  value?: number | null;
+  payload?: Row;
+}
+
+export const MetricChart = memo(function MetricChart(props: {
+  metric: string;
+  title?: string;
+  series: MetricSeries[];
+  smoothing: number;
+  height?: number;
+  onPoint?: (runId: string, step: number) => void;
+  /** the step shown elsewhere (marked with a ring) */
+  selectedStep?: { runId: string; step: number } | null;
+}) {
+  const { series, smoothing, onPoint, metric, selectedStep } = props;
+  const rows = useMemo(() => chartRows(series, smoothing), [series, smoothing]);
+  const titleId = useId();
+  const points = series.reduce(
+    (n, s) => n + s.points.filter((p) => typeof p.value === 'number' && Number.isFinite(p.value)).length,
+    0,
+  );
+  const names = new Map(series.map((s, i) => [rawKey(i), s.name]));
+  for (const [i, s] of series.entries()) names.set(emaKey(i), `${s.name} (smoothed)`);
+  return (
+    <figure
+      className="metric-chart"
+      data-testid="metric-chart"
+      data-metric={metric}
+      data-points={points}
+      aria-labelledby={titleId}
+    >
+      <figcaption id={titleId} title={metric}>
+        {props.title ?? metric}
+      </figcaption>
+      <div className="chart" style={{ height: props.height ?? 130 }}>
+        <ResponsiveContainer width="100%" height="100%">
+          <LineChart data={rows} margin={{ top: 4, right: 10, bottom: 0, left: 0 }}>
+            <CartesianGrid strokeDasharray="2 3" />
+            <XAxis
+              dataKey="step"
+              type="number"
+              domain={['dataMin', 'dataMax']}
+              allowDecimals={false}
+              fontSize={10}
+            />
+            <YAxis
+              fontSize={10}
+              width={56}
+              tickFormatter={(v: number) => fmt(v, 5)}
+              domain={['auto', 'auto']}
+            />
+            <Tooltip
+              isAnimationActive={false}
+              formatter={(v, key) => [fmt(Number(v), 6), names.get(String(key)) ?? String(key)]}
+              labelFormatter={(s) => `step ${s}`}
+            />
+            {series.map((s, i) => (
+              <Line
+                key={`raw-${s.id}`}
+                dataKey={rawKey(i)}
+                stroke={s.color}
+                strokeWidth={1}
+                strokeOpacity={smoothing > 0 ? 0.4 : 1}
+                connectNulls
+                isAnimationActive={false}
+                activeDot={false}
+                dot={(d: DotProps) => {
+                  const step = d.payload?.step ?? 0;
+                  const key = `${s.id}-${step}`;
+                  if (d.value === null || d.value === undefined || d.cx === undefined || d.cy === undefined)
+                    return <g key={key} />;
+                  const selected = selectedStep?.runId === s.id && selectedStep.step === step;
+                  const common = {
+                    cx: d.cx,
+                    cy: d.cy,
+                    r: selected ? 4.5 : 3,
+                    fill: selected ? '#fff' : s.color,
+                    stroke: s.color,
+                    strokeWidth: selected ? 2 : 1,
+                    'data-testid': 'chart-point',
+                    'data-run': s.id,
+                    'data-step': step,
+                    'data-value': d.value,
+                  };
+                  if (!onPoint) return <circle key={key} className="chart-point" {...common} />;
+                  const open = () => onPoint(s.id, step);
+                  return (
+                    // biome-ignore lint/a11y/useSemanticElements: a point of an SVG chart cannot be a <button>
+                    <circle
+                      key={key}
+                      className="chart-point clickable"
+                      {...common}
+                      role="button"
+                      tabIndex={-1}
+                      aria-label={`${s.name}, step ${step}: ${fmt(d.value, 6)}; open its batch`}
+                      onClick={open}
+                      onKeyDown={(e) => {
+                        if (e.key === 'Enter' || e.key === ' ') open();
+                      }}
+                    />
+                  );
+                }}
+              />
+            ))}
+            {smoothing > 0 &&
+              series.map((s, i) => (
+                <Line
+                  key={`ema-${s.id}`}
+                  dataKey={emaKey(i)}
+                  stroke={s.color}
+                  strokeWidth={2}
+                  dot={false}
+                  activeDot={false}
+                  connectNulls
+                  isAnimationActive={false}
+                />
+              ))}
+          </LineChart>
+        </ResponsiveContainer>
+      </div>
+    </figure>
+  );
+});
+
+/** The smoothing weight slider (0 = raw only; the raw line stays drawn at any weight). */
+export function SmoothingSlider(props: { value: number; onChange: (w: number) => void }) {
+  const id = useId();
+  return (
+    <div className="field smoothing">
+      <label htmlFor={id}>Smoothing (debiased EMA)</label>
+      <input
+        id={id}
+        type="range"
+        min={0}
+        max={0.99}
+        step={0.01}
+        value={props.value}
+        data-testid="smoothing"
+        onChange={(e) => props.onChange(Number(e.target.value))}
+      />
+      <output htmlFor={id}>{props.value.toFixed(2)}</output>
+    </div>
+  );
+}

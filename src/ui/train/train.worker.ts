@@ -1,0 +1,250 @@
+/// <reference lib="webworker" />
+/**
+ * The Train tab's trainer: a dedicated module worker that owns the policy engine (WebGPU where a hardware
+ * adapter exists or `lab.backend` asks for it, else the CPU engine), the in-process proxies and the training
+ * loop (`createLocalRun`, unchanged from Node), with the harness agents in their own Web Workers
+ * (`spawnBrowserHarnessWorker`). It writes the run's files to OPFS (`runs/<id>/`) and posts every TrainEvent to
+ * the page, which only renders. One worker per run; the page terminates it when the run ends.
+ */
+import { createGpuContext, type GpuContext } from '../../engine/gpu/device';
+import { CpuPolicy, GpuPolicy, type PolicyEngine } from '../../engine/policy';
+import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
+import { serveChannel } from '../../harness/http';
+import { WorkerPool } from '../../harness/pool';
+import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
+import type { TrainConfig } from '../../train/config';
+import type { TrainEvent } from '../../train/events';
+import { createLocalRun, type LocalRun } from '../../train/local';
+import { initialWeights } from '../../train/models';
+import type { TrainStorage } from '../../train/storage';
+import { loadPolicyTokenizer } from '../lab/tokenizerLoader';
+import { type FromTrainWorker, parseToTrainWorker, type ToTrainWorker } from './protocol';
+import { eventsOfStep, metricsUpTo } from './runData';
+import { eventsPath, removeRunFile, runFiles, runStorage, stepOfPath } from './runFiles';
+
+const scope = self as unknown as DedicatedWorkerGlobalScope;
+const post = (m: FromTrainWorker) => scope.postMessage(m);
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+let local: LocalRun | null = null;
+let started = false;
+let ending = false;
+
+scope.onmessage = (e: MessageEvent) => {
+  let m: ToTrainWorker;
+  try {
+    m = parseToTrainWorker(e.data);
+  } catch (err) {
+    post({ type: 'ended', reason: 'error', error: message(err) });
+    return;
+  }
+  if (m.type === 'start') {
+    if (started) return;
+    started = true;
+    void start(m).catch((err) => finish('error', message(err)));
+  } else if (m.type === 'pause') local?.run.pause();
+  else if (m.type === 'resume') local?.run.resume();
+  else if (m.type === 'stop') {
+    if (local) local.run.stop();
+    else finish('stopped', null);
+  }
+};
+
+let cleanup: () => void = () => {};
+function finish(reason: 'done' | 'stopped' | 'error', error: string | null) {
+  if (ending) return;
+  ending = true;
+  try {
+    cleanup();
+  } finally {
+    post({ type: 'ended', reason, error });
+  }
+}
+
+/** Fetches a file the app serves (the shipped SFT checkpoints), relative to its base URL. */
+async function served(path: string): Promise<Uint8Array> {
+  const url = new URL(`${import.meta.env.BASE_URL}${path}`, scope.location.origin);
+  const res = await fetch(url);
+  if (!res.ok)
+    throw new Error(
+      `${path}: HTTP ${res.status}${path.startsWith('checkpoints/') ? ' (no shipped SFT checkpoint for this harness: set actor_rollout_ref.model.path to init)' : ''}`,
+    );
+  return new Uint8Array(await res.arrayBuffer());
+}
+
+/** A resumed run continues from its checkpoint: what was written after it (metrics, timelines, traces) goes. */
+async function rollBackTo(id: string, storage: TrainStorage, step: number): Promise<void> {
+  const metrics = await storage.readFile('metrics.jsonl');
+  if (metrics) await storage.writeFile('metrics.jsonl', metricsUpTo(new TextDecoder().decode(metrics), step));
+  for (const f of await runFiles(id)) {
+    const s = stepOfPath(f.path);
+    if (s !== null && s > step && /^(traces|events|checkpoints)\//.test(f.path))
+      await removeRunFile(id, f.path);
+  }
+}
+
+async function loadCheckpoint(storage: TrainStorage): Promise<TrainCheckpoint> {
+  const latest = await storage.readFile('checkpoints/latest');
+  if (!latest) throw new Error('the run has no checkpoint to resume from (checkpoints/latest is missing)');
+  const path = new TextDecoder().decode(latest).trim();
+  const bytes = await storage.readFile(path);
+  if (!bytes) throw new Error(`checkpoints/latest names ${path}, which is missing`);
+  return decodeTrainCheckpoint(bytes, path);
+}
+
+interface Engine {
+  policy: PolicyEngine;
+  backend: 'webgpu' | 'cpu';
+  note: string | null;
+  ctx: GpuContext | null;
+}
+
+/**
+ * 'cpu': the CPU engine. 'webgpu': WebGPU, or (resuming) the CPU engine when the device cannot be had again,
+ * saying so. 'auto': WebGPU on a hardware adapter; a software fallback adapter (SwiftShader) is slower than the
+ * CPU engine, so 'auto' takes the CPU there and says why.
+ */
+async function engineFor(
+  cfg: TrainConfig,
+  weights: { config: TrainCheckpoint['policyConfig']; params: Float32Array },
+  resuming: boolean,
+): Promise<Engine> {
+  const cpu = (note: string | null): Engine => ({
+    policy: new CpuPolicy(weights.config, {}, weights.params),
+    backend: 'cpu',
+    note,
+    ctx: null,
+  });
+  const asked = cfg.lab.backend;
+  if (asked === 'cpu') return cpu(null);
+  const got = await createGpuContext().catch(
+    (e: unknown) => ({ available: false as const, reason: `requestDevice() failed: ${message(e)}` }) as const,
+  );
+  if (!('device' in got)) {
+    if (asked === 'webgpu' && !resuming) throw new Error(`lab.backend webgpu: ${got.reason}`);
+    return cpu(
+      asked === 'webgpu'
+        ? `the WebGPU device could not be had again (${got.reason}): resumed on the CPU engine`
+        : `WebGPU unavailable (${got.reason}): on the CPU engine`,
+    );
+  }
+  if (asked === 'auto' && got.status.isFallbackAdapter) {
+    got.destroy();
+    return cpu(
+      `lab.backend auto: the WebGPU adapter (${got.status.vendor} / ${got.status.architecture}) is a software fallback, slower than the CPU engine; on the CPU engine (lab.backend webgpu uses it anyway)`,
+    );
+  }
+  return {
+    policy: GpuPolicy.create(got, weights.config, {}, weights.params),
+    backend: 'webgpu',
+    note: null,
+    ctx: got,
+  };
+}
+
+/**
+ * Keeps each step's timeline events (everything but progress) and writes them to events/step_NNNNNN.jsonl when
+ * the step ends; a step's late events (a phase that closes after its report) rewrite its file.
+ */
+function timelineWriter(storage: TrainStorage) {
+  const byStep = new Map<number, TrainEvent[]>();
+  const dirty = new Set<number>();
+  let chain: Promise<void> = Promise.resolve();
+  const flush = () => {
+    const steps = [...dirty];
+    dirty.clear();
+    for (const s of steps) {
+      const text = eventsOfStep(byStep.get(s) ?? []);
+      chain = chain.then(() => storage.writeFile(eventsPath(s), text)).catch(() => {});
+    }
+    // only the latest steps can still get late events
+    const newest = Math.max(-1, ...byStep.keys());
+    for (const s of byStep.keys()) if (s < newest - 1) byStep.delete(s);
+    return chain;
+  };
+  return {
+    add(e: TrainEvent) {
+      if (e.type === 'progress' || !('step' in e)) return;
+      const list = byStep.get(e.step) ?? [];
+      list.push(e);
+      byStep.set(e.step, list);
+      dirty.add(e.step);
+      if (e.type === 'step' || (e.type === 'val' && e.step === 0)) void flush();
+    },
+    flush,
+  };
+}
+
+async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void> {
+  const storage = runStorage(m.runId);
+  const tokenizer = await loadPolicyTokenizer();
+  let resume: TrainCheckpoint | null = null;
+  if (m.resume) {
+    resume = await loadCheckpoint(storage);
+    await rollBackTo(m.runId, storage, resume.state.step);
+  }
+  const cfg = resume ? resume.config : m.config;
+  const w = resume
+    ? {
+        config: resume.policyConfig,
+        params: resume.params,
+        source: `checkpoint of step ${resume.state.step}`,
+      }
+    : await initialWeights(cfg, tokenizer.vocabSize, served);
+  const eng = await engineFor(cfg, w, resume !== null);
+  if (resume) await eng.policy.setOptimizerState(resume.optimizer);
+  let reference: PolicyEngine | null = null;
+  if (cfg.actor_rollout_ref.actor.use_kl_loss) {
+    const r = await initialWeights(cfg, tokenizer.vocabSize, served);
+    reference = new CpuPolicy(r.config, {}, r.params);
+  }
+  const timeline = timelineWriter(storage);
+  local = createLocalRun({
+    config: cfg,
+    policy: eng.policy,
+    reference,
+    tokenizer,
+    storage,
+    resumeState: resume?.state,
+    makeRunner: (handler) =>
+      new WorkerPool({
+        size: cfg.lab.workers,
+        spawn: spawnBrowserHarnessWorker,
+        connect: (port) => serveChannel(port, handler),
+        timeoutMs: cfg.lab.rollout_timeout_ms,
+        startTimeoutMs: 60_000,
+      }),
+    onEvent: (e) => {
+      timeline.add(e);
+      post({ type: 'event', event: e });
+    },
+  });
+  const run = local;
+  cleanup = () => {
+    run.close();
+    eng.policy.dispose();
+    reference?.dispose();
+    eng.ctx?.destroy();
+  };
+  eng.ctx?.device.lost.then((info) => {
+    if (!ending)
+      post({ type: 'device_lost', message: info.message || `WebGPU device lost (${info.reason})` });
+  });
+  post({
+    type: 'ready',
+    backend: eng.backend,
+    note: eng.note,
+    weights: w.source,
+    resumedFromStep: resume ? resume.state.step : null,
+  });
+  let reason: 'done' | 'stopped' | 'error' = 'done';
+  let error: string | null = null;
+  try {
+    reason = (await run.run.run()).reason;
+  } catch (e) {
+    reason = 'error';
+    error = message(e);
+  }
+  await timeline.flush();
+  finish(reason, error);
+}

@@ -1,0 +1,607 @@
+/**
+ * The Train tab's runs: the list (each run's `run.json` in OPFS, so it survives a reload), each run's metrics
+ * and step events, the one live run and its trainer worker (train.worker.ts; runs started while one trains
+ * wait in a queue), the storage budget, and the actions (start, pause, resume, stop, resume an interrupted
+ * run from its checkpoint, duplicate with one change, open a step's batch in the Trace and Advantages views,
+ * export and import). The page thread only renders and writes small records; the worker trains.
+ */
+import { create } from 'zustand';
+import { parseTraceText } from '../../core/trace/io';
+import type { Rollout } from '../../core/trace/types';
+import {
+  CONFIG_FIELDS,
+  checkConsistency,
+  cloneConfig,
+  getPath,
+  setConfigValue,
+  type TrainConfig,
+} from '../../train/config';
+import type { TrainEvent } from '../../train/events';
+import { useLab } from '../lab/labStore';
+import type { TraceTokenizer } from '../lab/protocol';
+import { useView } from '../store';
+import { explorerOptionsOf } from './explorerOptions';
+import { formatFieldValue } from './formConfig';
+import { type FromTrainWorker, parseFromTrainWorker, type ToTrainWorker } from './protocol';
+import { archivedPaths, makeRunArchive, readRunArchive } from './runArchive';
+import { parseEventsFile, parseRunMeta, type RunMeta, readMetrics, type StepMetrics } from './runData';
+import {
+  listRunIds,
+  readRunText,
+  removeRun,
+  removeRunFile,
+  runFiles,
+  runStorage,
+  stepOfPath,
+  tracePath,
+} from './runFiles';
+
+type Progress = Extract<TrainEvent, { type: 'progress' }>;
+
+export interface LiveRun {
+  id: string;
+  /** page clock (performance.now) at Start, and when the first step's metrics arrived */
+  startedAt: number;
+  firstPointMs: number | null;
+  progress: Progress | null;
+  /** the worker has its engine and weights (it posted 'ready') */
+  ready: boolean;
+  pauseRequested: boolean;
+}
+
+export interface StepBatch {
+  runId: string;
+  step: number;
+  rollouts: Rollout[];
+}
+
+export interface TrainState {
+  loaded: boolean;
+  runs: RunMeta[];
+  metrics: Record<string, StepMetrics[]>;
+  /** step events (phases, rollouts, 429s) per run: live ones as they arrive, stored ones when asked for */
+  events: Record<string, TrainEvent[]>;
+  live: LiveRun | null;
+  /** bytes in OPFS per run */
+  usage: Record<string, number>;
+  /** the storage budget in MB (kept traces and older checkpoints beyond it are removed, oldest first) */
+  budgetMb: number;
+  error: string | null;
+  /** the batch the completions view shows */
+  batch: StepBatch | null;
+  batchError: string | null;
+  refresh(): Promise<void>;
+  start(config: TrainConfig, parent?: RunMeta['parent'], name?: string): Promise<string>;
+  pause(): void;
+  resume(): void;
+  stop(): void;
+  resumeRun(id: string): Promise<void>;
+  remove(id: string): Promise<void>;
+  duplicate(id: string, path: string, value: string): Promise<string>;
+  loadEvents(id: string): Promise<void>;
+  loadBatch(id: string, step: number): Promise<void>;
+  openStep(id: string, step: number): Promise<void>;
+  exportRun(id: string): Promise<Blob>;
+  importRun(file: Blob, name: string): Promise<string>;
+  setBudget(mb: number): void;
+}
+
+/** Run colours, in order of creation (distinct on white, colour-blind-safe first). */
+export const RUN_COLORS = [
+  '#2d5bd7',
+  '#d95f02',
+  '#1b9e77',
+  '#7570b3',
+  '#e7298a',
+  '#66a61e',
+  '#a6761d',
+  '#444',
+];
+
+const BUDGET_KEY = 'harness-lab.train.budgetMb';
+const DEFAULT_BUDGET_MB = 256;
+
+function readBudget(): number {
+  try {
+    const v = Number(localStorage.getItem(BUDGET_KEY));
+    return Number.isFinite(v) && v > 0 ? v : DEFAULT_BUDGET_MB;
+  } catch {
+    return DEFAULT_BUDGET_MB;
+  }
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+let worker: Worker | null = null;
+const writes = new Map<string, Promise<void>>();
+
+/** Writes run.json after the run's earlier writes (one chain per run). */
+function saveMeta(meta: RunMeta): Promise<void> {
+  const prev = writes.get(meta.id) ?? Promise.resolve();
+  const next = prev
+    .catch(() => {})
+    .then(() => runStorage(meta.id).writeFile('run.json', `${JSON.stringify(meta, null, 2)}\n`));
+  writes.set(meta.id, next);
+  return next;
+}
+
+function newRunId(): string {
+  const rand = Math.floor(Math.random() * 36 ** 4)
+    .toString(36)
+    .padStart(4, '0');
+  return `run-${Date.now().toString(36)}-${rand}`;
+}
+
+/** The policy tokenizer's files, given with a kept trace so the Trace view shows the policy's token texts. */
+let policyTokenizer: Promise<TraceTokenizer> | null = null;
+function policyTokenizerFiles(): Promise<TraceTokenizer> {
+  const base = `${import.meta.env.BASE_URL}tokenizer/`;
+  const get = async (f: string) => {
+    const r = await fetch(`${base}${f}`);
+    if (!r.ok) throw new Error(`tokenizer/${f}: HTTP ${r.status}`);
+    return (await r.json()) as Record<string, unknown>;
+  };
+  policyTokenizer ??= Promise.all([get('tokenizer.json'), get('tokenizer_config.json')]).then(
+    ([json, config]) => ({ name: 'policy', json, config }),
+    (e) => {
+      policyTokenizer = null;
+      throw e;
+    },
+  );
+  return policyTokenizer;
+}
+
+export const useTrain = create<TrainState>((set, get) => {
+  const meta = (id: string) => get().runs.find((r) => r.id === id);
+  const update = (id: string, patch: Partial<RunMeta>): RunMeta | null => {
+    const m = meta(id);
+    if (!m) return null;
+    const next = { ...m, ...patch };
+    set({ runs: get().runs.map((r) => (r.id === id ? next : r)) });
+    void saveMeta(next).catch((e) => set({ error: `${id}: run.json: ${message(e)}` }));
+    return next;
+  };
+  const upsertMetrics = (id: string, step: number, data: Record<string, number | null>) => {
+    const list = (get().metrics[id] ?? []).filter((m) => m.step !== step);
+    list.push({ step, data });
+    list.sort((a, b) => a.step - b.step);
+    set({ metrics: { ...get().metrics, [id]: list } });
+  };
+  const pushEvent = (id: string, e: TrainEvent) => {
+    const list = get().events[id];
+    if (!list) return; // loaded lazily: stored events are read when the run's views ask for them
+    set({ events: { ...get().events, [id]: [...list, e] } });
+  };
+
+  async function loadMetrics(id: string): Promise<void> {
+    const text = await readRunText(id, 'metrics.jsonl');
+    set({ metrics: { ...get().metrics, [id]: text ? readMetrics(text) : [] } });
+  }
+
+  async function measure(id: string): Promise<number> {
+    const bytes = (await runFiles(id)).reduce((n, f) => n + f.size, 0);
+    set({ usage: { ...get().usage, [id]: bytes } });
+    return bytes;
+  }
+
+  /**
+   * Keeps the runs within the budget: removes older checkpoints (never a run's latest, which it resumes from),
+   * then kept step traces, oldest first across runs (never the live run's newest step).
+   */
+  async function prune(): Promise<void> {
+    const budget = get().budgetMb * 1024 * 1024;
+    const all: { id: string; path: string; size: number; step: number; kind: 0 | 1; at: number }[] = [];
+    let total = 0;
+    for (const r of get().runs) {
+      const files = await runFiles(r.id);
+      const latest = (await readRunText(r.id, 'checkpoints/latest'))?.trim() ?? null;
+      for (const f of files) {
+        total += f.size;
+        const step = stepOfPath(f.path);
+        if (step === null) continue;
+        const liveNewest = get().live?.id === r.id && step >= r.lastStep;
+        if (f.path.startsWith('checkpoints/') && f.path !== latest && !liveNewest)
+          all.push({ id: r.id, path: f.path, size: f.size, step, kind: 0, at: r.createdAt });
+        else if (f.path.startsWith('traces/') && !liveNewest)
+          all.push({ id: r.id, path: f.path, size: f.size, step, kind: 1, at: r.createdAt });
+      }
+    }
+    if (total <= budget) return;
+    all.sort((a, b) => a.kind - b.kind || a.step - b.step || a.at - b.at);
+    const removed = new Map<string, number>();
+    for (const f of all) {
+      if (total <= budget) break;
+      await removeRunFile(f.id, f.path);
+      total -= f.size;
+      removed.set(f.id, (removed.get(f.id) ?? 0) + 1);
+    }
+    for (const [id, n] of removed) {
+      const m = meta(id);
+      if (m) update(id, { pruned: m.pruned + n });
+      await measure(id);
+    }
+  }
+
+  function onWorker(id: string, raw: unknown): void {
+    let m: FromTrainWorker;
+    try {
+      m = parseFromTrainWorker(raw);
+    } catch (e) {
+      fail(id, `the trainer worker sent a bad message: ${message(e)}`);
+      return;
+    }
+    const live = get().live;
+    if (!live || live.id !== id) return;
+    if (m.type === 'ready') {
+      set({ live: { ...live, ready: true } });
+      update(id, { backend: m.backend, note: m.note, status: live.pauseRequested ? 'paused' : 'running' });
+      // a resumed run's files were rolled back to its checkpoint
+      if (m.resumedFromStep !== null) {
+        void loadMetrics(id);
+        if (get().events[id]) void get().loadEvents(id);
+      }
+      return;
+    }
+    if (m.type === 'device_lost') {
+      // resume on a fresh device, or on the CPU engine when none can be had (the worker says which)
+      endWorker();
+      update(id, { status: 'interrupted', error: `WebGPU device lost: ${m.message}` });
+      set({ live: null });
+      void get().resumeRun(id);
+      return;
+    }
+    if (m.type === 'ended') {
+      endWorker();
+      const status = m.reason === 'done' ? 'done' : m.reason === 'stopped' ? 'stopped' : 'failed';
+      update(id, { status, error: m.error });
+      set({ live: null });
+      void measure(id);
+      void next();
+      return;
+    }
+    const e = m.event;
+    switch (e.type) {
+      case 'progress':
+        set({ live: { ...live, progress: e } });
+        break;
+      case 'phase':
+      case 'rollout':
+      case 'rejections':
+        pushEvent(id, e);
+        break;
+      case 'val':
+        if (e.step === 0) upsertMetrics(id, 0, e.metrics);
+        break;
+      case 'step': {
+        upsertMetrics(id, e.step, e.metrics);
+        if (live.firstPointMs === null)
+          set({ live: { ...live, firstPointMs: performance.now() - live.startedAt } });
+        pushEvent(id, e);
+        update(id, { lastStep: e.step });
+        void prune()
+          .then(() => measure(id))
+          .catch((err) => set({ error: `storage budget: ${message(err)}` }));
+        break;
+      }
+      case 'checkpoint':
+        update(id, { checkpointStep: e.step });
+        break;
+      case 'log':
+        if (e.level === 'warn') set({ error: `${meta(id)?.name ?? id}: ${e.message}` });
+        break;
+      default:
+        break;
+    }
+  }
+
+  function endWorker() {
+    worker?.terminate();
+    worker = null;
+  }
+
+  function fail(id: string, error: string) {
+    endWorker();
+    update(id, { status: 'failed', error });
+    set({ live: null });
+    void next();
+  }
+
+  function launch(id: string, resume: boolean): void {
+    const m = meta(id);
+    if (!m) return;
+    const w = new Worker(new URL('./train.worker.ts', import.meta.url), { type: 'module' });
+    worker = w;
+    set({
+      live: {
+        id,
+        startedAt: performance.now(),
+        firstPointMs: null,
+        progress: null,
+        ready: false,
+        pauseRequested: false,
+      },
+    });
+    if (!get().events[id]) {
+      set({ events: { ...get().events, [id]: [] } });
+      void get().loadEvents(id);
+    }
+    w.onmessage = (e) => onWorker(id, e.data);
+    w.onerror = (e) => {
+      e.preventDefault();
+      fail(id, `the trainer worker crashed: ${e.message || 'uncaught error'}`);
+    };
+    w.onmessageerror = () => fail(id, 'a message from the trainer worker could not be read');
+    update(id, { status: 'running', error: null });
+    const msg: ToTrainWorker = { type: 'start', runId: id, config: m.config, resume };
+    w.postMessage(msg);
+  }
+
+  /** Starts the oldest queued run when none is live. */
+  async function next(): Promise<void> {
+    if (get().live) return;
+    const q = get()
+      .runs.filter((r) => r.status === 'queued')
+      .sort((a, b) => a.createdAt - b.createdAt)[0];
+    if (q) launch(q.id, false);
+  }
+
+  return {
+    loaded: false,
+    runs: [],
+    metrics: {},
+    events: {},
+    live: null,
+    usage: {},
+    budgetMb: readBudget(),
+    error: null,
+    batch: null,
+    batchError: null,
+
+    async refresh() {
+      const runs: RunMeta[] = [];
+      const problems: string[] = [];
+      for (const id of await listRunIds()) {
+        const text = await readRunText(id, 'run.json');
+        if (!text) continue; // a folder another part of the page made (the loop's tests) is not a run
+        try {
+          const m = parseRunMeta(JSON.parse(text), `runs/${id}/run.json`);
+          const live = get().live?.id === m.id;
+          // a run that was training when the page went away resumes from its checkpoint when asked
+          if (!live && (m.status === 'running' || m.status === 'paused' || m.status === 'queued')) {
+            m.status = 'interrupted';
+            m.error = m.error ?? 'the page was closed or reloaded while the run was training';
+            await saveMeta(m);
+          }
+          runs.push(m);
+        } catch (e) {
+          problems.push(message(e));
+        }
+      }
+      runs.sort((a, b) => a.createdAt - b.createdAt);
+      set({ runs, loaded: true, error: problems.length ? problems.join('; ') : null });
+      await Promise.all(runs.map((r) => loadMetrics(r.id).catch((e) => problems.push(message(e)))));
+      await Promise.all(runs.map((r) => measure(r.id)));
+      if (problems.length) set({ error: problems.join('; ') });
+    },
+
+    async start(config, parent = null, name) {
+      const c = cloneConfig(config);
+      checkConsistency(c);
+      const id = newRunId();
+      const n = get().runs.length;
+      const m: RunMeta = {
+        version: 1,
+        id,
+        name:
+          name ??
+          `${c.lab.harness} · ${c.algorithm.adv_estimator} · ${c.actor_rollout_ref.actor.policy_loss.loss_mode === 'per_rollout_mean' ? 'per_rollout_mean' : c.actor_rollout_ref.actor.loss_agg_mode} · seed ${c.lab.seed}`,
+        color: RUN_COLORS[n % RUN_COLORS.length],
+        createdAt: Date.now(),
+        status: 'queued',
+        config: c,
+        backend: null,
+        note: null,
+        error: null,
+        lastStep: 0,
+        checkpointStep: null,
+        parent,
+        pruned: 0,
+      };
+      await saveMeta(m);
+      set({
+        runs: [...get().runs, m],
+        metrics: { ...get().metrics, [id]: [] },
+        events: { ...get().events, [id]: [] },
+        usage: { ...get().usage, [id]: 0 },
+      });
+      await next();
+      return id;
+    },
+
+    pause() {
+      const live = get().live;
+      if (!live) return;
+      worker?.postMessage({ type: 'pause' } satisfies ToTrainWorker);
+      set({ live: { ...live, pauseRequested: true } });
+      update(live.id, { status: 'paused' });
+    },
+
+    resume() {
+      const live = get().live;
+      if (!live) return;
+      worker?.postMessage({ type: 'resume' } satisfies ToTrainWorker);
+      set({ live: { ...live, pauseRequested: false } });
+      update(live.id, { status: 'running' });
+    },
+
+    stop() {
+      const live = get().live;
+      if (live) worker?.postMessage({ type: 'stop' } satisfies ToTrainWorker);
+      // queued runs are not started
+      for (const r of get().runs) if (r.status === 'queued') update(r.id, { status: 'stopped' });
+    },
+
+    async resumeRun(id) {
+      const m = meta(id);
+      if (!m) return;
+      if (get().live) {
+        set({ error: 'another run is training: stop it first, or queue a new run' });
+        return;
+      }
+      if (m.checkpointStep === null) {
+        // nothing to resume from: start over in the same folder
+        for (const f of await runFiles(id)) if (f.path !== 'run.json') await removeRunFile(id, f.path);
+        set({ metrics: { ...get().metrics, [id]: [] }, events: { ...get().events, [id]: [] } });
+        update(id, { lastStep: 0 });
+        launch(id, false);
+        return;
+      }
+      update(id, { lastStep: m.checkpointStep });
+      launch(id, true);
+    },
+
+    async remove(id) {
+      if (get().live?.id === id) {
+        set({ error: 'stop the run before deleting it' });
+        return;
+      }
+      await writes.get(id)?.catch(() => {});
+      await removeRun(id);
+      const { [id]: _m, ...metrics } = get().metrics;
+      const { [id]: _e, ...events } = get().events;
+      const { [id]: _u, ...usage } = get().usage;
+      set({ runs: get().runs.filter((r) => r.id !== id), metrics, events, usage });
+      const v = useView.getState();
+      const cmp = v.trainCompare.split(',').filter((x) => x && x !== id);
+      v.set({ trainCompare: cmp.join(','), ...(v.trainRun === id ? { trainRun: '', trainStep: -1 } : {}) });
+    },
+
+    async duplicate(id, path, value) {
+      const m = meta(id);
+      if (!m) throw new Error(`no run ${id}`);
+      const f = CONFIG_FIELDS.find((x) => x.path === path);
+      if (!f) throw new Error(`${path} is not a config key`);
+      const c = cloneConfig(m.config);
+      setConfigValue(c, path, value);
+      checkConsistency(c);
+      const change = `${path}=${formatFieldValue(getPath(c, path))}`;
+      const newId = await get().start(
+        c,
+        { id, change },
+        `${m.name} · ${change.split('.').slice(-2).join('.')}`,
+      );
+      const v = useView.getState();
+      const cmp = new Set(v.trainCompare.split(',').filter(Boolean));
+      cmp.add(id);
+      cmp.add(newId);
+      v.set({ trainCompare: [...cmp].join(',') });
+      return newId;
+    },
+
+    async loadEvents(id) {
+      const files = (await runFiles(id)).filter((f) => /^events\/step_\d+\.jsonl$/.test(f.path));
+      const out: TrainEvent[] = [];
+      for (const f of files) {
+        const text = await readRunText(id, f.path);
+        if (text) out.push(...parseEventsFile(text, `runs/${id}/${f.path}`));
+      }
+      // events of the live run's current step are in memory only until the step ends
+      const mem = get().events[id] ?? [];
+      const have = new Set(out.map((e) => ('step' in e ? e.step : -1)));
+      for (const e of mem) if ('step' in e && !have.has(e.step)) out.push(e);
+      set({ events: { ...get().events, [id]: out } });
+    },
+
+    async loadBatch(id, step) {
+      set({ batchError: null });
+      try {
+        const text = await readRunText(id, tracePath(step));
+        if (text === null)
+          throw new Error(
+            `step ${step} has no kept trace (${(meta(id)?.pruned ?? 0) > 0 ? 'removed to stay within the storage budget, or ' : ''}not written yet)`,
+          );
+        const parsed = parseTraceText(text);
+        set({ batch: { runId: id, step, rollouts: parsed.rollouts } });
+      } catch (e) {
+        set({ batch: null, batchError: message(e) });
+      }
+    },
+
+    async openStep(id, step) {
+      const m = meta(id);
+      if (!m) return;
+      set({ batchError: null });
+      try {
+        const bytes = await runStorage(id).readFile(tracePath(step));
+        if (!bytes)
+          throw new Error(
+            `step ${step} of ${m.name} has no kept trace (pruned by the storage budget, or not kept)`,
+          );
+        const tokenizer = await policyTokenizerFiles();
+        useLab.getState().importSource({
+          kind: 'file',
+          file: new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/jsonl' }),
+          name: `${m.name} · step ${step}`,
+          tokenizer,
+        });
+        useView.getState().set({
+          ...explorerOptionsOf(m.config),
+          tab: 'trace',
+          rollout: '',
+          call: 0,
+          colorBy: 'trainerLogprob',
+          trainRun: id,
+          trainStep: step,
+        });
+      } catch (e) {
+        set({ batchError: message(e) });
+      }
+    },
+
+    async exportRun(id) {
+      const files = await runFiles(id);
+      const latest = (await readRunText(id, 'checkpoints/latest'))?.trim() ?? null;
+      const out = new Map<string, Uint8Array>();
+      const storage = runStorage(id);
+      for (const p of archivedPaths(
+        files.map((f) => f.path),
+        latest,
+      )) {
+        const b = await storage.readFile(p);
+        if (b) out.set(p, b);
+      }
+      return new Blob([makeRunArchive(out) as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
+    },
+
+    async importRun(file, name) {
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      const { meta: m, files } = readRunArchive(bytes, name);
+      const id = meta(m.id) ? newRunId() : m.id;
+      const storage = runStorage(id);
+      for (const [p, b] of files) if (p !== 'run.json') await storage.writeFile(p, b);
+      const imported: RunMeta = {
+        ...m,
+        id,
+        color: RUN_COLORS[get().runs.length % RUN_COLORS.length],
+        status:
+          m.status === 'running' || m.status === 'paused' || m.status === 'queued' ? 'interrupted' : m.status,
+      };
+      await saveMeta(imported);
+      set({ runs: [...get().runs, imported] });
+      await loadMetrics(id);
+      await measure(id);
+      return id;
+    },
+
+    setBudget(mb) {
+      if (!(mb > 0)) return;
+      try {
+        localStorage.setItem(BUDGET_KEY, String(mb));
+      } catch {
+        // private mode: the budget holds for this page only
+      }
+      set({ budgetMb: mb });
+      void prune().catch((e) => set({ error: `storage budget: ${message(e)}` }));
+    },
+  };
+});
