@@ -19,6 +19,24 @@ export async function buildClusterCli(outfile: string): Promise<void> {
     target: 'node20',
     sourcemap: false,
     logLevel: 'warning',
+    // the page's rollout environment (Vite `?url` asset imports, the browser builds of onnxruntime-web and
+    // transformers.js) is never chosen in Node: the bundle gets a module that says so instead
+    plugins: [
+      {
+        name: 'page-rollout-env',
+        setup(b) {
+          b.onResolve({ filter: /\/rolloutEnvPage(\.ts)?$/ }, (args) => ({
+            path: args.path,
+            namespace: 'page-only',
+          }));
+          b.onLoad({ filter: /.*/, namespace: 'page-only' }, () => ({
+            loader: 'js',
+            contents:
+              "export function pageRolloutEnv() { throw new Error('the page rollout environment is not available in Node'); }",
+          }));
+        },
+      },
+    ],
     // CommonJS dependencies call require(); give the ESM bundle one
     banner: {
       js: "import { createRequire as __hlCreateRequire } from 'node:module'; const require = __hlCreateRequire(import.meta.url);",
