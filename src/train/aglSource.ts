@@ -64,7 +64,11 @@ export interface ProxyState {
 function parseProxyState(v: unknown): ProxyState {
   const o = need<Record<string, unknown>>(isObj(v), v, '/proxy state must be an object');
   need(typeof o.paused === 'boolean', o.paused, 'proxy state.paused must be a boolean');
-  need(Number.isInteger(o.inflight), o.inflight, 'proxy state.inflight must be an integer');
+  need(
+    Number.isInteger(o.inflight) && (o.inflight as number) >= 0,
+    o.inflight,
+    'proxy state.inflight must be an integer ≥ 0',
+  );
   return {
     paused: o.paused as boolean,
     retry_after_seconds: typeof o.retry_after_seconds === 'number' ? o.retry_after_seconds : 0,
@@ -359,18 +363,26 @@ export class AglGatewaySource implements RolloutSource {
     }
     if (items.length === 0) return;
     this.control(() => this.opts.client.enqueue(items)).catch((e) => this.fail(e));
-    if (!this.polling) {
-      this.polling = true;
-      this.poll()
-        .catch((e) => this.fail(e))
-        .finally(() => {
-          this.polling = false;
-        });
-    }
+    this.startPolling();
+  }
+
+  /** One poll loop at a time; the flag is cleared by the loop itself, so a submit right after it ends starts another. */
+  private startPolling(): void {
+    if (this.polling) return;
+    this.polling = true;
+    this.poll().catch((e) => this.fail(e));
   }
 
   /** Polls the terminal listing while rollouts are watched, reading each of ours as it ends. */
   private async poll(): Promise<void> {
+    try {
+      await this.pollWatched();
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async pollWatched(): Promise<void> {
     const timeoutMs = ((this.opts.rolloutTimeoutSeconds ?? 600) + 60) * 1000;
     while (this.watched.size > 0 && !this.closed && !this.error) {
       const page = await this.opts.client.terminal(this.cursor);
@@ -445,7 +457,13 @@ export class AglGatewaySource implements RolloutSource {
       // agl-server takes Retry-After in whole seconds
       const st = await this.opts.client.pause(reason, Math.max(1, Math.ceil(retryAfterSeconds)));
       let inflight = st.inflight;
+      // calls still running when paused end within the rollout timeout, or the gateway is stuck
+      const deadline = t0 + ((this.opts.rolloutTimeoutSeconds ?? 600) + 60) * 1000;
       while (inflight > 0) {
+        if (this.now() > deadline)
+          throw new AglError(
+            `the gateway still reports ${inflight} call(s) in flight ${Math.round((this.now() - t0) / 1000)} s after the pause`,
+          );
         await sleep(100);
         inflight = (await this.opts.client.proxyState()).inflight;
       }

@@ -243,6 +243,31 @@ describe('the agl-cpu trainer: lab train’s loop on rollouts from an Agent Ligh
     }
   });
 
+  it('a group submitted right after the last watched rollout arrives is still polled', async () => {
+    const { train } = setUp(1);
+    const task = getHarness('instruction-short').makeTasks('train', 3, 8)[0];
+    const group = (k: number): GroupRequest => ({
+      dataId: `${task.id}@${k}`,
+      task,
+      split: 'train',
+      rolloutIds: [`r${k}`],
+      step: k,
+      sampleIdx: 0,
+    });
+    const within = <T>(p: Promise<T>, what: string) =>
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no rollout`)), 20_000)),
+      ]);
+    train.submit([group(1)]);
+    expect((await within(train.next(), 'first')).rolloutId).toBe('r1');
+    // no macrotask in between: the poll loop that delivered r1 is just ending
+    train.submit([group(2)]);
+    expect((await within(train.next(), 'second')).rolloutId).toBe('r2');
+    await train.settled();
+    train.close();
+  });
+
   it('a reply the trainer cannot read fails the run with the field named', async () => {
     const { run, gateway, train } = setUp(1);
     gateway.badTerminalPage = true;
