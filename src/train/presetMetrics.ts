@@ -1,8 +1,8 @@
 /**
  * What the presets measure beyond the step metrics, from a step's kept trace: the rows are rebuilt exactly as
  * the step built them (same level, limits, token source and trim seed) and the loss's per-token weight on a
- * unit advantage is taken from the same functions the update uses (the mini-batch's agg_loss coefficients, and
- * for `per_rollout_mean` the per-rollout divisor). All keys are under `preset/`. Also the comparison table the
+ * unit advantage at ratio 1 is core's per-micro-batch loss gradient over the update's own mini-batches
+ * (`ppoMiniBatches`, `microBatchGradient`; for `per_rollout_mean` its per-rollout divisor included). All keys are under `preset/`. Also the comparison table the
  * CLI prints: first / last / mean of each preset metric per variant.
  */
 import { indexGroups } from '../core/algos/groups';

@@ -4,7 +4,7 @@
  * metrics per variant (first → last step, mean), printed and written as comparison.json. Config flags and
  * `key=value` overrides apply to the preset's base before each variant's own settings.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type TrainConfig, TrainConfigError } from '../../train/config';
 import { comparePresetRuns, formatComparison, readVariantHistory } from '../../train/presetMetrics';
@@ -59,7 +59,7 @@ export async function runTrainPreset(a: PresetArgs): Promise<number> {
   }
   let steps: number | undefined;
   if (a.steps !== undefined) {
-    steps = Number(a.steps);
+    steps = /^\d+$/.test(a.steps) ? Number(a.steps) : Number.NaN;
     if (!Number.isInteger(steps) || steps < 1)
       throw new UsageError(`--steps must be an integer ≥ 1, got '${a.steps}'`);
   }
@@ -72,6 +72,14 @@ export async function runTrainPreset(a: PresetArgs): Promise<number> {
   }
   const seed = runs[0].config.lab.seed;
   const out = resolve(a.out ?? join('runs', `preset-${preset.slug}-${seed}`));
+  // a preset's comparison reads each variant's whole folder: an earlier run there would be mixed into it
+  for (const r of runs) {
+    const dir = join(out, r.variant.name);
+    if (existsSync(join(dir, 'metrics.jsonl')))
+      throw new UsageError(
+        `--out: ${dir} already holds a run (metrics.jsonl); choose another --out or remove it`,
+      );
+  }
   mkdirSync(out, { recursive: true });
   if (!a.quiet)
     console.log(

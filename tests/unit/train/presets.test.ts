@@ -204,17 +204,17 @@ describe('lab train --preset', () => {
     const out = join(dir, 'len');
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
     let printed = '';
+    const flags = [
+      '--train-batch-size',
+      '2',
+      '--ppo-mini-batch-size',
+      '2',
+      '--rollout-n',
+      '2',
+      '--workers',
+      '1',
+    ];
     try {
-      const flags = [
-        '--train-batch-size',
-        '2',
-        '--ppo-mini-batch-size',
-        '2',
-        '--rollout-n',
-        '2',
-        '--workers',
-        '1',
-      ];
       expect(
         await train.run([
           '--preset',
@@ -247,5 +247,25 @@ describe('lab train --preset', () => {
     const exp = cmp.rows.find((r: { metric: string }) => r.metric === 'preset/token_weight/length_exponent');
     expect(exp.cells.map((c: { first: number }) => Math.round(c.first) + 0)).toEqual([-1, 0, -1]);
     expect(printed).toMatch(/preset\/token_weight\/length_exponent/);
+    // a second run into the same folder would mix its steps into the first's: refused, the first run kept
+    const before = readFileSync(join(out, 'grpo', 'metrics.jsonl'), 'utf8');
+    await expect(
+      train.run([
+        '--preset',
+        'length-bias',
+        '--steps',
+        '1',
+        '--seed',
+        '3',
+        '--out',
+        out,
+        '--quiet',
+        ...flags,
+      ]),
+    ).rejects.toThrow(/already holds a run/);
+    expect(readFileSync(join(out, 'grpo', 'metrics.jsonl'), 'utf8')).toBe(before);
+    await expect(
+      train.run(['--preset', 'length-bias', '--steps', '1e1', '--out', join(dir, 'x')]),
+    ).rejects.toThrow(/--steps must be an integer/);
   });
 });
