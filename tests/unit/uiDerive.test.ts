@@ -175,7 +175,9 @@ describe('engine vs trainer log-probs (the Trace view gap colouring)', () => {
   it("offers the trainer's log-prob, its entropy and the gap on a call only when the trace has them", () => {
     const v = callTokenView(call([10, 11], [-1, -2], [-1.25, -2], [0.5, 0.6]), new Map());
     expect([...v.available].sort()).toEqual(['entropy', 'gap', 'logprob', 'trainerLogprob']);
-    expect(Array.from(v.quantities.find((q) => q.key === 'trainerLogprob')?.values ?? [])).toEqual([-1.25, -2]);
+    expect(Array.from(v.quantities.find((q) => q.key === 'trainerLogprob')?.values ?? [])).toEqual([
+      -1.25, -2,
+    ]);
     expect(Array.from(v.quantities.find((q) => q.key === 'gap')?.values ?? [])).toEqual([0.25, 0]);
     const plain = callTokenView(call([10, 11], [-1, -2]), new Map());
     expect([...plain.available]).toEqual(['logprob']);
