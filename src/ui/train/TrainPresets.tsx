@@ -70,7 +70,7 @@ export function PresetsPanel() {
     <section className="train-presets" aria-label="Presets" data-testid="train-presets">
       <h2>Presets</h2>
       <p className="muted small">
-        The field's known failure modes of harnessed RL: a preset sets every control and runs its two or three
+        The field's known failure modes of harnessed RL: a preset sets every control and runs its two to four
         configurations on one seed, one after another, overlaid in the dashboard. A link with{' '}
         <code>?preset=NAME&amp;seed=S&amp;steps=N</code> opens one.
       </p>
