@@ -91,6 +91,13 @@ describe('a preset in the Train tab', () => {
     // the link still names the preset
     expect(new URL(page.url()).searchParams.get('preset')).toBe(SLUG);
     await screenshot(page, 'train-preset');
+    // after a reload the runs keep their preset metrics (preset_metrics.jsonl in each run's folder) and notes
+    await page.reload();
+    await page.getByTestId('preset-notes').waitFor({ timeout: 30_000 });
+    for (const id of ids)
+      await expect
+        .poll(() => pointsOfRun(page, 'preset/token_weight/length_exponent', id), { timeout: 30_000 })
+        .toBe(1);
     console.log(
       `preset e2e: ${preset.variants.length} runs of ${SLUG} (1 step each) done ${allDoneS.toFixed(1)} s after Run`,
     );

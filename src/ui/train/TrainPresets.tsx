@@ -167,7 +167,7 @@ export function PresetNotes(props: { run: RunMeta }) {
         {preset.source}
       </p>
       <table className="preset-compare" data-testid="preset-compare">
-        <caption>Per run: first step → last step (mean)</caption>
+        <caption>Per run: first step → last step (mean); one value when they agree</caption>
         <thead>
           <tr>
             <th>metric</th>
@@ -184,7 +184,11 @@ export function PresetNotes(props: { run: RunMeta }) {
               <td>{row.metric}</td>
               {row.cells.map((c, i) => (
                 <td key={group[i]?.id ?? i}>
-                  {Number.isFinite(c.mean) ? `${num(c.first)} → ${num(c.last)} (${num(c.mean)})` : '—'}
+                  {!Number.isFinite(c.mean)
+                    ? '—'
+                    : c.first === c.last && c.last === c.mean
+                      ? num(c.first)
+                      : `${num(c.first)} → ${num(c.last)} (${num(c.mean)})`}
                 </td>
               ))}
             </tr>
