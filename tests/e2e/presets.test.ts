@@ -37,6 +37,12 @@ describe('a preset in the Train tab', () => {
     await page.goto(`${baseUrl}?preset=${SLUG}&steps=1&seed=3`);
     await page.getByTestId('train-tab').waitFor();
     expect(await page.locator('#preset-select').inputValue()).toBe(SLUG);
+    expect(await page.getByTestId('preset-seed').inputValue()).toBe('3');
+    // the seed field is part of the link and of what Run starts
+    await page.getByTestId('preset-seed').fill('4');
+    await expect.poll(() => new URL(page.url()).searchParams.get('seed')).toBe('4');
+    await page.getByRole('button', { name: `Run ${preset.variants.length} runs on seed 4` }).waitFor();
+    await page.getByTestId('preset-seed').fill('3');
     await page.getByRole('button', { name: `Run ${preset.variants.length} runs on seed 3` }).click();
     const started = Date.now();
     const rows = page.locator('[data-testid=train-run-row]');

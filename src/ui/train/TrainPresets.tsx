@@ -42,8 +42,9 @@ export function PresetsPanel() {
     }),
     [backend],
   );
-  const seed = opened.link?.seed;
-  const steps = opened.link?.steps;
+  // the seed and step count: the link's, else the preset's own (an empty field); both are part of the link
+  const [seed, setSeed] = useState<number | undefined>(opened.link?.seed);
+  const [steps, setSteps] = useState<number | undefined>(opened.link?.steps);
   const onSelect = useCallback(
     (slug: string | null) => {
       setSelected(slug);
@@ -51,6 +52,14 @@ export function PresetsPanel() {
     },
     [seed, steps],
   );
+  const setNumber = (key: 'seed' | 'steps', raw: string, min: number) => {
+    const v = raw === '' ? undefined : Number(raw);
+    if (v !== undefined && !(Number.isInteger(v) && v >= min)) return;
+    const next = { seed, steps, [key]: v };
+    if (key === 'seed') setSeed(v);
+    else setSteps(v);
+    if (selected) writeLink({ slug: selected, ...next });
+  };
   const onRun = useCallback(
     async (preset: TrainPreset, variants: TrainConfig[]) => {
       try {
@@ -79,6 +88,32 @@ export function PresetsPanel() {
           The link's preset parameters could not all be used: {opened.problems.join('; ')}.
         </p>
       )}
+      <div className="preset-scale">
+        <label className="field">
+          seed{' '}
+          <input
+            type="number"
+            min={0}
+            step={1}
+            data-testid="preset-seed"
+            placeholder="preset's"
+            value={seed ?? ''}
+            onChange={(e) => setNumber('seed', e.target.value, 0)}
+          />
+        </label>
+        <label className="field">
+          steps{' '}
+          <input
+            type="number"
+            min={1}
+            step={1}
+            data-testid="preset-steps"
+            placeholder="preset's"
+            value={steps ?? ''}
+            onChange={(e) => setNumber('steps', e.target.value, 1)}
+          />
+        </label>
+      </div>
       <PresetPicker
         selected={selected}
         onSelect={onSelect}
