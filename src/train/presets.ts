@@ -1,6 +1,6 @@
 /**
  * Presets: the field's known failure modes of harnessed RL, one click each. A preset is data: a base config
- * (harness, scale, seed shared by its runs), two or three variants as TrainConfig patches on top of it, the
+ * (harness, scale, seed shared by its runs), two to four variants as TrainConfig patches on top of it, the
  * metric keys that show the effect, what to look for, the source, and a measured robustness statement (what
  * held across seeds and what did not). The CLI (`lab train --preset NAME`), the page and the tests iterate
  * this registry; a new preset is one `registerPreset` call.
@@ -298,18 +298,28 @@ registerPreset({
     '(`strip-think`) or a different split of the same text gives other ids. Where the ids differ the engine’s ' +
     'log-probs no longer belong to them, so they are dropped — and with them what rollout correction needs: ' +
     'truncated IS (`rollout_is: token`) has nothing to weight. On engine ids the trainer’s recomputed ' +
-    'log-probs match the engine’s to float rounding.',
+    'log-probs match the engine’s to float rounding when the engine is the trainer’s own (f32). The last two ' +
+    'runs keep engine ids but sample on a separate engine with other numerics — onnxruntime-web (wasm EP) at ' +
+    'int8 weights, the weights re-exported after every update — so engine and trainer log-probs disagree, as ' +
+    'a low-precision inference engine’s do against a full-precision trainer; the last one corrects for it with ' +
+    'token-level truncated IS at threshold 2, the weights min(π_trainer/π_engine, 2).',
   lookFor:
     '`lab/retokenization_mismatch_rate` (calls whose re-encoding differs), ' +
-    '`training/rollout_probs_diff_valid` (1: rollout log-probs available to compare and correct with) and ' +
-    '`training/rollout_probs_diff_mean`, `lab/merge_rate`, then `actor/ppo_kl`, `actor/pg_clipfrac` and the reward.',
+    '`training/rollout_probs_diff_valid` (1: rollout log-probs available to compare and correct with), ' +
+    '`lab/rollout_logprob_diff/mean` and `training/rollout_probs_diff_max` (engine vs trainer: ≈ 0 on the ' +
+    'trainer’s own f32 engine, clearly larger at int8), `rollout_corr/rollout_is_mean` and ' +
+    '`rollout_corr/rollout_is_ratio_fraction_high` (the IS weights and how many hit the threshold, in the corrected ' +
+    'run only), then `actor/ppo_kl`, `actor/pg_clipfrac` and the reward.',
   source:
     'Agent Lightning 1.0 (the proxy records engine token ids so training never retokenizes; ' +
-    '`agentlightning.trace_aggregator`); verl 0.8 rollout correction (`algorithm.rollout_correction.rollout_is`).',
+    '`agentlightning.trace_aggregator`); verl 0.8 rollout correction (`algorithm.rollout_correction.rollout_is`, ' +
+    'rollout_corr_helper.py); onnxruntime-web 1.x (wasm EP) as the separate inference engine.',
   notModelled:
-    'An engine/trainer precision mismatch (bf16 sampling engine vs f32 trainer) is not modelled yet: the ' +
-    'rollout engine here is the trainer’s own engine, so on engine ids the log-prob mismatch is ~0 and the ' +
-    'truncated-IS run differs from the plain one only where log-probs exist.',
+    'The precision mismatch is int8 weight-only quantisation on onnxruntime-web’s wasm EP, not the bf16 ' +
+    'sampling of a GPU engine such as vLLM against an f32/bf16 trainer: the size of the gap differs, its kind ' +
+    '(engine log-probs that are not the trainer’s) is the same. Retokenization and the precision mismatch are ' +
+    'not combined: a retokenized batch has no engine log-probs, so a mismatch on top of it could not be seen ' +
+    'nor corrected.',
   base: {
     ...quiet,
     lab: { ...quiet.lab, harness: 'search', behaviours: ['strip-think'], train_tasks: 128, seed: 0 },
@@ -319,17 +329,30 @@ registerPreset({
     trainer: { ...quiet.trainer, total_training_steps: 6 },
   },
   variants: [
-    { name: 'engine-ids', label: 'engine ids', patch: { lab: { token_source: 'engine' } } },
+    {
+      name: 'engine-ids',
+      label: 'engine ids (trainer’s own f32 engine)',
+      patch: { lab: { token_source: 'engine' } },
+    },
     {
       name: 'retokenize',
       label: 'retokenized chat template',
       patch: { lab: { token_source: 'retokenize' } },
     },
     {
-      name: 'retokenize-tis',
-      label: 'retokenized + truncated IS (token, 2)',
+      name: 'int8',
+      label: 'engine ids, onnxruntime-web wasm at int8 weights',
       patch: {
-        lab: { token_source: 'retokenize' },
+        lab: { token_source: 'engine', rollout_device: 'wasm', rollout_precision: 'int8' },
+        actor_rollout_ref: { rollout: { name: 'onnxruntime-web' } },
+      },
+    },
+    {
+      name: 'int8-tis',
+      label: 'engine ids, int8 + truncated IS (token, 2)',
+      patch: {
+        lab: { token_source: 'engine', rollout_device: 'wasm', rollout_precision: 'int8' },
+        actor_rollout_ref: { rollout: { name: 'onnxruntime-web' } },
         algorithm: { rollout_correction: { rollout_is: 'token', rollout_is_threshold: 2 } },
       },
     },
@@ -337,19 +360,28 @@ registerPreset({
   metrics: [
     'lab/retokenization_mismatch_rate',
     'training/rollout_probs_diff_valid',
-    'training/rollout_probs_diff_mean',
+    'lab/rollout_logprob_diff/mean',
+    'training/rollout_probs_diff_max',
+    'rollout_corr/rollout_is_mean',
+    'rollout_corr/rollout_is_ratio_fraction_high',
     'lab/merge_rate',
     'actor/ppo_kl',
     'actor/pg_clipfrac',
     'critic/rewards/mean',
   ],
   robustness:
-    'Structural and robust on seeds 0–2: part of the calls re-encode to other ids (mismatch rate 0.15–0.25), ' +
-    'and then the retokenized batch has no rollout log-probs (`training/rollout_probs_diff_valid` absent) ' +
-    'while engine ids keep them with |p_engine − p_trainer| ≈ 1e-8; so the truncated-IS run cannot correct ' +
-    'anything (no `rollout_corr/*`) and trains exactly like the plain retokenized run. KL, clip fraction and ' +
-    'reward could not show a difference: the search SFT policy scored 0 on every rollout of these seeds (no ' +
-    'advantage, no update), and the precision mismatch that would make the IS run differ is not modelled yet.',
+    'Structural and robust on seeds 0–2 (6 steps, 4 tasks × 4 rollouts, `tests/tools/preset-sweep.ts`): part of ' +
+    'the calls re-encode to other ids (mismatch rate 0.25–0.32), and the retokenized batch then has no rollout ' +
+    'log-probs (`training/rollout_probs_diff_valid` absent) while engine ids keep them. The precision mismatch ' +
+    'is clear on every seed: mean |log p_engine − log p_trainer| 5.4e-8 / 6.1e-8 / 6.2e-8 on the trainer’s own ' +
+    'f32 engine vs 3.1e-3 / 3.3e-3 / 3.4e-3 at int8 on onnxruntime-web (max probability difference 3.5e-7 vs ' +
+    '0.017–0.019). Truncated IS does weigh the int8 run’s tokens, but the weights stay near 1 (seed 0, 1 step: ' +
+    'mean 1.0001, range 0.953–1.042, none above the threshold 2), so it changes almost nothing. The dynamic ' +
+    'effects are NOT measured: the search SFT policy scored reward 0 on every rollout of these seeds, so no ' +
+    'variant received a gradient (KL and clip fraction 0, identical rewards in all four runs, int8 and ' +
+    'int8 + TIS identical step for step); nothing here shows a reward or KL cost of retokenization or of the ' +
+    'precision gap. Retokenized runs merged more calls (merge rate 0.39 / 0.51 / 0.46 vs 0.30 / 0.41 / 0.41 on ' +
+    'engine ids): re-encoding renders every call’s history the same way.',
 });
 
 registerPreset({

@@ -11,6 +11,7 @@ import { RemotePanel } from './remote/RemotePanel';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
+import { initialPresetLink } from './train/TrainPresets';
 import { TrainTab } from './train/TrainTab';
 import { UrlNotes } from './UrlNotes';
 
@@ -80,6 +81,11 @@ export function App() {
   useEffect(() => {
     void probe();
   }, [probe]);
+  // a preset's link (`?preset=…`) opens the Train tab unless the hash names another tab
+  useEffect(() => {
+    if (initialPresetLink().link && !new URLSearchParams(location.hash.replace(/^#/, '')).has('tab'))
+      set({ tab: 'train' });
+  }, [set]);
   return (
     <div className="app">
       <header className="header">

@@ -26,6 +26,7 @@ const CLAIMS: Record<string, { metric: string; biased: string; control: string; 
   ],
   'retokenization-drift': [
     { metric: 'critic/rewards/mean', biased: 'retokenize', control: 'engine-ids', up: false },
+    { metric: 'critic/rewards/mean', biased: 'int8', control: 'int8-tis', up: false },
   ],
   staleness: [{ metric: 'critic/rewards/mean', biased: 'async', control: 'sync', up: false }],
   'merge-failures': [

@@ -13,6 +13,7 @@ import { configFromForm, formFromConfig, formKey, trainTabDefaults } from '../..
 import { parseFromTrainWorker, parseToTrainWorker } from '../../src/ui/train/protocol';
 import { archivedPaths, makeRunArchive, readRunArchive } from '../../src/ui/train/runArchive';
 import {
+  mergeMetrics,
   metricsUpTo,
   parseEventsFile,
   parseRunMeta,
@@ -38,6 +39,7 @@ const meta: RunMeta = {
   checkpointStep: 2,
   parent: { id: 'run-abc-0', change: 'algorithm.adv_estimator=rloo' },
   pruned: 0,
+  preset: null,
 };
 
 describe('trainer worker messages', () => {
@@ -64,6 +66,33 @@ describe('trainer worker messages', () => {
       /resume/,
     );
     expect(() => parseToTrainWorker({ type: 'launch' })).toThrow(/unknown message type "launch"/);
+    // a preset's run names a registered preset
+    const p = parseToTrainWorker({
+      type: 'start',
+      runId: 'r',
+      config: {},
+      resume: false,
+      preset: { slug: 'staleness', variant: 'sync', group: 'staleness-1' },
+    });
+    expect(p.type === 'start' && p.preset?.variant).toBe('sync');
+    expect(() =>
+      parseToTrainWorker({
+        type: 'start',
+        runId: 'r',
+        config: {},
+        resume: false,
+        preset: { slug: 'nope', variant: 'a', group: 'g' },
+      }),
+    ).toThrow(/start\.preset: unknown preset 'nope'/);
+    expect(() =>
+      parseToTrainWorker({
+        type: 'start',
+        runId: 'r',
+        config: {},
+        resume: false,
+        preset: { slug: 'staleness' },
+      }),
+    ).toThrow(/preset\.variant must be a name/);
     expect(parseToTrainWorker({ type: 'pause' })).toEqual({ type: 'pause' });
   });
 
@@ -89,6 +118,15 @@ describe('trainer worker messages', () => {
       event: { type: 'step', step: 1, policyVersion: 1, metrics: {} },
     });
     expect(ok.type).toBe('event');
+    expect(
+      parseFromTrainWorker({ type: 'preset_metrics', step: 2, metrics: { 'preset/a': 1, 'preset/b': null } }),
+    ).toEqual({ type: 'preset_metrics', step: 2, metrics: { 'preset/a': 1, 'preset/b': null } });
+    expect(() => parseFromTrainWorker({ type: 'preset_metrics', step: 0, metrics: {} })).toThrow(
+      /step must be/,
+    );
+    expect(() =>
+      parseFromTrainWorker({ type: 'preset_metrics', step: 1, metrics: { 'preset/a': 'x' } }),
+    ).toThrow(/preset\/a must be a finite number or null/);
   });
 });
 
@@ -104,6 +142,24 @@ describe('run records', () => {
       /config: data\.train_batch_size/,
     );
     expect(() => bad({ version: 2 })).toThrow(/version must be 1/);
+    const withPreset = { ...meta, preset: { slug: 'length-bias', variant: 'grpo', group: 'length-bias-x' } };
+    expect(parseRunMeta(JSON.parse(JSON.stringify(withPreset)))).toEqual(withPreset);
+    expect(() => bad({ preset: { slug: 'length-bias', variant: 'a b', group: 'g' } })).toThrow(
+      /run\.json: preset\.variant must be a name/,
+    );
+    // a run.json from before presets has none
+    const { preset: _p, ...old } = JSON.parse(JSON.stringify(meta));
+    expect(parseRunMeta(old).preset).toBeNull();
+  });
+
+  it("merges a preset run's preset metrics into its step metrics", () => {
+    const a = readMetrics(fileLoggerLine(1, { x: 1 }) + fileLoggerLine(2, { x: 2 }));
+    const b = readMetrics(fileLoggerLine(2, { 'preset/y': 5 }) + fileLoggerLine(3, { 'preset/y': 6 }));
+    expect(mergeMetrics(a, b)).toEqual([
+      { step: 1, data: { x: 1 } },
+      { step: 2, data: { x: 2, 'preset/y': 5 } },
+      { step: 3, data: { 'preset/y': 6 } },
+    ]);
   });
 
   it('keeps metrics up to a checkpoint, one entry per step', () => {
@@ -152,6 +208,7 @@ describe('run archives', () => {
       ['run.json', enc.encode(JSON.stringify(meta))],
       ['config.json', enc.encode(JSON.stringify(config))],
       ['metrics.jsonl', enc.encode(fileLoggerLine(1, { a: 1 }) + fileLoggerLine(2, { a: 2 }))],
+      ['preset_metrics.jsonl', enc.encode(fileLoggerLine(1, { 'preset/x': Number.NaN }))],
       ['traces/step_000002.jsonl', enc.encode(toJsonlTrace(rollouts))],
       [
         'events/step_000002.jsonl',

@@ -1,6 +1,6 @@
 /**
  * The runs' metrics as charts (the shared MetricChart): one chart per metric of `DASHBOARD_CHARTS` that a
- * shown run reports, every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
+ * shown run reports (a preset's metrics first), every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
  * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
  */
 import { memo, useCallback, useDeferredValue, useId, useMemo, useState } from 'react';
@@ -30,7 +30,12 @@ export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); titl
   { metric: 'timing_s/step', title: 'time: step (s)' },
 ];
 
-export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; selected: RunMeta | null }) {
+export const Dashboard = memo(function Dashboard(props: {
+  shown: RunMeta[];
+  selected: RunMeta | null;
+  /** metrics charted first (a preset's metrics), by key */
+  lead?: readonly string[];
+}) {
   // the charts follow deferred values: a new step re-renders them in the background, interruptibly, so the
   // page answers input while 17 charts redraw
   const metrics = useDeferredValue(useTrain((s) => s.metrics));
@@ -49,7 +54,7 @@ export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; sele
   const set = useView((s) => s.set);
   const [extra, setExtra] = useState<string[]>([]);
   const id = useId();
-  const { selected } = props;
+  const { selected, lead } = props;
   const allKeys = useMemo(() => {
     const keys = new Set<string>();
     for (const r of shown)
@@ -66,15 +71,22 @@ export const Dashboard = memo(function Dashboard(props: { shown: RunMeta[]; sele
         color: r.color,
         points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
       }));
+    const titleOf = (metric: string) =>
+      DASHBOARD_CHARTS.find((c) => (typeof c.metric === 'string' ? c.metric : c.metric(shown[0])) === metric)
+        ?.title ?? metric;
+    for (const metric of lead ?? [])
+      if (allKeys.has(metric) && !out.some((c) => c.metric === metric))
+        out.push({ metric, title: titleOf(metric), series: series(metric) });
     for (const c of DASHBOARD_CHARTS) {
       const metric = typeof c.metric === 'string' ? c.metric : c.metric(shown[0]);
-      if (allKeys.has(metric)) out.push({ metric, title: c.title, series: series(metric) });
+      if (allKeys.has(metric) && !out.some((x) => x.metric === metric))
+        out.push({ metric, title: c.title, series: series(metric) });
     }
     for (const k of extra)
       if (allKeys.has(k) && !out.some((c) => c.metric === k))
         out.push({ metric: k, title: k, series: series(k) });
     return out;
-  }, [shown, metrics, extra, allKeys]);
+  }, [shown, metrics, extra, allKeys, lead]);
   const onPoint = useCallback((runId: string, step: number) => void openStep(runId, step), [openStep]);
   const selectedId = selected?.id ?? null;
   const selectedStep = useMemo(

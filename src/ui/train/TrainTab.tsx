@@ -1,12 +1,13 @@
 /**
  * The Train tab: RL live in the page. The config form (from the loop's CONFIG_FIELDS, in the URL), the live
- * run's progress and controls, the runs list (persisted in OPFS; interrupted runs resume from their last
+ * run's progress and controls, the presets (TrainPresets.tsx), the runs list (persisted in OPFS; interrupted runs resume from their last
  * checkpoint), and three views of the selected and compared runs: the metric dashboard, the per-step
  * completions grouped by task with their history, and the step timeline.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { CONFIG_FIELDS, getPath, type TrainConfig } from '../../train/config';
+import { getPreset } from '../../train/presets';
 import { TRAIN_VIEWS, useView } from '../store';
 import { fmt } from '../tokens/colorScale';
 import { ConfigForm } from './ConfigForm';
@@ -16,6 +17,7 @@ import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue, formFromConfig } from './formConfig';
 import type { RunMeta } from './runData';
 import { PhaseLegend, TIMELINE_LABEL_W, TimelineView } from './Timeline';
+import { PresetNotes, PresetsPanel } from './TrainPresets';
 import { stepTimeline } from './timeline';
 import { useTrain } from './trainStore';
 
@@ -504,6 +506,15 @@ function Timelines(props: { runs: RunMeta[]; step: number }) {
   );
 }
 
+/** The preset's metric keys of a preset's run (none when its preset is not in the registry). */
+function presetMetricsOf(run: RunMeta): readonly string[] {
+  try {
+    return run.preset ? getPreset(run.preset.slug).metrics : [];
+  } catch {
+    return [];
+  }
+}
+
 export function TrainTab() {
   const { runs, loaded, refresh, start, live, metrics, error, batchError } = useTrain(
     useShallow((s) => ({
@@ -557,6 +568,7 @@ export function TrainTab() {
           </p>
         )}
         <LiveBar />
+        <PresetsPanel />
         <RunsList selected={selected} />
         {selected && <DuplicateWithChange run={selected} />}
         <div className="toolbar">
@@ -578,7 +590,15 @@ export function TrainTab() {
             <StepSelect steps={steps} value={step} onChange={(s) => set({ trainStep: s })} />
           )}
         </div>
-        {trainView === 'dashboard' && <Dashboard shown={shown} selected={selected} />}
+        {trainView === 'dashboard' &&
+          (selected?.preset ? (
+            <div className="preset-dashboard">
+              <Dashboard shown={shown} selected={selected} lead={presetMetricsOf(selected)} />
+              <PresetNotes run={selected} />
+            </div>
+          ) : (
+            <Dashboard shown={shown} selected={selected} />
+          ))}
         {trainView === 'completions' &&
           (selected && step > 0 ? (
             <Completions run={selected} step={step} />

@@ -5,10 +5,13 @@
  */
 import { resolveTrainConfig, type TrainConfig } from '../../train/config';
 import { parseTrainEvent, type TrainEvent } from '../../train/events';
+import { getPreset } from '../../train/presets';
+import { parseRunPreset, type RunPreset } from './runData';
 
 export type ToTrainWorker =
   /** run `runId` (its folder runs/<id>/ in OPFS); resume: from its checkpoints/latest */
-  | { type: 'start'; runId: string; config: TrainConfig; resume: boolean }
+  /** preset: the run is a preset's variant, so the worker also computes the preset metrics of each kept step */
+  | { type: 'start'; runId: string; config: TrainConfig; resume: boolean; preset: RunPreset | null }
   | { type: 'pause' }
   | { type: 'resume' }
   | { type: 'stop' };
@@ -24,6 +27,8 @@ export type FromTrainWorker =
       resumedFromStep: number | null;
     }
   | { type: 'event'; event: TrainEvent }
+  /** a preset run's `preset/*` metrics of one step (train/presetMetrics.ts), from the step's kept trace */
+  | { type: 'preset_metrics'; step: number; metrics: Record<string, number | null> }
   | { type: 'device_lost'; message: string }
   | { type: 'ended'; reason: 'done' | 'stopped' | 'error'; error: string | null };
 
@@ -44,7 +49,15 @@ export function parseToTrainWorker(v: unknown): ToTrainWorker {
       } catch (e) {
         throw new Error(`trainer worker: start.config: ${(e as Error).message}`);
       }
-      return { type: 'start', runId: v.runId, config, resume: v.resume };
+      const preset = parseRunPreset(v.preset, 'trainer worker: start');
+      if (preset) {
+        try {
+          getPreset(preset.slug);
+        } catch (e) {
+          throw new Error(`trainer worker: start.preset: ${(e as Error).message}`);
+        }
+      }
+      return { type: 'start', runId: v.runId, config, resume: v.resume, preset };
     }
     case 'pause':
     case 'resume':
@@ -70,6 +83,19 @@ export function parseFromTrainWorker(v: unknown): FromTrainWorker {
       return v as FromTrainWorker;
     case 'event':
       return { type: 'event', event: parseTrainEvent(v.event) };
+    case 'preset_metrics': {
+      if (!Number.isInteger(v.step) || (v.step as number) < 1)
+        throw new Error("trainer worker reply 'preset_metrics': step must be an integer ≥ 1");
+      if (!isObj(v.metrics))
+        throw new Error("trainer worker reply 'preset_metrics': metrics must be an object");
+      const metrics: Record<string, number | null> = {};
+      for (const [k, x] of Object.entries(v.metrics)) {
+        if (x !== null && (typeof x !== 'number' || !Number.isFinite(x)))
+          throw new Error(`trainer worker reply 'preset_metrics': ${k} must be a finite number or null`);
+        metrics[k] = x;
+      }
+      return { type: 'preset_metrics', step: v.step as number, metrics };
+    }
     case 'device_lost':
       if (typeof v.message !== 'string')
         throw new Error("trainer worker reply 'device_lost': message must be a string");

@@ -1,6 +1,6 @@
 /**
  * A run as one file: a zip (fflate) of its folder — `run.json`, `config.json`, `metrics.jsonl` (verl's
- * file-logger format), the kept step traces `traces/step_NNNNNN.jsonl`, the step timelines
+ * file-logger format; a preset run's `preset_metrics.jsonl` too), the kept step traces `traces/step_NNNNNN.jsonl`, the step timelines
  * `events/step_NNNNNN.jsonl`, and the latest checkpoint (`checkpoints/latest` and the file it names). Reading
  * one checks every file with the validator of its kind before anything is written; an error names the file
  * (and line).
@@ -9,7 +9,7 @@ import { unzipSync, zipSync } from 'fflate';
 import { parseTraceText } from '../../core/trace/io';
 import { decodeTrainCheckpoint } from '../../train/checkpoint';
 import { checkStoragePath } from '../../train/storage';
-import { parseEventsFile, parseRunMeta, type RunMeta, readMetrics } from './runData';
+import { PRESET_METRICS_FILE, parseEventsFile, parseRunMeta, type RunMeta, readMetrics } from './runData';
 
 const dec = new TextDecoder();
 
@@ -20,6 +20,7 @@ export function archivedPaths(paths: string[], latestCheckpoint: string | null):
       p === 'run.json' ||
       p === 'config.json' ||
       p === 'metrics.jsonl' ||
+      p === PRESET_METRICS_FILE ||
       /^(traces|events)\/step_\d+\.jsonl$/.test(p) ||
       (latestCheckpoint !== null && (p === 'checkpoints/latest' || p === latestCheckpoint)),
   );
@@ -74,7 +75,7 @@ export function readRunArchive(bytes: Uint8Array, name = 'archive'): ReadArchive
       } catch (e) {
         throw new Error(`${where}: not JSON (${(e as Error).message})`);
       }
-    } else if (p === 'metrics.jsonl') {
+    } else if (p === 'metrics.jsonl' || p === PRESET_METRICS_FILE) {
       try {
         readMetrics(dec.decode(b));
       } catch (e) {

@@ -39,6 +39,27 @@ export interface RunMeta {
   parent: { id: string; change: string } | null;
   /** files removed to stay within the storage budget (kept traces, older checkpoints) */
   pruned: number;
+  /**
+   * a run started by a preset (train/presets.ts): its slug, the variant, and the group id its sibling variants
+   * share (one press of Run); null otherwise
+   */
+  preset: RunPreset | null;
+}
+
+export interface RunPreset {
+  slug: string;
+  variant: string;
+  group: string;
+}
+
+/** Checks a run's preset record (run.json, the worker's start message); the error names the field. */
+export function parseRunPreset(v: unknown, where: string): RunPreset | null {
+  if (v === null || v === undefined) return null;
+  if (!isObj(v)) throw new Error(`${where}: preset must be {slug, variant, group} or null`);
+  for (const k of ['slug', 'variant', 'group'] as const)
+    if (typeof v[k] !== 'string' || !/^[\w.-]+$/.test(v[k] as string))
+      throw new Error(`${where}: preset.${k} must be a name of [A-Za-z0-9_.-]`);
+  return { slug: v.slug as string, variant: v.variant as string, group: v.group as string };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
@@ -98,8 +119,16 @@ export function parseRunMeta(v: unknown, where = 'run.json'): RunMeta {
     checkpointStep: int('checkpointStep', true),
     parent,
     pruned: v.pruned === undefined ? 0 : (int('pruned') as number),
+    preset: parseRunPreset(v.preset, where),
   };
 }
+
+/**
+ * The preset metrics of a preset's run (train/presetMetrics.ts, computed by the trainer worker from each kept
+ * step trace when the step ends), in the same file-logger format as metrics.jsonl, so they outlive the traces
+ * the storage budget removes.
+ */
+export const PRESET_METRICS_FILE = 'preset_metrics.jsonl';
 
 /** Metrics file text with only the steps ≤ `step` (a resumed run continues after its checkpoint). */
 export function metricsUpTo(text: string, step: number): string {
@@ -125,6 +154,18 @@ export function readMetrics(text: string): StepMetrics[] {
   const byStep = new Map<number, StepMetrics>();
   for (const m of parseFileLogger(text)) byStep.set(m.step, m);
   return [...byStep.values()].sort((a, b) => a.step - b.step);
+}
+
+/** Two metric histories merged step by step (the step's keys of `b` added to those of `a`), sorted by step. */
+export function mergeMetrics(a: StepMetrics[], b: StepMetrics[]): StepMetrics[] {
+  const byStep = new Map<number, StepMetrics>();
+  for (const m of a) byStep.set(m.step, { step: m.step, data: { ...m.data } });
+  for (const m of b) {
+    const have = byStep.get(m.step);
+    if (have) Object.assign(have.data, m.data);
+    else byStep.set(m.step, { step: m.step, data: { ...m.data } });
+  }
+  return [...byStep.values()].sort((x, y) => x.step - y.step);
 }
 
 export function eventsOfStep(events: TrainEvent[]): string {

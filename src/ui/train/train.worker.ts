@@ -6,6 +6,10 @@
  * (`spawnBrowserHarnessWorker`). It writes the run's files to OPFS (`runs/<id>/`) and posts every TrainEvent to
  * the page, which only renders. One worker per run; the page terminates it when the run ends.
  */
+
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import { parseJsonlTrace } from '../../core/trace/io';
+import { formatIssue } from '../../core/trace/types';
 import { createGpuContext, type GpuContext } from '../../engine/gpu/device';
 import { CpuPolicy, GpuPolicy, type PolicyEngine } from '../../engine/policy';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
@@ -15,11 +19,13 @@ import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpo
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
 import { createLocalRun, type LocalRun } from '../../train/local';
+import { fileLoggerLine } from '../../train/metrics';
 import { initialWeights } from '../../train/models';
+import { presetStepMetrics } from '../../train/presetMetrics';
 import type { TrainStorage } from '../../train/storage';
 import { loadPolicyTokenizer } from '../lab/tokenizerLoader';
 import { type FromTrainWorker, parseToTrainWorker, type ToTrainWorker } from './protocol';
-import { eventsOfStep, metricsUpTo } from './runData';
+import { eventsOfStep, metricsUpTo, PRESET_METRICS_FILE } from './runData';
 import { eventsPath, removeRunFile, runFiles, runStorage, stepOfPath } from './runFiles';
 
 const scope = self as unknown as DedicatedWorkerGlobalScope;
@@ -74,8 +80,10 @@ async function served(path: string): Promise<Uint8Array> {
 
 /** A resumed run continues from its checkpoint: what was written after it (metrics, timelines, traces) goes. */
 async function rollBackTo(id: string, storage: TrainStorage, step: number): Promise<void> {
-  const metrics = await storage.readFile('metrics.jsonl');
-  if (metrics) await storage.writeFile('metrics.jsonl', metricsUpTo(new TextDecoder().decode(metrics), step));
+  for (const file of ['metrics.jsonl', PRESET_METRICS_FILE]) {
+    const metrics = await storage.readFile(file);
+    if (metrics) await storage.writeFile(file, metricsUpTo(new TextDecoder().decode(metrics), step));
+  }
   for (const f of await runFiles(id)) {
     const s = stepOfPath(f.path);
     if (s !== null && s > step && /^(traces|events|checkpoints)\//.test(f.path))
@@ -175,6 +183,41 @@ function timelineWriter(storage: TrainStorage) {
   };
 }
 
+/**
+ * A preset run's `preset/*` metrics: when a step's trace is kept, it is read back, its rows rebuilt exactly as
+ * the step built them (train/presetMetrics.ts, the function `lab train --preset` and the tests use), and the
+ * metrics appended to preset_metrics.jsonl and posted. One step at a time, in step order; `drain` waits for
+ * the last one before the run reports its end.
+ */
+function presetMetricsWriter(storage: TrainStorage, cfg: TrainConfig, tokenizer: ChatTokenizer) {
+  let chain: Promise<void> = Promise.resolve();
+  const dec = new TextDecoder();
+  return {
+    add(step: number, path: string) {
+      chain = chain.then(async () => {
+        try {
+          const bytes = await storage.readFile(path);
+          if (!bytes) throw new Error(`${path} is missing`);
+          const parsed = parseJsonlTrace(dec.decode(bytes));
+          const bad = parsed.issues.filter((i) => (i.severity ?? 'error') === 'error');
+          if (bad.length) throw new Error(`${path}: ${bad.slice(0, 3).map(formatIssue).join('; ')}`);
+          const raw = presetStepMetrics(parsed.rollouts, cfg, step, tokenizer);
+          const metrics: Record<string, number | null> = {};
+          for (const [k, v] of Object.entries(raw)) metrics[k] = Number.isFinite(v) ? v : null;
+          await storage.appendFile(PRESET_METRICS_FILE, fileLoggerLine(step, raw));
+          post({ type: 'preset_metrics', step, metrics });
+        } catch (e) {
+          post({
+            type: 'event',
+            event: { type: 'log', level: 'warn', message: `preset metrics of step ${step}: ${message(e)}` },
+          });
+        }
+      });
+    },
+    drain: () => chain,
+  };
+}
+
 async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void> {
   const storage = runStorage(m.runId);
   const tokenizer = await loadPolicyTokenizer();
@@ -199,6 +242,7 @@ async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void
     reference = new CpuPolicy(r.config, {}, r.params);
   }
   const timeline = timelineWriter(storage);
+  const presetMetrics = m.preset ? presetMetricsWriter(storage, cfg, tokenizer) : null;
   local = createLocalRun({
     config: cfg,
     policy: eng.policy,
@@ -217,6 +261,7 @@ async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void
     onEvent: (e) => {
       timeline.add(e);
       post({ type: 'event', event: e });
+      if (e.type === 'trace') presetMetrics?.add(e.step, e.path);
     },
   });
   const run = local;
@@ -246,5 +291,6 @@ async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void
     error = message(e);
   }
   await timeline.flush();
+  await presetMetrics?.drain();
   finish(reason, error);
 }

@@ -17,6 +17,7 @@ import {
   type TrainConfig,
 } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
+import type { TrainPreset } from '../../train/presets';
 import { useLab } from '../lab/labStore';
 import type { TraceTokenizer } from '../lab/protocol';
 import { useView } from '../store';
@@ -24,7 +25,16 @@ import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue } from './formConfig';
 import { type FromTrainWorker, parseFromTrainWorker, type ToTrainWorker } from './protocol';
 import { archivedPaths, makeRunArchive, readRunArchive } from './runArchive';
-import { parseEventsFile, parseRunMeta, type RunMeta, readMetrics, type StepMetrics } from './runData';
+import {
+  mergeMetrics,
+  PRESET_METRICS_FILE,
+  parseEventsFile,
+  parseRunMeta,
+  type RunMeta,
+  type RunPreset,
+  readMetrics,
+  type StepMetrics,
+} from './runData';
 import {
   listRunIds,
   readRunText,
@@ -71,7 +81,17 @@ export interface TrainState {
   batch: StepBatch | null;
   batchError: string | null;
   refresh(): Promise<void>;
-  start(config: TrainConfig, parent?: RunMeta['parent'], name?: string): Promise<string>;
+  start(
+    config: TrainConfig,
+    parent?: RunMeta['parent'],
+    name?: string,
+    preset?: RunPreset | null,
+  ): Promise<string>;
+  /**
+   * A preset's variants (their configs from `presetConfigs`, in the preset's order) as runs of the tab, queued one
+   * after another on their shared seed and overlaid in the dashboard; returns their ids.
+   */
+  startPreset(preset: TrainPreset, variants: TrainConfig[]): Promise<string[]>;
   pause(): void;
   resume(): void;
   stop(): void;
@@ -161,9 +181,11 @@ export const useTrain = create<TrainState>((set, get) => {
     void saveMeta(next).catch((e) => set({ error: `${id}: run.json: ${message(e)}` }));
     return next;
   };
+  /** a step's metrics merged into what the run has for it (a preset run's preset/* metrics come separately) */
   const upsertMetrics = (id: string, step: number, data: Record<string, number | null>) => {
+    const old = (get().metrics[id] ?? []).find((m) => m.step === step);
     const list = (get().metrics[id] ?? []).filter((m) => m.step !== step);
-    list.push({ step, data });
+    list.push({ step, data: old ? { ...old.data, ...data } : data });
     list.sort((a, b) => a.step - b.step);
     set({ metrics: { ...get().metrics, [id]: list } });
   };
@@ -175,7 +197,13 @@ export const useTrain = create<TrainState>((set, get) => {
 
   async function loadMetrics(id: string): Promise<void> {
     const text = await readRunText(id, 'metrics.jsonl');
-    set({ metrics: { ...get().metrics, [id]: text ? readMetrics(text) : [] } });
+    const presetText = await readRunText(id, PRESET_METRICS_FILE);
+    set({
+      metrics: {
+        ...get().metrics,
+        [id]: mergeMetrics(text ? readMetrics(text) : [], presetText ? readMetrics(presetText) : []),
+      },
+    });
   }
 
   async function measure(id: string): Promise<number> {
@@ -259,6 +287,10 @@ export const useTrain = create<TrainState>((set, get) => {
       void next();
       return;
     }
+    if (m.type === 'preset_metrics') {
+      upsertMetrics(id, m.step, m.metrics);
+      return;
+    }
     const e = m.event;
     switch (e.type) {
       case 'progress':
@@ -332,7 +364,7 @@ export const useTrain = create<TrainState>((set, get) => {
     };
     w.onmessageerror = () => fail(id, 'a message from the trainer worker could not be read');
     update(id, { status: 'running', error: null });
-    const msg: ToTrainWorker = { type: 'start', runId: id, config: m.config, resume };
+    const msg: ToTrainWorker = { type: 'start', runId: id, config: m.config, resume, preset: m.preset };
     w.postMessage(msg);
   }
 
@@ -384,7 +416,7 @@ export const useTrain = create<TrainState>((set, get) => {
       if (problems.length) set({ error: problems.join('; ') });
     },
 
-    async start(config, parent = null, name) {
+    async start(config, parent = null, name, preset = null) {
       const c = cloneConfig(config);
       checkConsistency(c);
       const id = newRunId();
@@ -406,6 +438,7 @@ export const useTrain = create<TrainState>((set, get) => {
         checkpointStep: null,
         parent,
         pruned: 0,
+        preset,
       };
       await saveMeta(m);
       set({
@@ -416,6 +449,27 @@ export const useTrain = create<TrainState>((set, get) => {
       });
       await next();
       return id;
+    },
+
+    async startPreset(preset, variants) {
+      if (variants.length !== preset.variants.length)
+        throw new Error(
+          `preset ${preset.slug} has ${preset.variants.length} variants, ${variants.length} configs were given`,
+        );
+      const group = `${preset.slug}-${Date.now().toString(36)}`;
+      const ids: string[] = [];
+      for (const [i, v] of preset.variants.entries())
+        ids.push(
+          await get().start(variants[i], null, `${preset.slug} · ${v.name} · seed ${variants[i].lab.seed}`, {
+            slug: preset.slug,
+            variant: v.name,
+            group,
+          }),
+        );
+      useView
+        .getState()
+        .set({ trainRun: ids[0], trainCompare: ids.join(','), trainView: 'dashboard', trainStep: -1 });
+      return ids;
     },
 
     pause() {

@@ -1,0 +1,112 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { getPreset } from '../../src/train/presets';
+import { launch, screenshot } from './browser';
+
+// A preset from its link in Chromium: `?preset=length-bias&steps=1&seed=3` opens the Train tab with the preset
+// chosen; Run queues its variants as runs of the tab (one after another, the trainer in its worker); the
+// dashboard overlays them, charts the preset's own metrics (preset/* from each kept step trace, computed in
+// the trainer worker) and shows the preset's explanation and measured robustness beside the charts.
+
+const SLUG = 'length-bias';
+const preset = getPreset(SLUG);
+
+const pointsOfRun = (page: Page, metric: string, runId: string) =>
+  page
+    .locator(
+      `[data-testid=metric-chart][data-metric="${metric}"] [data-testid=chart-point][data-run="${runId}"]`,
+    )
+    .count();
+
+describe('a preset in the Train tab', () => {
+  let browser: Browser;
+  const baseUrl = inject('baseUrl');
+  const errors: string[] = [];
+  beforeAll(async () => {
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    expect(errors).toEqual([]);
+  });
+
+  it('opens from its link, runs its variants on one seed and overlays them with its metrics and text', async () => {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}?preset=${SLUG}&steps=1&seed=3`);
+    await page.getByTestId('train-tab').waitFor();
+    expect(await page.locator('#preset-select').inputValue()).toBe(SLUG);
+    expect(await page.getByTestId('preset-seed').inputValue()).toBe('3');
+    // the seed field is part of the link and of what Run starts
+    await page.getByTestId('preset-seed').fill('4');
+    await expect.poll(() => new URL(page.url()).searchParams.get('seed')).toBe('4');
+    await page.getByRole('button', { name: `Run ${preset.variants.length} runs on seed 4` }).waitFor();
+    await page.getByTestId('preset-seed').fill('3');
+    await page.getByRole('button', { name: `Run ${preset.variants.length} runs on seed 3` }).click();
+    const started = Date.now();
+    const rows = page.locator('[data-testid=train-run-row]');
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(preset.variants.length);
+    await expect
+      .poll(() => page.locator('[data-testid=train-run-row][data-status=done]').count(), {
+        timeout: 150_000,
+        interval: 500,
+      })
+      .toBe(preset.variants.length);
+    const allDoneS = (Date.now() - started) / 1000;
+    const ids = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-run') as string));
+    // each variant is one run of the tab, named by preset and variant, all on the link's seed
+    const names = await rows.evaluateAll((els) => els.map((e) => e.textContent ?? ''));
+    for (const v of preset.variants)
+      expect(
+        names.some((n) => n.includes(`${SLUG} · ${v.name} · seed 3`)),
+        v.name,
+      ).toBe(true);
+    // overlaid: every run in the legend and with ≥ 1 step in the charts, the preset's own metric included
+    expect(await page.locator('.legend-runs li').count()).toBe(preset.variants.length);
+    for (const id of ids) {
+      await expect
+        .poll(() => pointsOfRun(page, 'critic/score/mean', id), { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(1);
+      await expect
+        .poll(() => pointsOfRun(page, 'preset/token_weight/length_exponent', id), { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(1);
+    }
+    // the preset's metrics lead the dashboard
+    const first = await page.locator('[data-testid=metric-chart]').first().getAttribute('data-metric');
+    expect(preset.metrics).toContain(first);
+    // the length exponent is a property of the loss: ≈ −1 under GRPO, ≈ 0 under Dr. GRPO
+    const exponent = async (variant: string) => {
+      const id = ids[names.findIndex((n) => n.includes(`${SLUG} · ${variant} ·`))];
+      return Number(
+        await page
+          .locator(
+            `[data-testid=metric-chart][data-metric="preset/token_weight/length_exponent"] [data-testid=chart-point][data-run="${id}"]`,
+          )
+          .first()
+          .getAttribute('data-value'),
+      );
+    };
+    expect(await exponent('grpo')).toBeCloseTo(-1, 1);
+    expect(Math.abs(await exponent('dr-grpo'))).toBeLessThan(0.05);
+    // beside the charts: the preset's explanation and its measured robustness (not robust: said so)
+    const notes = page.getByTestId('preset-notes');
+    expect(await notes.getByTestId('preset-explanation').textContent()).toBe(preset.explanation);
+    expect(await notes.getByTestId('preset-robustness').textContent()).toContain('NOT robust');
+    expect(await page.getByTestId('preset-compare').locator('tbody tr').count()).toBe(preset.metrics.length);
+    // the link still names the preset
+    expect(new URL(page.url()).searchParams.get('preset')).toBe(SLUG);
+    await screenshot(page, 'train-preset');
+    // after a reload the runs keep their preset metrics (preset_metrics.jsonl in each run's folder) and notes
+    await page.reload();
+    await page.getByTestId('preset-notes').waitFor({ timeout: 30_000 });
+    for (const id of ids)
+      await expect
+        .poll(() => pointsOfRun(page, 'preset/token_weight/length_exponent', id), { timeout: 30_000 })
+        .toBe(1);
+    console.log(
+      `preset e2e: ${preset.variants.length} runs of ${SLUG} (1 step each) done ${allDoneS.toFixed(1)} s after Run`,
+    );
+    await context.close();
+  }, 240_000);
+});
