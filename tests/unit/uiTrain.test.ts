@@ -252,6 +252,16 @@ describe('run archives', () => {
       /metrics\.jsonl: metrics line 2/,
     );
     expect(() => readRunArchive(enc.encode('not a zip'), 'a.zip')).toThrow(/a\.zip: not a zip archive/);
+    const badConfig = new Map(f);
+    badConfig.set('config.json', enc.encode('{"anything":1}'));
+    expect(() => readRunArchive(makeRunArchive(badConfig), 'a.zip')).toThrow(
+      /config\.json: not a run config: .*anything/,
+    );
+    const latestElsewhere = new Map(f);
+    latestElsewhere.set('checkpoints/latest', enc.encode('metrics.jsonl'));
+    expect(() => readRunArchive(makeRunArchive(latestElsewhere), 'a.zip')).toThrow(
+      /checkpoints\/latest: names metrics\.jsonl, not a checkpoint/,
+    );
   });
 });
 

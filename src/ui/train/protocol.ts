@@ -39,8 +39,8 @@ export function parseToTrainWorker(v: unknown): ToTrainWorker {
   if (!isObj(v)) throw new Error('trainer worker: message must be an object');
   switch (v.type) {
     case 'start': {
-      if (typeof v.runId !== 'string' || !/^[\w.-]+$/.test(v.runId))
-        throw new Error('trainer worker: start.runId must be a name of [A-Za-z0-9_.-]');
+      if (typeof v.runId !== 'string' || !/^[\w.-]+$/.test(v.runId) || /^\.+$/.test(v.runId))
+        throw new Error('trainer worker: start.runId must be a name of [A-Za-z0-9_.-], not . or ..');
       if (typeof v.resume !== 'boolean')
         throw new Error('trainer worker: start.resume must be true or false');
       let config: TrainConfig;

@@ -8,6 +8,7 @@
 import { unzipSync, zipSync } from 'fflate';
 import { parseTraceText } from '../../core/trace/io';
 import { decodeTrainCheckpoint } from '../../train/checkpoint';
+import { resolveTrainConfig } from '../../train/config';
 import { checkStoragePath } from '../../train/storage';
 import { PRESET_METRICS_FILE, parseEventsFile, parseRunMeta, type RunMeta, readMetrics } from './runData';
 
@@ -70,10 +71,16 @@ export function readRunArchive(bytes: Uint8Array, name = 'archive'): ReadArchive
     const where = `${name}: ${p}`;
     if (p === 'run.json') continue;
     if (p === 'config.json') {
+      let raw: unknown;
       try {
-        JSON.parse(dec.decode(b));
+        raw = JSON.parse(dec.decode(b));
       } catch (e) {
         throw new Error(`${where}: not JSON (${(e as Error).message})`);
+      }
+      try {
+        resolveTrainConfig(raw);
+      } catch (e) {
+        throw new Error(`${where}: not a run config: ${(e as Error).message}`);
       }
     } else if (p === 'metrics.jsonl' || p === PRESET_METRICS_FILE) {
       try {
@@ -87,8 +94,11 @@ export function readRunArchive(bytes: Uint8Array, name = 'archive'): ReadArchive
       if (bad) throw new Error(`${where} ${bad.where}${bad.field ? ` ${bad.field}` : ''}: ${bad.message}`);
     } else if (/^events\/step_\d+\.jsonl$/.test(p)) parseEventsFile(dec.decode(b), where);
     else if (p === 'checkpoints/latest') {
-      if (!latestPath || !files.has(latestPath))
-        throw new Error(`${where}: names ${latestPath || 'nothing'}, which the archive lacks`);
+      if (!latestPath || !/^checkpoints\/step_\d+\.safetensors$/.test(latestPath))
+        throw new Error(
+          `${where}: names ${latestPath || 'nothing'}, not a checkpoint (checkpoints/step_N.safetensors)`,
+        );
+      if (!files.has(latestPath)) throw new Error(`${where}: names ${latestPath}, which the archive lacks`);
     } else if (p === latestPath) {
       try {
         decodeTrainCheckpoint(b, p);

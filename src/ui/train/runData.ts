@@ -84,7 +84,8 @@ export function parseRunMeta(v: unknown, where = 'run.json'): RunMeta {
     return v[k] as string | null;
   };
   const id = str('id');
-  if (!/^[\w.-]+$/.test(id)) throw new Error(`${where}: id must be a name of [A-Za-z0-9_.-]`);
+  if (!/^[\w.-]+$/.test(id) || /^\.+$/.test(id))
+    throw new Error(`${where}: id must be a name of [A-Za-z0-9_.-], not . or ..`);
   if (!(RUN_STATUSES as readonly unknown[]).includes(v.status))
     throw new Error(`${where}: status must be one of ${RUN_STATUSES.join(', ')}`);
   if (v.backend !== null && v.backend !== 'webgpu' && v.backend !== 'cpu')
