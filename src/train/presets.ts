@@ -231,11 +231,14 @@ registerPreset({
   lookFor:
     '`lab/rows_per_rollout` (= calls per rollout at this level) and `preset/rollout_weight/calls_slope`: the ' +
     'slope of a rollout’s total per-unit-advantage weight (relative to the mean) on its number of calls; 0 ' +
-    'means a rollout weighs the same whatever its turn count. Over steps, `lab/tool_calls_per_rollout`.',
+    'means a rollout weighs the same whatever its turn count. Over steps, `lab/tool_calls_per_rollout`. The ' +
+    'slope is measured on a unit advantage, so it tells `per_rollout_mean` apart from the token-summed runs but ' +
+    'not the rollout-level advantage from row-level GRPO: that fix changes which advantage each row gets, ' +
+    'which shows in the advantage and reward curves, not in this slope.',
   source:
     'Agent Lightning 1.0 `agentlightning.trace_aggregator.level: transition`, ' +
-    '`algorithm.enable_rollout_level_advantage` and agentlightning/verl/per_rollout_loss.py; the issue ' +
-    'threads on GRPO groups mixing transitions of different turns and agents that stop calling tools.',
+    '`algorithm.enable_rollout_level_advantage` (its documentation of why transition-level rows of one ' +
+    'rollout should share one advantage) and agentlightning/verl/per_rollout_loss.py.',
   notModelled: '',
   base: {
     ...quiet,
