@@ -41,11 +41,19 @@ scope.onmessage = (e: MessageEvent) => {
   try {
     m = parseToTrainWorker(e.data);
   } catch (err) {
-    post({ type: 'ended', reason: 'error', error: message(err) });
+    // before a run, nothing can start from it; during one, the run goes on and the message is refused
+    if (!started) post({ type: 'ended', reason: 'error', error: message(err) });
+    else post({ type: 'event', event: { type: 'log', level: 'warn', message: `refused: ${message(err)}` } });
     return;
   }
   if (m.type === 'start') {
-    if (started) return;
+    if (started) {
+      post({
+        type: 'event',
+        event: { type: 'log', level: 'warn', message: 'refused: this worker already runs a start' },
+      });
+      return;
+    }
     started = true;
     void start(m).catch((err) => finish('error', message(err)));
   } else if (m.type === 'pause') local?.run.pause();
@@ -158,12 +166,27 @@ function timelineWriter(storage: TrainStorage) {
   const byStep = new Map<number, TrainEvent[]>();
   const dirty = new Set<number>();
   let chain: Promise<void> = Promise.resolve();
+  let warned = false;
   const flush = () => {
     const steps = [...dirty];
     dirty.clear();
     for (const s of steps) {
       const text = eventsOfStep(byStep.get(s) ?? []);
-      chain = chain.then(() => storage.writeFile(eventsPath(s), text)).catch(() => {});
+      chain = chain
+        .then(() => storage.writeFile(eventsPath(s), text))
+        .catch((err) => {
+          // the run goes on without this step's timeline file; say so once, naming the file
+          if (warned) return;
+          warned = true;
+          post({
+            type: 'event',
+            event: {
+              type: 'log',
+              level: 'warn',
+              message: `could not write ${eventsPath(s)} (the step timeline): ${message(err)}`,
+            },
+          });
+        });
     }
     // only the latest steps can still get late events
     const newest = Math.max(-1, ...byStep.keys());
