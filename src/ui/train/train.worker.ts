@@ -247,7 +247,6 @@ async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void
   let resume: TrainCheckpoint | null = null;
   if (m.resume) {
     resume = await loadCheckpoint(storage);
-    await rollBackTo(m.runId, storage, resume.state.step);
   }
   const cfg = resume ? resume.config : m.config;
   const w = resume
@@ -264,6 +263,8 @@ async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void
     const r = await initialWeights(cfg, tokenizer.vocabSize, served);
     reference = new CpuPolicy(r.config, {}, r.params);
   }
+  // what was written after the checkpoint goes only once everything the run needs could be had
+  if (resume) await rollBackTo(m.runId, storage, resume.state.step);
   const timeline = timelineWriter(storage);
   const presetMetrics = m.preset ? presetMetricsWriter(storage, cfg, tokenizer) : null;
   local = createLocalRun({
