@@ -22,6 +22,33 @@ export interface PresetPickerProps {
   busy?: boolean;
 }
 
+/** A preset's texts, in the order the picker and the dashboard's notes show them. */
+export function PresetText({ preset, testIds = false }: { preset: TrainPreset; testIds?: boolean }) {
+  return (
+    <>
+      <p data-testid={testIds ? 'preset-explanation' : undefined}>{preset.explanation}</p>
+      <p>
+        <strong>Look for: </strong>
+        {preset.lookFor}
+      </p>
+      <p className="preset-robustness" data-testid={testIds ? 'preset-robustness' : undefined}>
+        <strong>How robust (measured): </strong>
+        {preset.robustness}
+      </p>
+      {preset.notModelled && (
+        <p className="muted">
+          <strong>Not modelled yet: </strong>
+          {preset.notModelled}
+        </p>
+      )}
+      <p className="muted">
+        <strong>Source: </strong>
+        {preset.source}
+      </p>
+    </>
+  );
+}
+
 export function PresetPicker(props: PresetPickerProps) {
   const presets = listPresets();
   const preset = presets.find((p) => p.slug === props.selected) ?? null;
@@ -55,25 +82,7 @@ export function PresetPicker(props: PresetPickerProps) {
       {preset && (
         <div className="preset-detail">
           <h3>{preset.title}</h3>
-          <p>{preset.explanation}</p>
-          <p>
-            <strong>Look for: </strong>
-            {preset.lookFor}
-          </p>
-          <p className="muted">
-            <strong>Source: </strong>
-            {preset.source}
-          </p>
-          {preset.notModelled && (
-            <p className="muted">
-              <strong>Not modelled yet: </strong>
-              {preset.notModelled}
-            </p>
-          )}
-          <p className="muted">
-            <strong>How robust (measured): </strong>
-            {preset.robustness}
-          </p>
+          <PresetText preset={preset} />
           <table className="preset-variants">
             <thead>
               <tr>

@@ -9,7 +9,7 @@ import { useShallow } from 'zustand/react/shallow';
 import type { TrainConfig, TrainConfigPatch } from '../../train/config';
 import { comparePresetRuns } from '../../train/presetMetrics';
 import { getPreset, type TrainPreset } from '../../train/presets';
-import { PresetPicker } from '../presets/PresetPicker';
+import { PresetPicker, PresetText } from '../presets/PresetPicker';
 import { type PresetLink, readPresetLink, writePresetLink } from '../presets/presetUrl';
 import { useView } from '../store';
 import { formKey } from './formConfig';
@@ -182,25 +182,7 @@ export function PresetNotes(props: { run: RunMeta }) {
   return (
     <aside className="preset-notes" aria-label="Preset" data-testid="preset-notes" data-preset={preset.slug}>
       <h3>{preset.title}</h3>
-      <p data-testid="preset-explanation">{preset.explanation}</p>
-      <p>
-        <strong>Look for: </strong>
-        {preset.lookFor}
-      </p>
-      <p className="preset-robustness" data-testid="preset-robustness">
-        <strong>How robust (measured): </strong>
-        {preset.robustness}
-      </p>
-      {preset.notModelled && (
-        <p className="muted">
-          <strong>Not modelled yet: </strong>
-          {preset.notModelled}
-        </p>
-      )}
-      <p className="muted">
-        <strong>Source: </strong>
-        {preset.source}
-      </p>
+      <PresetText preset={preset} testIds />
       <table className="preset-compare" data-testid="preset-compare">
         <caption>Per run: first step → last step (mean); one value when they agree</caption>
         <thead>
