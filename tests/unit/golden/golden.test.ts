@@ -13,10 +13,9 @@ import type { GoldenFile } from '../../../src/core/golden/types';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /**
  * The project's own vectors, made by python/golden/make.sh from the PyPI packages (committed; a clone needs nothing
- * beside it). HARNESS_LAB_GOLDEN_DIR names further folders of the same schema to run as well (`:`-separated).
+ * beside it). Other files of the same schema are checked with `npm run lab -- golden FILE…`.
  */
 const goldenDir = resolve(repoRoot, 'tests/golden');
-const extraDirs = (process.env.HARNESS_LAB_GOLDEN_DIR ?? '').split(':').filter((d) => d);
 
 function load(name: string, dir = goldenDir): GoldenFile {
   const path = join(dir, name);
@@ -24,7 +23,7 @@ function load(name: string, dir = goldenDir): GoldenFile {
 }
 
 describe('golden vectors', () => {
-  const dirs = [goldenDir, ...extraDirs];
+  const dirs = [goldenDir];
   const listed: { dir: string; files: string[]; error: string }[] = dirs.map((dir) => {
     try {
       return { dir, files: readdirSync(dir).filter((f) => f.endsWith('.json')), error: '' };
