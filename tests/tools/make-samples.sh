@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the bundled sample traces in public/samples/ (deterministic: one worker, fixed clock, fixed seeds).
+# Regenerates the bundled sample traces in public/samples/ (deterministic: one worker, fixed clock, fixed seeds),
+# then the same rollouts in other frameworks' formats in public/samples/frameworks/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=public/samples
@@ -14,3 +15,4 @@ run --harness search --engine scripted --n 4 --behaviour reformat-tool-output --
 run --harness search --engine scripted --n 4 --behaviour changing-system-prompt --out "$out/search-changing-system-prompt.jsonl"
 run --harness coding --engine scripted --n 6 --group-size 2 --out "$out/coding-scripted.jsonl"
 run --harness coding --engine random --n 3 --group-size 2 --max-turns 3 --max-tokens 48 --out "$out/coding-random.jsonl"
+npx tsx tests/tools/make-framework-samples.ts

@@ -122,7 +122,7 @@ describe('our JSONL trace format', () => {
       'line 5: calls[0].prompt_token_ids[1] must be a token id (integer ≥ 0), got a string ("x")',
       'line 6: calls[0].request.messages[1].role must be system, user, assistant or tool, got "robot"',
       'line 7: rollout_id must be a string, got nothing (missing)',
-      'line 9 is neither a rollout record ({"rollout_id", "calls", …}) nor an event ({"event_type", …}): it is a JSON number',
+      'line 9 is neither a rollout record ({"rollout_id", "calls", …}) nor an event ({"event_type", …}) nor a line of a known framework (NeMo Gym, verl, SkyRL, OpenAI log): it is a JSON number',
     ]);
     expect(batch.counters.records_skipped).toBe(6);
   });

@@ -2,8 +2,11 @@
  * The retokenization view of one call: engine ids (what the policy sampled) against the ids a text-only
  * trainer rebuilds (`retokenizeCall`), aligned run by run (Myers, align.ts), each differing hunk classified by
  * `compareTokens` as if it were the only difference (so every hunk gets its own cause, not just the first).
- * The page's retokenization view and `lab analyze` report these hunks.
+ * The page's retokenization view and `lab analyze` report these hunks. A call whose ids a tokenizer made at
+ * import (a text-only file, `metadata.retokenized`) has nothing recorded to compare: the view says so and which
+ * numbers that affects.
  */
+import { type RetokenizedMark, retokenizedAffects, retokenizedMark } from '../trace/io/provenance';
 import type { TraceBatch } from '../trace/types';
 import { alignIds, type Segment } from './align';
 import {
@@ -33,6 +36,8 @@ export interface RetokCallView {
   segments: RetokHunk[];
   /** why there is nothing to compare, when there is not */
   unavailable: string | null;
+  /** the ids were made from text at import: by which tokenizer, and the numbers that affects */
+  retokenizedAtImport?: RetokenizedMark & { affects: string[] };
 }
 
 function concat(a: Int32Array, b: Int32Array): Int32Array {
@@ -63,6 +68,13 @@ export function retokenizationView(
   };
   const c = trace.rollouts[rollout]?.calls[call];
   if (!c) return { ...base, unavailable: `rollout ${rollout} has no call ${call}` };
+  const mark = retokenizedMark(trace.rollouts[rollout]);
+  if (mark)
+    return {
+      ...base,
+      unavailable: `the file recorded no token ids: ${mark.tokenizer} made them at import from ${mark.text}, so there is nothing the engine sampled to compare with`,
+      retokenizedAtImport: { ...mark, affects: retokenizedAffects(mark) },
+    };
   if (!c.promptTokenIds || !c.responseTokenIds)
     return { ...base, unavailable: 'the engine returned no token ids for this call' };
   const re = retokenizeCall(tok, c);

@@ -9,7 +9,7 @@ import { retokenizationView } from '../../core/tokenize/retokenizationView';
 import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { renameDuplicateIds } from '../../core/trace/dedupe';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
-import { type ParsedTrace, TraceReader } from '../../core/trace/io';
+import { type ParsedTrace, TraceReader, tokenizeTextOnly } from '../../core/trace/io';
 import { excludeIncomplete, type TraceBatch } from '../../core/trace/types';
 import { combineTraces, compute, newBuildCache, splitResult } from './pipeline';
 import {
@@ -126,6 +126,17 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       });
     } catch (e) {
       throw new Error(inputs.length > 1 ? `${input.name}: ${message(e)}` : message(e));
+    }
+    // A text-only file (verl / SkyRL dumps, API logs without ids) gets ids from the tokenizer, marked as
+    // retokenized at import (the retokenization view says which numbers that affects).
+    if ((one.counters.text_only_calls ?? 0) > 0) {
+      const t = own ? tok : await tokLoad.catch(() => null);
+      if (t) {
+        let made = 0;
+        for (const r of one.rollouts) made += tokenizeTextOnly(r, t);
+        one.counters.text_only_calls -= made;
+        one.counters.retokenized_calls = (one.counters.retokenized_calls ?? 0) + made;
+      }
     }
     // Two rollouts with one id (runs appended to one file) stay two rollouts: the later one is renamed.
     const dedup = renameDuplicateIds(one.rollouts, 'rollout ids');

@@ -58,9 +58,21 @@ export function RetokView(props: { rollout: number; call: number }) {
     return <p className="muted">Retokenizing…</p>;
   if (retok.unavailable)
     return (
-      <p className="muted" data-testid="retok-view">
-        Nothing to compare: {retok.unavailable}.
-      </p>
+      <div data-testid="retok-view">
+        <p className="muted">Nothing to compare: {retok.unavailable}.</p>
+        {retok.retokenizedAtImport && (
+          <>
+            <p className="warn">
+              Retokenized at import ({retok.retokenizedAtImport.tokenizer}). This affects:
+            </p>
+            <ul className="muted" data-testid="retok-affects">
+              {retok.retokenizedAtImport.affects.map((a) => (
+                <li key={a}>{a}</li>
+              ))}
+            </ul>
+          </>
+        )}
+      </div>
     );
   const hunks = retok.segments.filter((s) => !s.equal);
   const r = retok.report;

@@ -5,7 +5,8 @@
  * - `agl-events`: Agent Lightning gateway events, a JSON list (GET /api/rollouts/{rid}/events, full or
  *   format=triplet) or our `{"rollouts": [{rollout, events}]}` bundle;
  * - `agl-event-lines`: the same events as JSON Lines;
- * - `completed-rollouts`: `{"rollouts": [{rollout_id, …, triplets}]}` (golden agl_trajectory input shape).
+ * - `completed-rollouts`: `{"rollouts": [{rollout_id, …, triplets}]}` (golden agl_trajectory input shape);
+ * - `nemo-gym`, `verl-dump`, `openai-log`, `skyrl-dump`: other frameworks' rollout files (frameworks.ts).
  * All of them are read by the streaming `TraceReader` (reader.ts).
  */
 import type { TraceBatch } from '../types';
@@ -78,7 +79,15 @@ export {
   toAglEventsBundle,
 } from './aglEvents';
 export { readCompletedRollouts } from './completedRollouts';
+export {
+  FRAMEWORK_KINDS,
+  type FrameworkKind,
+  frameworkKind,
+  textOnlyCalls,
+  tokenizeTextOnly,
+} from './frameworks';
 export { readTraceRecord, rolloutToJsonlLine, rolloutToRecord, toJsonlTrace } from './jsonl';
+export { type RetokenizedMark, retokenizedAffects, retokenizedMark } from './provenance';
 export {
   MAX_RECORD_CHARS,
   type ParsedTrace,

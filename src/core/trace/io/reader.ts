@@ -14,20 +14,32 @@
  *   other shape, and lines that are neither or not JSON, are reported and skipped, never the whole file.
  * - In a document, entries are likewise sorted (bundle entry `{rollout, events}` or completed rollout
  *   `{rollout_id, triplets, …}`) and the majority decides.
+ * - Lines of other frameworks (NeMo Gym rollouts, verl and SkyRL dumps, OpenAI request logs; frameworks.ts)
+ *   are sorted the same way, by their keys.
  */
+import type { ChatTokenizer } from '../../tokenize/tokenizer';
 import type { Rollout, TraceBatch, TraceIssue } from '../types';
 import { type ImportCounters, isObject, issueFrom } from '../validate';
 import { AglEventAssembler, recoverRolloutId } from './aglEvents';
 import { readCompletedRollout } from './completedRollouts';
+import {
+  FRAMEWORK_KINDS,
+  FRAMEWORK_PLURAL,
+  FRAMEWORK_TEXT,
+  type FrameworkKind,
+  FrameworkReader,
+  frameworkKind,
+} from './frameworks';
 import { readTraceRecord } from './jsonl';
 
-export type TraceFormat = 'jsonl' | 'agl-events' | 'agl-event-lines' | 'completed-rollouts';
+export type TraceFormat = 'jsonl' | 'agl-events' | 'agl-event-lines' | 'completed-rollouts' | FrameworkKind;
 
 export const TRACE_FORMATS: readonly TraceFormat[] = [
   'jsonl',
   'agl-events',
   'agl-event-lines',
   'completed-rollouts',
+  ...FRAMEWORK_KINDS,
 ];
 
 /** The text is in no format we read, or is not JSON at all. */
@@ -38,6 +50,11 @@ export interface ReadOptions {
   format?: TraceFormat;
   /** the longest record (a line, or an element of a document's list) read, in characters */
   maxRecordChars?: number;
+  /**
+   * gives text-only records (verl and SkyRL dumps, API logs without ids) token ids; their rollouts are marked
+   * `metadata.retokenized`. Without it such calls keep their text and have no ids.
+   */
+  tokenizer?: ChatTokenizer;
 }
 
 /** A read trace: the batch, the format it was read as, and the number of lines of the text. */
@@ -51,28 +68,51 @@ export const MAX_RECORD_CHARS = 256 * 1024 * 1024;
 /** How much of a text that starts with `{` is scanned for a top-level `"rollouts": [` before it is read as lines. */
 const UNDECIDED_LIMIT = 16 * 1024 * 1024;
 /** Keys of a top-level object that make it a record (a line of JSON Lines), not a document of rollouts. */
-const RECORD_KEYS = new Set(['rollout_id', 'calls', 'event_type', 'data_id', 'data']);
+const RECORD_KEYS = new Set([
+  'rollout_id',
+  'calls',
+  'event_type',
+  'data_id',
+  'data',
+  // lines of other frameworks (frameworks.ts)
+  'responses_create_params',
+  '_ng_task_index',
+  'request',
+  'response',
+  'input',
+  'output',
+  'input_prompt',
+  'output_response',
+]);
 
-type Kind = 'rollout' | 'event' | 'bundle' | 'completed';
+type LineKind = 'rollout' | 'event' | FrameworkKind;
+type Kind = LineKind | 'bundle' | 'completed';
+const LINE_KINDS: LineKind[] = ['rollout', 'event', ...FRAMEWORK_KINDS];
 
 const KIND_TEXT: Record<Kind, string> = {
   rollout: 'a rollout record ({"rollout_id", "calls", …})',
   event: 'an Agent Lightning event ({"event_type", …})',
   bundle: 'an events-bundle entry ({"rollout", "events"})',
   completed: 'a completed rollout ({"rollout_id", "triplets", …})',
+  ...FRAMEWORK_TEXT,
 };
 const KIND_PLURAL: Record<Kind, string> = {
   rollout: 'rollout records',
   event: 'Agent Lightning events',
   bundle: 'events-bundle entries',
   completed: 'completed rollouts',
+  ...FRAMEWORK_PLURAL,
 };
 
-function lineKind(v: unknown): 'rollout' | 'event' | null {
+function isFramework(k: Kind): k is FrameworkKind {
+  return (FRAMEWORK_KINDS as readonly string[]).includes(k);
+}
+
+function lineKind(v: unknown): LineKind | null {
   if (!isObject(v)) return null;
   if ('event_type' in v) return 'event';
   if ('rollout_id' in v || 'calls' in v) return 'rollout';
-  return null;
+  return frameworkKind(v);
 }
 
 function entryKind(v: unknown): 'bundle' | 'completed' | null {
@@ -370,7 +410,7 @@ interface TaggedIssue {
   /** line number or element index, for order */
   pos: number;
   /** the kind of record the issue is about (dropped when that kind is not the file's), or null: always kept */
-  kind: Kind | null;
+  kind: Kind | null | 'unreadable-line';
   issue: TraceIssue;
 }
 
@@ -385,13 +425,18 @@ export class TraceReader {
   private readonly counters: ImportCounters = {};
   private readonly issues: TaggedIssue[] = [];
   private readonly events: AglEventAssembler;
-  private readonly rollouts: { pos: number; kind: 'rollout' | 'completed'; r: Rollout }[] = [];
+  private readonly rollouts: { pos: number; kind: Exclude<Kind, 'event' | 'bundle'>; r: Rollout }[] = [];
   private readonly kindPositions: Record<Kind, number[]> = {
     rollout: [],
     event: [],
     bundle: [],
     completed: [],
+    'nemo-gym': [],
+    'verl-dump': [],
+    'openai-log': [],
+    'skyrl-dump': [],
   };
+  private readonly frameworks: FrameworkReader;
   /** the kind of the first record seen (breaks a tie) */
   private firstKind: Kind | null = null;
   /** the first record of an unknown shape, for the message when nothing is readable */
@@ -421,7 +466,13 @@ export class TraceReader {
     this.events = new AglEventAssembler(this.counters, (issue) =>
       this.issues.push({ pos: this.current.pos, kind: this.current.kind, issue }),
     );
-    if (this.forced === 'jsonl' || this.forced === 'agl-event-lines') this.mode = 'lines';
+    this.frameworks = new FrameworkReader(this.counters, { tokenizer: opts.tokenizer });
+    if (
+      this.forced === 'jsonl' ||
+      this.forced === 'agl-event-lines' ||
+      (this.forced && isFramework(this.forced as Kind))
+    )
+      this.mode = 'lines';
   }
 
   push(chunk: string): void {
@@ -634,7 +685,7 @@ export class TraceReader {
       this.unreadableLine(
         where,
         lineNo,
-        `is neither a rollout record ({"rollout_id", "calls", …}) nor an event ({"event_type", …}): it is ${describeTop(v)}`,
+        `is neither a rollout record ({"rollout_id", "calls", …}) nor an event ({"event_type", …}) nor a line of a known framework (NeMo Gym, verl, SkyRL, OpenAI log): it is ${describeTop(v)}`,
         isObject(v) && typeof v.rollout_id === 'string' ? v.rollout_id : null,
       );
       return;
@@ -644,7 +695,9 @@ export class TraceReader {
     if (kind === 'event') this.events.event(v, where);
     else
       try {
-        this.rollouts.push({ pos: lineNo, kind, r: readTraceRecord(v, this.counters) });
+        const r =
+          kind === 'rollout' ? readTraceRecord(v, this.counters) : this.frameworks.read(kind, v, lineNo);
+        this.rollouts.push({ pos: lineNo, kind, r });
       } catch (e) {
         this.issues.push({ pos: lineNo, kind, issue: issueFrom(e, where) });
       }
@@ -656,7 +709,7 @@ export class TraceReader {
    * kept, tagged, and the one for the file's kind is shown.
    */
   private unreadableLine(where: string, lineNo: number, message: string, rolloutId: string | null): void {
-    this.issues.push({ pos: lineNo, kind: 'rollout', issue: { where, message, severity: 'error' } });
+    this.issues.push({ pos: lineNo, kind: 'unreadable-line', issue: { where, message, severity: 'error' } });
     this.current = { pos: lineNo, kind: 'event' };
     this.events.unreadable(where, message, rolloutId);
   }
@@ -764,7 +817,7 @@ export class TraceReader {
         this.lineParts = [];
         this.line(text, this.lineNo);
       }
-      return this.result(this.forcedKind(['rollout', 'event']), ['rollout', 'event']);
+      return this.result(this.forcedKind(LINE_KINDS), LINE_KINDS);
     }
     const scanner = this.scanner as DocScanner;
     const cut = scanner.truncatedAt();
@@ -790,6 +843,7 @@ export class TraceReader {
     if (f === 'agl-event-lines') return 'event';
     if (f === 'completed-rollouts') return 'completed';
     if (f === 'agl-events') return candidates.includes('bundle') ? 'bundle' : 'event';
+    if (f !== undefined && isFramework(f as Kind)) return f as FrameworkKind;
     return null;
   }
 
@@ -815,7 +869,11 @@ export class TraceReader {
       else throw new TraceFormatError(this.unknownFormatMessage(candidates));
     }
     const total = candidates.reduce((n, k) => n + this.kindPositions[k].length, 0);
-    const issues = this.issues.filter((t) => t.kind === null || t.kind === winner);
+    // an unreadable line is its own issue in any file of one-record lines; in a stream of events the
+    // assembler's version (which rollouts it may hurt) is shown instead
+    const issues = this.issues.filter(
+      (t) => t.kind === null || t.kind === winner || (t.kind === 'unreadable-line' && winner !== 'event'),
+    );
     for (const k of candidates) {
       if (k === winner) continue;
       for (const pos of this.kindPositions[k]) {
@@ -864,6 +922,7 @@ export class TraceReader {
 }
 
 function formatOf(kind: Kind): TraceFormat {
+  if (isFramework(kind)) return kind;
   switch (kind) {
     case 'rollout':
       return 'jsonl';
