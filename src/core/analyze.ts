@@ -7,6 +7,7 @@
  */
 
 import type { MergeFailure, MergeFailureKind } from './aggregate/mergeFailure';
+import { type NoRowsEntry, whyNoRows } from './pipeline/noRows';
 import { REFERENCE_STACK, type TrainerOptions } from './pipeline/options';
 import { callWeights, callWeightsInput, rowsOfRollouts } from './pipeline/perCall';
 import {
@@ -20,6 +21,7 @@ import { computeTrainerView, type TrainerCounters, type TrainerView } from './pi
 import { retokenizationView } from './tokenize/retokenizationView';
 import type { RetokenizationCause } from './tokenize/retokenize';
 import type { ChatTokenizer } from './tokenize/tokenizer';
+import { retokenizedAffects, retokenizedMark } from './trace/io/provenance';
 import type { TraceBatch } from './trace/types';
 
 export interface AnalyzeExtras {
@@ -139,6 +141,10 @@ export interface Analysis {
   >;
   /** per rollout with rows: per call, under the selected mode */
   perCall: { rolloutId: string; calls: CallWeightsRow[] }[];
+  /** every rollout with no training rows, or none that move the policy, or no reward: which rule, and where */
+  noRows: NoRowsEntry[];
+  /** rollouts whose ids a tokenizer made from text at import (a text-only file), and what that affects */
+  retokenizedAtImport: null | { rollouts: number; tokenizers: string[]; affects: string[] };
   tokens?: TokenRow[];
 }
 
@@ -203,6 +209,21 @@ function retokenization(trace: TraceBatch, tok: ChatTokenizer, examples: number)
     }
   });
   return { calls: n, equal, causes, hunks, examples: ex };
+}
+
+/** How many rollouts have ids made at import from text, by which tokenizers, and which numbers that affects. */
+export function retokenizedSummary(trace: TraceBatch): Analysis['retokenizedAtImport'] {
+  const names = new Set<string>();
+  let n = 0;
+  let affects: string[] = [];
+  for (const r of trace.rollouts) {
+    const m = retokenizedMark(r);
+    if (!m) continue;
+    n++;
+    names.add(m.tokenizer);
+    affects = retokenizedAffects(m);
+  }
+  return n ? { rollouts: n, tokenizers: [...names], affects } : null;
 }
 
 /** The analysis of a trace under trainer options (upstream names and defaults; see core/pipeline/options.ts). */
@@ -332,6 +353,8 @@ export function analyzeTrace(
     },
     allModes,
     perCall,
+    noRows: whyNoRows(rollouts, o, view, extras.tokenizer),
+    retokenizedAtImport: retokenizedSummary(trace),
   };
   if (extras.perToken) {
     const slice = (a: ArrayLike<number>, r: number) =>

@@ -120,7 +120,7 @@ describe('NeMo Gym rollouts', () => {
     expect(t.format).toBe('nemo-gym');
     const back = roundTrip(t.rollouts);
     expect(back).toEqual(t.rollouts);
-    expect(tokens(back)).toEqual(tokens(ours('coding-scripted')));
+    expect(tokens(back)).toEqual(tokens([...ours('coding-scripted'), ...ours('coding-random')]));
   });
 
   it('shows text that a re-render would not turn into the recorded ids in the retokenization view', () => {

@@ -9,7 +9,8 @@ import { existsSync, statSync } from 'node:fs';
 import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { UpstreamError } from '../../core/algos/numeric';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
-import { REFERENCE_STACK } from '../../core/pipeline/options';
+import { formatNoRows, type NoRowsEntry, whyNoRows } from '../../core/pipeline/noRows';
+import { REFERENCE_STACK, resolveTrainerOptions } from '../../core/pipeline/options';
 import {
   DEFAULT_WEIGHT_SIGN,
   getWeightSign,
@@ -18,7 +19,7 @@ import {
 } from '../../core/pipeline/sign';
 import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
-import { TraceFormatError } from '../../core/trace/io';
+import { TraceFormatError, textOnlyCalls, tokenizeTextOnly } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
@@ -107,6 +108,31 @@ function printText(a: Analysis, file: string): void {
     console.log(
       `  ${m.padEnd(24)} Σ|w| ${fmt(s.absTotal).padStart(11)}  per rollout ${fmtStats(s.rolloutWeightStats)}`,
     );
+  printNoRows(a.noRows, a.input.rollouts);
+  if (a.retokenizedAtImport) {
+    const r = a.retokenizedAtImport;
+    console.log(
+      `
+retokenized at import: ${r.rollouts} rollouts had no token ids in the file; ${r.tokenizers.join(', ')} made them from their text. This affects:`,
+    );
+    for (const x of r.affects) console.log(`  - ${x}`);
+  }
+}
+
+/** Up to this many rollouts are listed under "why no rows"; the rest are counted by rule. */
+const SHOW_NO_ROWS = 20;
+
+function printNoRows(entries: NoRowsEntry[], total: number): void {
+  const silent = entries.filter((e) => e.noGradient);
+  const byRule = new Map<string, number>();
+  for (const e of entries) for (const r of e.reasons) byRule.set(r.rule, (byRule.get(r.rule) ?? 0) + 1);
+  console.log(
+    `
+why no rows: ${silent.length} of ${total} rollouts give no training rows or no gradient` +
+      (byRule.size ? ` (${[...byRule].map(([k, v]) => `${k}=${v}`).join(' ')})` : ''),
+  );
+  for (const e of entries.slice(0, SHOW_NO_ROWS)) console.log(`  ${formatNoRows(e)}`);
+  if (entries.length > SHOW_NO_ROWS) console.log(`  … and ${entries.length - SHOW_NO_ROWS} more`);
 }
 
 async function readTrace(file: string): Promise<TraceBatch | string> {
@@ -118,6 +144,19 @@ async function readTrace(file: string): Promise<TraceBatch | string> {
     if (e instanceof TraceFormatError) return e.message;
     throw e;
   }
+}
+
+/** Why each rollout gave no rows, when the trainer built none at all (no trainer view to read). */
+function printNoRowsTo(
+  out: (line: string) => void,
+  trace: TraceBatch,
+  options: ReturnType<typeof trainerOptionsFromFlags>,
+  tokenizer: ReturnType<typeof loadTokenizer> | undefined,
+): void {
+  const entries = whyNoRows(trace.rollouts, resolveTrainerOptions(options), null, tokenizer);
+  out(`why no rows (${entries.length} of ${trace.rollouts.length} rollouts):`);
+  for (const e of entries.slice(0, SHOW_NO_ROWS)) out(`  ${formatNoRows(e)}`);
+  if (entries.length > SHOW_NO_ROWS) out(`  … and ${entries.length - SHOW_NO_ROWS} more`);
 }
 
 export const command: Command = {
@@ -164,9 +203,10 @@ export const command: Command = {
     // As the page: the Qwen3 tokenizer whenever the trace has token ids (merge-failure classes and snippets need
     // one), unless another or none is named.
     const hasIds = trace.rollouts.some((r) => r.calls.some((c) => c.promptTokenIds || c.responseTokenIds));
+    const textOnly = trace.rollouts.some((r) => textOnlyCalls(r) > 0);
     const tokName =
       flags.tokenizer === undefined
-        ? hasIds || options.tokenSource === 'retokenize'
+        ? hasIds || textOnly || options.tokenSource === 'retokenize'
           ? 'qwen3'
           : null
         : flags.tokenizer === 'none'
@@ -182,6 +222,8 @@ export const command: Command = {
         );
       }
     }
+    // a text-only file (verl / SkyRL dumps, API logs without ids) gets the tokenizer's ids, marked retokenized
+    if (tokenizer && textOnly) for (const r of trace.rollouts) tokenizeTextOnly(r, tokenizer);
     const label = positionals.join(' + ');
     for (const i of trace.issues.slice(0, SHOW_ISSUES))
       console.error(`${label}: ${i.severity === 'warning' ? 'warning' : 'skipped'}: ${formatIssue(i)}`);
@@ -195,6 +237,7 @@ export const command: Command = {
     const empty = nothingToTrainOn(traceInventory(trace.rollouts));
     if (empty) {
       console.error(`lab analyze: ${label}: ${trace.rollouts.length} rollouts; ${empty}; no training rows`);
+      printNoRowsTo(console.error, trace, options, tokenizer);
       return 1;
     }
     let analysis: Analysis;
@@ -211,6 +254,7 @@ export const command: Command = {
       if (e instanceof UpstreamError || e instanceof SampleBuildError) {
         const kind = e instanceof UpstreamError ? e.kind : e.upstreamClass;
         console.error(`lab analyze: ${label}: the trainer raises ${kind}: ${e.message}`);
+        if (e instanceof SampleBuildError) printNoRowsTo(console.error, trace, options, tokenizer);
         return 1;
       }
       throw e;

@@ -8,6 +8,7 @@
 import type { BuildCounters, BuildResult } from '../../core/aggregate/buildTrainingBatch';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { TrainingBatch } from '../../core/batch/types';
+import { type NoRowsEntry, whyNoRows } from '../../core/pipeline/noRows';
 import type { TrainerOptions } from '../../core/pipeline/options';
 import {
   buildKey,
@@ -67,6 +68,8 @@ export interface ComputeResult {
   modes: ModeWeights[];
   /** the releases whose semantics these numbers reproduce */
   reference: string;
+  /** rollouts with no training rows, no gradient or no reward: the rule that did it, and where */
+  noRows: NoRowsEntry[];
 }
 
 export function parseTrace(
@@ -113,7 +116,11 @@ function build(
 }
 
 /** The page's model of a trainer view. */
-export function toComputeResult(view: TrainerView, buildSerial: number): ComputeResult {
+export function toComputeResult(
+  view: TrainerView,
+  buildSerial: number,
+  noRows: NoRowsEntry[] = [],
+): ComputeResult {
   const sel = view.selected;
   return {
     buildSerial,
@@ -136,6 +143,7 @@ export function toComputeResult(view: TrainerView, buildSerial: number): Compute
     groupPositive: view.groups.positive,
     modes: view.modes.map((m) => ({ name: m.name, key: m.key, rolloutWeight: m.rolloutSums })),
     reference: view.reference.label,
+    noRows,
   };
 }
 
@@ -147,7 +155,7 @@ export function compute(
 ): ComputeResult {
   const built = build(trace, o, tokenizer, cache);
   const view = computeTrainerView({ rollouts: trace.rollouts, options: o, tokenizer, build: built });
-  return toComputeResult(view, cache?.serial ?? 0);
+  return toComputeResult(view, cache?.serial ?? 0, whyNoRows(trace.rollouts, view.options, view, tokenizer));
 }
 
 /** The rows part of a result: sent to the page only when it was rebuilt. */

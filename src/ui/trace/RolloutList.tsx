@@ -1,5 +1,6 @@
 import { memo, useMemo } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import type { NoRowsEntry } from '../../core/pipeline/noRows';
 import { signed, type WeightSign } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
 import { IdText, sharedPrefixLength } from '../components/IdText';
@@ -13,6 +14,8 @@ export interface RolloutListProps {
   /** per rollout: training rows it produced and merge breaks (absent until computed) */
   rows?: number[];
   breaks?: MergeFailure[][];
+  /** per rollout: why it gives no rows or no gradient (or has no reward), when it does (absent until computed) */
+  noRows?: (NoRowsEntry | undefined)[];
   /** per rollout total effective gradient weight ∂L/∂logπ under the selected loss mode (core's sign) */
   weight?: Float64Array;
   /** the same under the options shown before the last change: adds a Δ column */
@@ -44,7 +47,13 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
   const renderRow = (i: number) => {
     const r = rollouts[i];
     const b = breaks?.[i] ?? [];
-    const merge = rows ? mergeText(rows[i], b.length) : '';
+    const nr = props.noRows?.[i];
+    const why = nr?.reasons.map((x) => `${x.rule} at ${x.where}: ${x.detail}`).join('\n') ?? '';
+    const merge = rows
+      ? nr?.noGradient
+        ? `${mergeText(rows[i], b.length)} · ${nr.reasons[nr.reasons.length - 1].rule.replaceAll('_', ' ')}`
+        : mergeText(rows[i], b.length)
+      : '';
     const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
     // a rollout with a part that could not be read (an unreadable event) must not look complete
     const gaps = r.incomplete ?? [];
@@ -92,7 +101,12 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
           <IdText id={r.dataId} prefix={groupPrefix} />
         </span>
         <span className="c-num">{r.calls.length}</span>
-        <span className={b.length ? 'c-merge warn' : 'c-merge'} title={merge || undefined}>
+        <span
+          className={b.length || nr?.noGradient ? 'c-merge warn' : 'c-merge'}
+          title={why ? `${merge}\n${why}` : merge || undefined}
+          data-testid={nr ? `no-rows-${r.rolloutId}` : undefined}
+          data-rule={nr ? nr.reasons.map((x) => x.rule).join(' ') : undefined}
+        >
           {merge}
         </span>
         {anyFailed && (

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef } from 'react';
 import type { MergeFailure } from '../../core/aggregate/mergeFailure';
+import type { NoRowsEntry } from '../../core/pipeline/noRows';
 import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
 import { ExportButtons } from '../components/ExportButtons';
@@ -184,6 +185,13 @@ export function TracePanel() {
     return s;
   }, [res, rollouts]);
   const options = resolveOptions(view);
+  const noRowsOf = useMemo(() => {
+    if (!res?.noRows) return undefined;
+    const out: (NoRowsEntry | undefined)[] = [];
+    for (const e of res.noRows) out[e.rollout] = e;
+    return out;
+  }, [res]);
+  const noRowsHere = selected >= 0 ? noRowsOf?.[selected] : undefined;
   const zeroReason = useMemo(() => {
     if (!trace || !res || selected < 0 || res.rolloutWeight[selected] !== 0) return null;
     const g = groupRewards(trace, res, options.rewardFillnaValue).get(trace.rollouts[selected].dataId);
@@ -221,6 +229,7 @@ export function TracePanel() {
             onSelect={select}
             rows={derived?.rows}
             breaks={derived?.breaks}
+            noRows={noRowsOf}
             weight={res?.rolloutWeight}
             sign={sign}
             testPrefix="rollout-row"
@@ -309,6 +318,22 @@ export function TracePanel() {
             <p className="note" data-testid="zero-weight-note">
               Every weight of this rollout is 0: {zeroReason}.
             </p>
+          )}
+          {noRowsHere && (
+            <div className="note" data-testid="no-rows-note">
+              {noRowsHere.noGradient
+                ? noRowsHere.rows === 0
+                  ? 'This rollout gives no training rows:'
+                  : `This rollout's ${noRowsHere.rows} row${noRowsHere.rows === 1 ? '' : 's'} move nothing:`
+                : 'Note:'}
+              <ul>
+                {noRowsHere.reasons.map((x) => (
+                  <li key={`${x.rule}-${x.where}-${x.detail}`}>
+                    <b>{x.rule.replaceAll('_', ' ')}</b> at <code>{x.where}</code>: {x.detail}
+                  </li>
+                ))}
+              </ul>
+            </div>
           )}
           {computeError && (
             <p className="bad" role="alert">
