@@ -1,6 +1,7 @@
 /**
  * A seeded mutation fuzzer for the trace importers. Mutants are made from real traces (the bundled samples, the
- * Agent Lightning events `lab convert` makes of them, and the completed-rollouts form) by damaging some of their
+ * Agent Lightning events `lab convert` makes of them, the completed-rollouts form, and the samples in other
+ * frameworks' formats under public/samples/frameworks/) by damaging some of their
  * records: truncation, byte noise, wrong types, hostile values (objects with `toString`, 10^400, deep nesting,
  * 300k-id arrays, lone surrogates), stray records of another format, duplicates. For every mutant it checks:
  * - nothing but TraceFormatError escapes, and no input takes long (`maxMs`);
@@ -24,7 +25,27 @@ import {
 } from '../../src/core/trace/io';
 import type { Rollout, TraceIssue } from '../../src/core/trace/types';
 
-export type FuzzFormat = 'jsonl' | 'agl-event-lines' | 'agl-events-list' | 'agl-bundle' | 'completed';
+export type FuzzFormat =
+  | 'jsonl'
+  | 'agl-event-lines'
+  | 'agl-events-list'
+  | 'agl-bundle'
+  | 'completed'
+  | FrameworkFormat;
+
+/** Other frameworks' line formats, by the prefix of their sample files in public/samples/frameworks/. */
+const FRAMEWORK_FORMATS = ['nemo-gym', 'verl-dump', 'openai-log', 'skyrl-dump'] as const;
+type FrameworkFormat = (typeof FRAMEWORK_FORMATS)[number];
+const FRAMEWORK_FILE: Record<FrameworkFormat, string> = {
+  'nemo-gym': 'nemo-gym-',
+  'verl-dump': 'verl-dump-',
+  'openai-log': 'openai-',
+  'skyrl-dump': 'skyrl-dump-',
+};
+/** Formats of one record per line. */
+const LINE_FORMATS = new Set<FuzzFormat>(['jsonl', 'agl-event-lines', ...FRAMEWORK_FORMATS]);
+/** Formats whose rollout and group ids depend on the other lines (samples of one prompt are counted and grouped). */
+const CONTEXT_IDS = new Set<FuzzFormat>(['verl-dump', 'skyrl-dump']);
 
 /** One record of a mutant, with whether the mutation touched it and which rollout it belongs to. */
 interface Unit {
@@ -88,7 +109,21 @@ export function loadCorpus(bundles: string[]): Corpus {
     'agl-events-list': [],
     'agl-bundle': [],
     completed: [],
+    'nemo-gym': [],
+    'verl-dump': [],
+    'openai-log': [],
+    'skyrl-dump': [],
   };
+  const fw = join(dir, 'frameworks');
+  for (const f of readdirSync(fw).sort())
+    for (const format of FRAMEWORK_FORMATS)
+      if (f.startsWith(FRAMEWORK_FILE[format]) && f.endsWith('.jsonl'))
+        readFileSync(join(fw, f), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .forEach((text, i) => {
+            records[format].push({ text, rollout: `${f}:${i}` });
+          });
   for (const f of readdirSync(dir)
     .filter((x) => x.endsWith('.jsonl'))
     .sort()) {
@@ -115,12 +150,19 @@ export function loadCorpus(bundles: string[]): Corpus {
   return { records };
 }
 
-const FORMATS: FuzzFormat[] = ['jsonl', 'agl-event-lines', 'agl-events-list', 'agl-bundle', 'completed'];
+const FORMATS: FuzzFormat[] = [
+  'jsonl',
+  'agl-event-lines',
+  'agl-events-list',
+  'agl-bundle',
+  'completed',
+  ...FRAMEWORK_FORMATS,
+];
 const EVENT_FORMATS = new Set<FuzzFormat>(['agl-event-lines', 'agl-events-list']);
 
 function join_(format: FuzzFormat, units: Unit[]): string {
   const texts = units.map((u) => u.text);
-  if (format === 'jsonl' || format === 'agl-event-lines') return texts.join('\n') + '\n';
+  if (LINE_FORMATS.has(format)) return texts.join('\n') + '\n';
   if (format === 'agl-events-list') return `[${texts.join(',\n')}]`;
   return `{"rollouts": [${texts.join(', ')}], "params": {"note": "ignored"}}`;
 }
@@ -343,10 +385,16 @@ export function makeMutant(rand: Rand, corpus: Corpus): Mutant {
 }
 
 /** Canonical text of a rollout for comparisons: its JSONL line, without the incomplete marks. */
-function canon(r: Rollout, opts: { dropId?: boolean; bundle?: boolean } = {}): string {
+function canon(r: Rollout, opts: { dropId?: boolean; bundle?: boolean; context?: boolean } = {}): string {
   const copy: Rollout = { ...r };
   delete copy.incomplete;
   if (opts.dropId) copy.rolloutId = '';
+  if (opts.context) {
+    // ids a dump's reader derives from the lines around a record (which sample of its prompt, which group)
+    copy.rolloutId = '';
+    copy.dataId = '';
+    delete copy.sampleIdxInStep;
+  }
   if (opts.bundle) {
     // what the bundle format does not keep exactly: times are seconds, and three
     // metadata keys are its own (see docs/TRACE_FORMAT.md)
@@ -405,7 +453,7 @@ function balanced(text: string): boolean {
  * brackets do not balance runs to the end of the text (reported as cut off), so what follows it is lost too.
  */
 function expected(format: FuzzFormat, units: Unit[]): { byRollout: Map<string, string>; lines: string[] } {
-  if (format !== 'jsonl' && format !== 'agl-event-lines') {
+  if (!LINE_FORMATS.has(format)) {
     const broken = units.findIndex((u) => u.touched && (!balanced(u.text) || !parses(u.text)));
     if (broken >= 0)
       units = units.map((u, k) => (k > broken ? { ...u, touched: true, stray: false, gone: true } : u));
@@ -439,9 +487,10 @@ function expected(format: FuzzFormat, units: Unit[]): { byRollout: Map<string, s
   }
   for (const u of units) {
     if (u.touched) continue;
-    const doc = format === 'jsonl' ? u.text : `{"rollouts": [${u.text}]}`;
+    const doc = LINE_FORMATS.has(format) ? u.text : `{"rollouts": [${u.text}]}`;
     const alone = parseTraceText(doc);
-    if (alone.rollouts.length === 1) lines.push(canon(alone.rollouts[0]));
+    if (alone.rollouts.length === 1)
+      lines.push(canon(alone.rollouts[0], { context: CONTEXT_IDS.has(format) }));
   }
   return { byRollout, lines };
 }
@@ -545,7 +594,7 @@ export function fuzzTraces(
         }
       }
     } else {
-      const got = batch.rollouts.map((r) => canon(r));
+      const got = batch.rollouts.map((r) => canon(r, { context: CONTEXT_IDS.has(m.format) }));
       for (const want of exp.lines) {
         c.keptChecked++;
         const at = got.indexOf(want);

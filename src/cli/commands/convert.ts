@@ -1,8 +1,10 @@
 /**
- * `lab convert <in> <out> [--to jsonl|agl-events] [--from FORMAT] [--exclude-incomplete]`: converts traces
- * between Agent Lightning gateway events and our JSONL trace format (docs/TRACE_FORMAT.md). The input is read
- * as a stream (any size) and its format detected unless --from names it; bad records are reported on stderr
- * and skipped, valid ones are written.
+ * `lab convert <in> <out> [--to jsonl|agl-events] [--from FORMAT] [--tokenizer NAME|PATH] [--exclude-incomplete]`:
+ * converts traces between Agent Lightning gateway events and our JSONL trace format, and writes our JSONL from
+ * other frameworks' files (NeMo Gym rollouts, verl and SkyRL dumps, OpenAI request logs; docs/TRACE_FORMAT.md).
+ * The input is read as a stream (any size) and its format detected unless --from names it; bad records are
+ * reported on stderr and skipped, valid ones are written. A text-only file's calls get ids from --tokenizer
+ * (marked retokenized), or are written with their text only.
  */
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -16,6 +18,7 @@ import {
 import { excludeIncomplete, formatIssue } from '../../core/trace/types';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
+import { bundledTokenizers, loadTokenizer } from '../tokenizers';
 import { outputProblem, readTraceFile, writePieces } from '../traceFile';
 
 const TO = ['jsonl', 'agl-events'] as const;
@@ -23,13 +26,17 @@ const TO = ['jsonl', 'agl-events'] as const;
 const SHOW_ISSUES = 20;
 
 export const command: Command = {
-  summary: 'convert traces between Agent Lightning gateway events and our JSONL trace format',
-  usage: `npm run lab -- convert <in> <out> [--to ${TO.join('|')}] [--from ${TRACE_FORMATS.join('|')}] [--exclude-incomplete]
+  summary:
+    'convert traces between Agent Lightning gateway events and our JSONL trace format; other frameworks’ files to our JSONL',
+  usage: `npm run lab -- convert <in> <out> [--to ${TO.join('|')}] [--from ${TRACE_FORMATS.join('|')}] [--tokenizer qwen3|policy|PATH] [--exclude-incomplete]
+  --tokenizer gives the calls of a text-only file (verl / SkyRL dumps, API logs without ids) that tokenizer's ids,
+    marked retokenized; without it they are written with their text only
   --exclude-incomplete leaves out rollouts with a part that could not be read (an unreadable event)`,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       to: { type: 'string' },
       from: { type: 'string' },
+      tokenizer: { type: 'string' },
       'exclude-incomplete': { type: 'bool' },
     });
     if (positionals.length !== 2)
@@ -48,9 +55,18 @@ export const command: Command = {
     const bad = outputProblem(outPath);
     if (bad) throw new UsageError(bad.replace(outPath, positionals[1]));
 
+    let tokenizer: ReturnType<typeof loadTokenizer> | undefined;
+    if (flags.tokenizer !== undefined)
+      try {
+        tokenizer = loadTokenizer(String(flags.tokenizer));
+      } catch (e) {
+        throw new UsageError(
+          `--tokenizer: ${(e as Error).message} (bundled: ${bundledTokenizers.join(', ')})`,
+        );
+      }
     let batch: Awaited<ReturnType<typeof readTraceFile>>;
     try {
-      batch = await readTraceFile(inPath, { format: from as TraceFormat | undefined });
+      batch = await readTraceFile(inPath, { format: from as TraceFormat | undefined, tokenizer });
     } catch (e) {
       if (e instanceof TraceFormatError) {
         console.error(`lab convert: ${positionals[0]}: ${e.message}`);
@@ -89,6 +105,11 @@ export const command: Command = {
       .filter(([k, v]) => k !== 'records_skipped' && v > 0)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
+    const textOnly = batch.counters.text_only_calls ?? 0;
+    if (textOnly)
+      console.error(
+        `lab convert: ${positionals[0]}: ${textOnly} calls are text only (the file has no token ids); written without ids (--tokenizer gives them ids)`,
+      );
     const partial = incomplete
       ? flags['exclude-incomplete']
         ? `; ${incomplete} incomplete rollouts left out`
