@@ -458,10 +458,15 @@ function expected(format: FuzzFormat, units: Unit[]): { byRollout: Map<string, s
     if (broken >= 0)
       units = units.map((u, k) => (k > broken ? { ...u, touched: true, stray: false, gone: true } : u));
   }
-  // Strays may outnumber the records that survive (when a cut took the rest): then the file's format is theirs.
+  // Strays may outnumber the records that survive (when a cut took the rest, or the others no longer parse and
+  // so count for no format): then the file's format may be theirs.
   const strays = units.filter((u) => u.stray).length;
   const survivors = units.filter(
-    (u) => !u.stray && !(u as { gone?: boolean }).gone && u.rollout !== null,
+    (u) =>
+      !u.stray &&
+      !(u as { gone?: boolean }).gone &&
+      u.rollout !== null &&
+      (!LINE_FORMATS.has(format) || parses(u.text)),
   ).length;
   if (strays > 0 && strays * 2 >= survivors) return { byRollout: new Map(), lines: [] };
   const byRollout = new Map<string, string>();
