@@ -49,11 +49,8 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
     const b = breaks?.[i] ?? [];
     const nr = props.noRows?.[i];
     const why = nr?.reasons.map((x) => `${x.rule} at ${x.where}: ${x.detail}`).join('\n') ?? '';
-    const merge = rows
-      ? nr?.noGradient
-        ? `${mergeText(rows[i], b.length)} · ${nr.reasons[nr.reasons.length - 1].rule.replaceAll('_', ' ')}`
-        : mergeText(rows[i], b.length)
-      : '';
+    // the column stays short (it must fit at 1024 px): the rule is its colour, its tooltip and data-rule
+    const merge = rows ? mergeText(rows[i], b.length) : '';
     const failure = r.state === 'failed' ? (r.error ?? 'failed') : '';
     // a rollout with a part that could not be read (an unreadable event) must not look complete
     const gaps = r.incomplete ?? [];
@@ -103,7 +100,7 @@ export const RolloutList = memo(function RolloutList(props: RolloutListProps) {
         <span className="c-num">{r.calls.length}</span>
         <span
           className={b.length || nr?.noGradient ? 'c-merge warn' : 'c-merge'}
-          title={why ? `${merge}\n${why}` : merge || undefined}
+          title={why ? `${merge}\n${nr?.noGradient ? 'no gradient: ' : ''}${why}` : merge || undefined}
           data-testid={nr ? `no-rows-${r.rolloutId}` : undefined}
           data-rule={nr ? nr.reasons.map((x) => x.rule).join(' ') : undefined}
         >
