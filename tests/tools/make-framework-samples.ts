@@ -33,6 +33,6 @@ write('nemo-gym-search.jsonl', toNemoGymLines(load('search-scripted')));
 // the scripted expert's and the random engine's attempts at the same tasks: groups 0–2 mix rewards
 write('nemo-gym-coding.jsonl', toNemoGymLines([...load('coding-scripted'), ...load('coding-random')]));
 write('verl-dump-instruction.jsonl', toVerlDumpLines(load('instruction-scripted'), qwen3));
-write('openai-chat-search.jsonl', toOpenAiChatLines(load('search-scripted')));
-write('openai-responses-search.jsonl', toOpenAiResponsesLines(load('search-scripted')));
+write('openai-log-chat-search.jsonl', toOpenAiChatLines(load('search-scripted')));
+write('openai-log-responses-search.jsonl', toOpenAiResponsesLines(load('search-scripted')));
 write('skyrl-dump-instruction.jsonl', toSkyrlLines(load('instruction-scripted'), qwen3));

@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { mulberry32 } from '../../src/core/random';
 import {
   aglEventsBundleChunks,
+  FRAMEWORK_KINDS,
+  type FrameworkKind,
   parseTraceText,
   rolloutToJsonlLine,
   TraceFormatError,
@@ -33,15 +35,9 @@ export type FuzzFormat =
   | 'completed'
   | FrameworkFormat;
 
-/** Other frameworks' line formats, by the prefix of their sample files in public/samples/frameworks/. */
-const FRAMEWORK_FORMATS = ['nemo-gym', 'verl-dump', 'openai-log', 'skyrl-dump'] as const;
-type FrameworkFormat = (typeof FRAMEWORK_FORMATS)[number];
-const FRAMEWORK_FILE: Record<FrameworkFormat, string> = {
-  'nemo-gym': 'nemo-gym-',
-  'verl-dump': 'verl-dump-',
-  'openai-log': 'openai-',
-  'skyrl-dump': 'skyrl-dump-',
-};
+/** Other frameworks' line formats (core's registry); their samples are public/samples/frameworks/<name>-*.jsonl. */
+const FRAMEWORK_FORMATS: readonly FrameworkKind[] = FRAMEWORK_KINDS;
+type FrameworkFormat = FrameworkKind;
 /** Formats of one record per line. */
 const LINE_FORMATS = new Set<FuzzFormat>(['jsonl', 'agl-event-lines', ...FRAMEWORK_FORMATS]);
 /** Formats whose rollout and group ids depend on the other lines (samples of one prompt are counted and grouped). */
@@ -117,7 +113,7 @@ export function loadCorpus(bundles: string[]): Corpus {
   const fw = join(dir, 'frameworks');
   for (const f of readdirSync(fw).sort())
     for (const format of FRAMEWORK_FORMATS)
-      if (f.startsWith(FRAMEWORK_FILE[format]) && f.endsWith('.jsonl'))
+      if (f.startsWith(`${format}-`) && f.endsWith('.jsonl'))
         readFileSync(join(fw, f), 'utf8')
           .split('\n')
           .filter(Boolean)

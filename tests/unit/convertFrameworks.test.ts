@@ -36,8 +36,8 @@ function tokens(rs: Rollout[]) {
 const CASES = [
   { file: 'nemo-gym-search.jsonl', format: 'nemo-gym', tokenizer: false, logProbs: true },
   { file: 'nemo-gym-coding.jsonl', format: 'nemo-gym', tokenizer: false, logProbs: true },
-  { file: 'openai-chat-search.jsonl', format: 'openai-log', tokenizer: false, logProbs: true },
-  { file: 'openai-responses-search.jsonl', format: 'openai-log', tokenizer: true, logProbs: false },
+  { file: 'openai-log-chat-search.jsonl', format: 'openai-log', tokenizer: false, logProbs: true },
+  { file: 'openai-log-responses-search.jsonl', format: 'openai-log', tokenizer: true, logProbs: false },
   { file: 'verl-dump-instruction.jsonl', format: 'verl-dump', tokenizer: true, logProbs: false },
   { file: 'skyrl-dump-instruction.jsonl', format: 'skyrl-dump', tokenizer: true, logProbs: false },
 ] as const;

@@ -193,7 +193,7 @@ describe('verl rollout_data_dir dumps', () => {
 describe('OpenAI request logs', () => {
   it('Chat Completions with vLLM ids: ids and log-probs as recorded, tools kept', () => {
     const src = ours('search-scripted');
-    const t = parseTraceText(frameworkSample('openai-chat-search'));
+    const t = parseTraceText(frameworkSample('openai-log-chat-search'));
     expect(t.format).toBe('openai-log');
     expect(tokens(t.rollouts)).toEqual(tokens(src));
     expect(t.rollouts[0].calls[0].request.tools?.[0].function.name).toBe('search');
@@ -203,7 +203,7 @@ describe('OpenAI request logs', () => {
 
   it('Responses without ids: the chat template over the messages reproduces the engine ids here', () => {
     const src = ours('search-scripted');
-    const t = parseTraceText(frameworkSample('openai-responses-search'), { tokenizer: qwen3 });
+    const t = parseTraceText(frameworkSample('openai-log-responses-search'), { tokenizer: qwen3 });
     expect(t.format).toBe('openai-log');
     expect(t.issues).toEqual([]);
     expect(t.rollouts.every((r) => retokenizedMark(r)?.from === 'openai-log')).toBe(true);

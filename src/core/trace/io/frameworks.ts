@@ -35,34 +35,60 @@ import { readTraceRecord } from './jsonl';
 
 export type FrameworkKind = 'nemo-gym' | 'verl-dump' | 'openai-log' | 'skyrl-dump';
 
-export const FRAMEWORK_KINDS: readonly FrameworkKind[] = [
-  'nemo-gym',
-  'verl-dump',
-  'openai-log',
-  'skyrl-dump',
-];
+type Rec = Record<string, unknown>;
 
-/** How a record of each framework is described in messages. */
-export const FRAMEWORK_TEXT: Record<FrameworkKind, string> = {
-  'nemo-gym': 'a NeMo Gym rollout ({"responses_create_params", "response", "reward", …})',
-  'verl-dump': 'a verl rollout dump line ({"input", "output", "score", "step", …})',
-  'openai-log': 'an OpenAI request log line ({"request", "response"})',
-  'skyrl-dump': 'a SkyRL dump line ({"input_prompt", "output_response", "score", …})',
-};
-export const FRAMEWORK_PLURAL: Record<FrameworkKind, string> = {
-  'nemo-gym': 'NeMo Gym rollouts',
-  'verl-dump': 'verl rollout dump lines',
-  'openai-log': 'OpenAI request log lines',
-  'skyrl-dump': 'SkyRL dump lines',
-};
+/** What a line reader may know about the lines before it (dumps number samples and group them by prompt). */
+export interface LineContext {
+  lineNo: number;
+  /** `<prefix><k>`: k numbers the distinct keys in order of appearance */
+  groupOf(key: string, prefix: string): string;
+  /** 0, 1, 2, … per counter name */
+  next(counter: string): number;
+}
+
+/** One framework's line format: how it is recognised, read, described, and tokenized when it has no ids. */
+export interface FrameworkFormat {
+  name: FrameworkKind;
+  /** one record, for messages: `a verl rollout dump line ({"input", …})` */
+  text: string;
+  plural: string;
+  /** where upstream writes the format */
+  source: string;
+  /** whether a decoded line has this format's keys (formats are tried in registry order) */
+  detect(o: JsonObject): boolean;
+  /** the JSONL record of one line (read by the JSONL validator); throws RecordInvalid */
+  record(o: JsonObject, ctx: LineContext): Rec;
+  /**
+   * how a call without ids is tokenized: 'dumped' = the user message and the response are the dumped text,
+   * encoded as is; 'template' = the chat template over the messages (the trainer's retokenization)
+   */
+  tokenize: 'dumped' | 'template';
+  /** what the tokenized text was, for the retokenized mark */
+  tokenizedText: string;
+}
+
+const registry = new Map<string, FrameworkFormat>();
+
+export function registerFramework(f: FrameworkFormat): void {
+  if (registry.has(f.name)) throw new Error(`framework format '${f.name}' is already registered`);
+  registry.set(f.name, f);
+}
+
+/** Every framework format, in registration (= detection) order. */
+export function listFrameworks(): FrameworkFormat[] {
+  return [...registry.values()];
+}
+
+export function getFramework(name: string): FrameworkFormat {
+  const f = registry.get(name);
+  if (!f) throw new Error(`unknown framework format '${name}' (known: ${[...registry.keys()].join(', ')})`);
+  return f;
+}
 
 /** The framework a decoded line belongs to, by its keys; null when it is none of them. */
 export function frameworkKind(v: unknown): FrameworkKind | null {
   if (!isObject(v)) return null;
-  if ('responses_create_params' in v || '_ng_task_index' in v) return 'nemo-gym';
-  if ('input_prompt' in v && 'output_response' in v) return 'skyrl-dump';
-  if ('request' in v && 'response' in v) return 'openai-log';
-  if ('input' in v && 'output' in v && ('score' in v || 'step' in v)) return 'verl-dump';
+  for (const f of registry.values()) if (f.detect(v)) return f.name;
   return null;
 }
 
@@ -70,162 +96,144 @@ interface FrameworkOptions {
   tokenizer?: ChatTokenizer;
 }
 
-type Rec = Record<string, unknown>;
-
 /**
  * Reads the lines of one framework file: keeps the per-file state (grouping of text-only records by their
  * prompt, per-step sample counters). `read` throws RecordInvalid for a bad line; nothing else is lost.
  */
 export class FrameworkReader {
   private readonly groups = new Map<string, number>();
-  private readonly perStep = new Map<string, number>();
+  private readonly counts = new Map<string, number>();
+  private readonly ctx: LineContext;
 
   constructor(
     private readonly counters: ImportCounters,
     private readonly opts: FrameworkOptions = {},
-  ) {}
+  ) {
+    this.ctx = {
+      lineNo: 0,
+      groupOf: (key, prefix) => {
+        let g = this.groups.get(`${prefix}\u0000${key}`);
+        if (g === undefined) {
+          g = this.groups.size;
+          this.groups.set(`${prefix}\u0000${key}`, g);
+        }
+        return `${prefix}${g}`;
+      },
+      next: (counter) => {
+        const n = this.counts.get(counter) ?? 0;
+        this.counts.set(counter, n + 1);
+        return n;
+      },
+    };
+  }
 
   read(kind: FrameworkKind, v: unknown, lineNo: number): Rollout {
     const o = readObject(v, '');
-    let rec: Rec;
-    switch (kind) {
-      case 'nemo-gym':
-        rec = nemoGymRecord(o, lineNo);
-        break;
-      case 'openai-log':
-        rec = openaiLogRecord(o, lineNo);
-        break;
-      case 'verl-dump':
-        rec = this.verlRecord(o);
-        break;
-      case 'skyrl-dump':
-        rec = this.skyrlRecord(o);
-        break;
-    }
-    const r = readTraceRecord(rec, this.counters);
+    this.ctx.lineNo = lineNo;
+    const r = readTraceRecord(getFramework(kind).record(o, this.ctx), this.counters);
     const tok = this.opts.tokenizer;
     if (tok) bump(this.counters, 'retokenized_calls', tokenizeTextOnly(r, tok));
     const left = textOnlyCalls(r);
     if (left) bump(this.counters, 'text_only_calls', left);
     return r;
   }
+}
 
-  private groupOf(key: string, prefix: string): string {
-    let g = this.groups.get(key);
-    if (g === undefined) {
-      g = this.groups.size;
-      this.groups.set(key, g);
-    }
-    return `${prefix}${g}`;
-  }
+/** verl `_dump_generations`: one sample per line, decoded with skip_special_tokens=True. */
+function verlRecord(o: JsonObject, ctx: LineContext): Rec {
+  const input = readString(o.input, 'input');
+  const output = readString(o.output, 'output');
+  const step = o.step === undefined || o.step === null ? 0 : readIndex(o.step, 'step');
+  const score = readScore(o.score, 'score');
+  const idx = ctx.next(`verl step ${step}`);
+  const extra: Rec = {};
+  for (const [k, x] of Object.entries(o))
+    if (k !== 'input' && k !== 'output' && k !== 'score' && k !== 'step') extra[k] = x;
+  return {
+    rollout_id: `step${step}-${idx}`,
+    // verl's uid is not dumped: samples of one prompt share the prompt text
+    data_id: ctx.groupOf(input, `step${step}-prompt`),
+    step,
+    sample_idx_in_step: idx,
+    final_reward: score,
+    rewards: score === null ? [] : [{ value: score }],
+    metadata: { source: 'verl-dump', verl: extra },
+    calls: [
+      {
+        request: { messages: [{ role: 'user', content: input }] },
+        response: { message: { role: 'assistant', content: output }, finish_reason: null },
+      },
+    ],
+  };
+}
 
-  private nextInStep(step: string): number {
-    const n = this.perStep.get(step) ?? 0;
-    this.perStep.set(step, n + 1);
-    return n;
-  }
-
-  /** verl `_dump_generations`: one sample per line, decoded with skip_special_tokens=True. */
-  private verlRecord(o: JsonObject): Rec {
-    const input = readString(o.input, 'input');
-    const output = readString(o.output, 'output');
-    const step = o.step === undefined || o.step === null ? 0 : readIndex(o.step, 'step');
-    const score = readScore(o.score, 'score');
-    const idx = this.nextInStep(String(step));
-    const extra: Rec = {};
-    for (const [k, x] of Object.entries(o))
-      if (k !== 'input' && k !== 'output' && k !== 'score' && k !== 'step') extra[k] = x;
-    return {
-      rollout_id: `step${step}-${idx}`,
-      // verl's uid is not dumped: samples of one prompt share the prompt text
-      data_id: this.groupOf(`verl\u0000${step}\u0000${input}`, `step${step}-prompt`),
-      step,
-      sample_idx_in_step: idx,
-      final_reward: score,
-      rewards: score === null ? [] : [{ value: score }],
-      metadata: { source: 'verl-dump', verl: extra },
-      calls: [
-        {
-          request: { messages: [{ role: 'user', content: input }] },
-          response: { message: { role: 'assistant', content: output }, finish_reason: null },
+/** SkyRL `dump_per_dataset_eval_results`: decoded with special tokens; `score` may be per-token rewards. */
+function skyrlRecord(o: JsonObject, ctx: LineContext): Rec {
+  const input = readString(o.input_prompt, 'input_prompt');
+  const output = readString(o.output_response, 'output_response');
+  const source = o.data_source === undefined || o.data_source === null ? 'unknown' : o.data_source;
+  const ds = typeof source === 'string' ? source : readString(source, 'data_source');
+  let score: number | null;
+  if (Array.isArray(o.score)) {
+    // token-level rewards: SkyRL sums them to the sequence reward
+    score = 0;
+    o.score.forEach((x, i) => {
+      score = (score as number) + (readScore(x, join('score', i)) ?? 0);
+    });
+  } else score = readScore(o.score, 'score');
+  const stop = o.stop_reason;
+  if (stop !== undefined && stop !== null && typeof stop !== 'string')
+    throw new RecordInvalid('stop_reason', `must be a string or null, got ${describe(stop)}`);
+  const idx = ctx.next(`skyrl ${ds}`);
+  const extra: Rec = {};
+  for (const k of ['env_class', 'env_extras'] as const) if (o[k] !== undefined) extra[k] = o[k];
+  return {
+    rollout_id: `${ds}-${idx}`,
+    data_id: ctx.groupOf(input, `${ds}-prompt`),
+    sample_idx_in_step: idx,
+    final_reward: score,
+    rewards: score === null ? [] : [{ value: score }],
+    metadata: { source: 'skyrl-dump', data_source: ds, skyrl: extra },
+    calls: [
+      {
+        request: { messages: [{ role: 'user', content: input }] },
+        response: {
+          message: { role: 'assistant', content: output },
+          finish_reason: typeof stop === 'string' ? stop : null,
         },
-      ],
-    };
-  }
-
-  /** SkyRL `dump_per_dataset_eval_results`: decoded with special tokens; `score` may be per-token rewards. */
-  private skyrlRecord(o: JsonObject): Rec {
-    const input = readString(o.input_prompt, 'input_prompt');
-    const output = readString(o.output_response, 'output_response');
-    const source = o.data_source === undefined || o.data_source === null ? 'unknown' : o.data_source;
-    const ds = typeof source === 'string' ? source : readString(source, 'data_source');
-    let score: number | null;
-    if (Array.isArray(o.score)) {
-      // token-level rewards: SkyRL sums them to the sequence reward
-      score = 0;
-      o.score.forEach((x, i) => {
-        score = (score as number) + (readScore(x, join('score', i)) ?? 0);
-      });
-    } else score = readScore(o.score, 'score');
-    const stop = o.stop_reason;
-    if (stop !== undefined && stop !== null && typeof stop !== 'string')
-      throw new RecordInvalid('stop_reason', `must be a string or null, got ${describe(stop)}`);
-    const idx = this.nextInStep(ds);
-    const extra: Rec = {};
-    for (const k of ['env_class', 'env_extras'] as const) if (o[k] !== undefined) extra[k] = o[k];
-    return {
-      rollout_id: `${ds}-${idx}`,
-      data_id: this.groupOf(`skyrl\u0000${ds}\u0000${input}`, `${ds}-prompt`),
-      sample_idx_in_step: idx,
-      final_reward: score,
-      rewards: score === null ? [] : [{ value: score }],
-      metadata: { source: 'skyrl-dump', data_source: ds, skyrl: extra },
-      calls: [
-        {
-          request: { messages: [{ role: 'user', content: input }] },
-          response: {
-            message: { role: 'assistant', content: output },
-            finish_reason: typeof stop === 'string' ? stop : null,
-          },
-        },
-      ],
-    };
-  }
+      },
+    ],
+  };
 }
 
 /**
  * Gives the calls without ids of a text-only rollout (`metadata.source` names its format) ids from the
- * tokenizer: the dumped text as it is (verl, SkyRL: the text is already the rendered prompt and the decoded
- * response) or the chat template over the messages (API logs). The rollout is marked `metadata.retokenized`.
- * Returns how many calls got ids. The reader does this when it is given a tokenizer; the page does it after
- * reading, once its tokenizer has loaded.
+ * tokenizer, as its format says: the dumped text as it is (verl, SkyRL: the text is already the rendered
+ * prompt and the decoded response) or the chat template over the messages (API logs). The rollout is marked
+ * `metadata.retokenized`. Returns how many calls got ids. The reader does this when it is given a tokenizer;
+ * the page does it after reading, once its tokenizer has loaded.
  */
 export function tokenizeTextOnly(r: Rollout, tok: ChatTokenizer): number {
   const kind = r.metadata.source;
-  if (typeof kind !== 'string' || !(FRAMEWORK_KINDS as readonly string[]).includes(kind)) return 0;
+  const f = typeof kind === 'string' ? registry.get(kind) : undefined;
+  if (!f) return 0;
   let made = 0;
   for (const c of r.calls) {
     if (c.promptTokenIds !== undefined || c.response === null) continue;
-    const dumped = kind === 'verl-dump' || kind === 'skyrl-dump';
-    const t = dumped
-      ? {
-          promptIds: tok.encode(c.request.messages[0]?.content ?? ''),
-          responseIds: tok.encode(c.response.message.content ?? ''),
-        }
-      : retokenizeCall(tok, c);
+    const t =
+      f.tokenize === 'dumped'
+        ? {
+            promptIds: tok.encode(c.request.messages[0]?.content ?? ''),
+            responseIds: tok.encode(c.response.message.content ?? ''),
+          }
+        : retokenizeCall(tok, c);
     if (!t) continue;
     c.promptTokenIds = t.promptIds;
     c.responseTokenIds = t.responseIds;
     made++;
   }
   if (made === 0) return 0;
-  const what =
-    kind === 'verl-dump'
-      ? 'the dumped input and output text, encoded as is; verl decodes with skip_special_tokens=True, so the chat template’s special tokens are missing from the prompt and the end-of-turn token from the response'
-      : kind === 'skyrl-dump'
-        ? 'the dumped input_prompt and output_response text (decoded with special tokens), encoded as is'
-        : 'the chat template over the logged messages (the rendered prompt) and the response message';
-  r.metadata.retokenized = { tokenizer: tok.name, from: kind, text: what };
+  r.metadata.retokenized = { tokenizer: tok.name, from: f.name, text: f.tokenizedText };
   return made;
 }
 
@@ -720,3 +728,52 @@ function mergeGenerations(gens: Generation[]): Generation {
   if (withIds[0]?.ids) g.ids = withIds[0].ids;
   return g;
 }
+
+// ---- the registry ------------------------------------------------------------------------------------
+
+registerFramework({
+  name: 'nemo-gym',
+  text: 'a NeMo Gym rollout ({"responses_create_params", "response", "reward", …})',
+  plural: 'NeMo Gym rollouts',
+  source: 'NVIDIA-NeMo/Gym ng_collect_rollouts; ids from responses_api_models/vllm_model',
+  detect: (o) => 'responses_create_params' in o || '_ng_task_index' in o,
+  record: (o, ctx) => nemoGymRecord(o, ctx.lineNo),
+  tokenize: 'template',
+  tokenizedText:
+    'the chat template over the rollout’s messages (the rendered prompt) and the response message',
+});
+registerFramework({
+  name: 'skyrl-dump',
+  text: 'a SkyRL dump line ({"input_prompt", "output_response", "score", …})',
+  plural: 'SkyRL dump lines',
+  source: 'NovaSky-AI/SkyRL skyrl_train/utils/trainer_utils.py:dump_per_dataset_eval_results',
+  detect: (o) => 'input_prompt' in o && 'output_response' in o,
+  record: skyrlRecord,
+  tokenize: 'dumped',
+  tokenizedText:
+    'the dumped input_prompt and output_response text (decoded with special tokens), encoded as is',
+});
+registerFramework({
+  name: 'openai-log',
+  text: 'an OpenAI request log line ({"request", "response"})',
+  plural: 'OpenAI request log lines',
+  source: 'OpenAI Chat Completions and Responses API request and response bodies (vLLM: return_token_ids)',
+  detect: (o) => 'request' in o && 'response' in o,
+  record: (o, ctx) => openaiLogRecord(o, ctx.lineNo),
+  tokenize: 'template',
+  tokenizedText: 'the chat template over the logged messages (the rendered prompt) and the response message',
+});
+registerFramework({
+  name: 'verl-dump',
+  text: 'a verl rollout dump line ({"input", "output", "score", "step", …})',
+  plural: 'verl rollout dump lines',
+  source: 'verl 0.8.0 verl/trainer/ppo/ray_trainer.py:RayPPOTrainer._dump_generations',
+  detect: (o) => 'input' in o && 'output' in o && ('score' in o || 'step' in o),
+  record: verlRecord,
+  tokenize: 'dumped',
+  tokenizedText:
+    'the dumped input and output text, encoded as is; verl decodes with skip_special_tokens=True, so the chat template’s special tokens are missing from the prompt and the end-of-turn token from the response',
+});
+
+/** The registered formats' names. */
+export const FRAMEWORK_KINDS: readonly FrameworkKind[] = listFrameworks().map((f) => f.name);

@@ -81,8 +81,11 @@ export {
 export { readCompletedRollouts } from './completedRollouts';
 export {
   FRAMEWORK_KINDS,
+  type FrameworkFormat,
   type FrameworkKind,
   frameworkKind,
+  getFramework,
+  listFrameworks,
   textOnlyCalls,
   tokenizeTextOnly,
 } from './frameworks';

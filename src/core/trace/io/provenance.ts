@@ -5,10 +5,7 @@
  * `lab analyze` say which numbers it affects.
  */
 import type { Rollout } from '../types';
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject } from '../validate';
 
 /** `metadata.retokenized`: the ids of this rollout's calls were made from text at import. */
 export interface RetokenizedMark {

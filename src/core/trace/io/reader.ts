@@ -24,11 +24,10 @@ import { AglEventAssembler, recoverRolloutId } from './aglEvents';
 import { readCompletedRollout } from './completedRollouts';
 import {
   FRAMEWORK_KINDS,
-  FRAMEWORK_PLURAL,
-  FRAMEWORK_TEXT,
   type FrameworkKind,
   FrameworkReader,
   frameworkKind,
+  listFrameworks,
 } from './frameworks';
 import { readTraceRecord } from './jsonl';
 
@@ -94,14 +93,14 @@ const KIND_TEXT: Record<Kind, string> = {
   event: 'an Agent Lightning event ({"event_type", …})',
   bundle: 'an events-bundle entry ({"rollout", "events"})',
   completed: 'a completed rollout ({"rollout_id", "triplets", …})',
-  ...FRAMEWORK_TEXT,
+  ...(Object.fromEntries(listFrameworks().map((f) => [f.name, f.text])) as Record<FrameworkKind, string>),
 };
 const KIND_PLURAL: Record<Kind, string> = {
   rollout: 'rollout records',
   event: 'Agent Lightning events',
   bundle: 'events-bundle entries',
   completed: 'completed rollouts',
-  ...FRAMEWORK_PLURAL,
+  ...(Object.fromEntries(listFrameworks().map((f) => [f.name, f.plural])) as Record<FrameworkKind, string>),
 };
 
 function isFramework(k: Kind): k is FrameworkKind {
