@@ -237,7 +237,6 @@ export const command: Command = {
     const empty = nothingToTrainOn(traceInventory(trace.rollouts));
     if (empty) {
       console.error(`lab analyze: ${label}: ${trace.rollouts.length} rollouts; ${empty}; no training rows`);
-      printNoRowsTo(console.error, trace, options, tokenizer);
       return 1;
     }
     let analysis: Analysis;

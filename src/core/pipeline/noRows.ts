@@ -21,7 +21,7 @@ import { type BuildOptions, selectCalls } from '../aggregate/buildTrainingBatch'
 import type { ChatTokenizer } from '../tokenize/tokenizer';
 import type { ModelCall, Rollout } from '../trace/types';
 import type { TrainerOptions } from './options';
-import { ROW_STATUS, type TrainerView } from './trainer';
+import { buildOptionsOf, ROW_STATUS, type TrainerView } from './trainer';
 
 export type NoRowsRule =
   | 'no_calls'
@@ -131,18 +131,6 @@ function dropReasons(r: Rollout, opts: BuildOptions): NoRowsReason[] {
       },
     ];
   return drops.map((d, i) => ({ rule: 'every_call_dropped', where: `calls[${i}]`, detail: d.detail }));
-}
-
-export function buildOptionsOf(o: TrainerOptions, tokenizer?: ChatTokenizer): BuildOptions {
-  return {
-    level: o.traceAggregatorLevel,
-    maxPromptLength: o.maxPromptLength,
-    maxResponseLength: o.maxResponseLength,
-    padTokenId: 0,
-    rewardFillnaValue: o.rewardFillnaValue,
-    tokenSource: o.tokenSource,
-    tokenizer,
-  };
 }
 
 /**

@@ -25,7 +25,7 @@
  * (epochs × mini-batches) and `microBatchGradient` per micro-batch with its current log-probs
  * (`miniBatchGradient`: a whole mini-batch at once).
  */
-import { type BuildResult, buildTrainingBatch } from '../aggregate/buildTrainingBatch';
+import { type BuildOptions, type BuildResult, buildTrainingBatch } from '../aggregate/buildTrainingBatch';
 import { selectRows } from '../aggregate/select';
 import { computeAdvantage, getAdvEstimator, traceUnavailable } from '../algos/advantage';
 import { rowTokenCounts } from '../algos/aggLoss';
@@ -428,11 +428,9 @@ export interface TrainerViewInput {
   oldLogProbs?: Float32Array;
 }
 
-/** Sample building (step 1) with the options' settings. */
-export function buildRows(rollouts: Rollout[], o: TrainerOptions, tokenizer?: ChatTokenizer): BuildResult {
-  if (o.tokenSource === 'retokenize' && !tokenizer)
-    throw new TrainerOptionError(getOptionSpec('tokenSource'), "'retokenize' needs a tokenizer");
-  return buildTrainingBatch(rollouts, {
+/** The sample-building settings of the options (step 1). */
+export function buildOptionsOf(o: TrainerOptions, tokenizer?: ChatTokenizer): BuildOptions {
+  return {
     level: o.traceAggregatorLevel,
     maxPromptLength: o.maxPromptLength,
     maxResponseLength: o.maxResponseLength,
@@ -440,7 +438,14 @@ export function buildRows(rollouts: Rollout[], o: TrainerOptions, tokenizer?: Ch
     rewardFillnaValue: o.rewardFillnaValue,
     tokenSource: o.tokenSource,
     tokenizer,
-  });
+  };
+}
+
+/** Sample building (step 1) with the options' settings. */
+export function buildRows(rollouts: Rollout[], o: TrainerOptions, tokenizer?: ChatTokenizer): BuildResult {
+  if (o.tokenSource === 'retokenize' && !tokenizer)
+    throw new TrainerOptionError(getOptionSpec('tokenSource'), "'retokenize' needs a tokenizer");
+  return buildTrainingBatch(rollouts, buildOptionsOf(o, tokenizer));
 }
 
 /** The sample-building part of the options: rows can be reused while it stays the same. */
