@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { command as analyze } from '../../src/cli/commands/analyze';
 import { analyzeTrace } from '../../src/core/analyze';
 import { whyNoRows } from '../../src/core/pipeline/noRows';
 import { resolveTrainerOptions } from '../../src/core/pipeline/options';
@@ -123,5 +124,28 @@ describe('why no rows', () => {
     expect(entries).toHaveLength(1);
     expect(entries[0].reasons[0].rule).toBe('no_token_ids');
     expect(entries[0].reasons[0].detail).toMatch(/text only/);
+  });
+
+  it('lab analyze prints each rollout without gradient with its rule and where', async () => {
+    const out: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((m: string) => void out.push(m));
+    const file = join(root, 'public', 'samples', 'frameworks', 'nemo-gym-coding.jsonl');
+    try {
+      expect(await analyze.run([file, '--tokenizer', 'none'])).toBe(0);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const text = out.join('\n');
+    const t = nemo();
+    const view = computeTrainerView({ rollouts: t.rollouts });
+    const entries = whyNoRows(t.rollouts, view.options, view).filter((e) => e.noGradient);
+    expect(entries.length).toBeGreaterThan(0);
+    expect(text).toContain(
+      `why no rows: ${entries.length} of ${t.rollouts.length} rollouts give no training rows or no gradient`,
+    );
+    for (const e of entries)
+      expect(text).toContain(
+        `${e.rolloutId} (group ${e.dataId}; ${e.rows} rows, ${e.trainedRows} trained): zero_variance_group at group ${e.dataId}`,
+      );
   });
 });
