@@ -14,6 +14,9 @@ import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
+import { rmsnormBackwardCpu, rmsnormForwardCpu } from './cpu/rmsnorm';
+import { ropeApplyCpu, ropeTables } from './cpu/rope';
+import { swigluBackwardCpu, swigluForwardCpu } from './cpu/swiglu';
 import { type GpuContext, Program } from './gpu/device';
 import * as K from './gpu/kernels';
 
@@ -219,6 +222,119 @@ export const KERNEL_CASES: KernelCase[] = [
             tolerance: 1e-4,
           },
         ];
+      }),
+  },
+  {
+    name: 'rmsnorm forward, backward (accumulated and not) and weight gradient',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C] = [13, 40];
+        const wOff = 3;
+        const eps = 1e-6;
+        const params = uniformF32(wOff + C, 40, 0.5, 1.5);
+        const w = params.subarray(wOff, wOff + C);
+        const x = uniformF32(N * C, 41, -2, 2);
+        const y = new Float32Array(N * C);
+        const rstd = new Float32Array(N);
+        rmsnormForwardCpu(x, w, y, rstd, N, C, eps);
+        const [by, br, bx, bp] = [zeros(N * C), zeros(N), up(x), up(params)];
+        await run((p) => K.rmsnormForward(p, { N, C, wOff, eps }, bx, bp, by, br));
+        const gotY = await read(by, N * C);
+        const gotR = await read(br, N);
+        const dy = uniformF32(N * C, 42);
+        const dx0 = uniformF32(N * C, 43);
+        const gOff = 1;
+        const g0 = uniformF32(gOff + C, 44);
+        const out: Comparison[] = [
+          { name: 'forward', got: gotY, want: y, tolerance: 2e-5 },
+          { name: 'rstd', got: gotR, want: rstd, tolerance: 2e-5 },
+        ];
+        for (const accumulate of [true, false]) {
+          const dx = new Float32Array(dx0);
+          const g = new Float32Array(g0);
+          rmsnormBackwardCpu(x, w, rstd, dy, dx, g.subarray(gOff), N, C, accumulate);
+          const [bdx, bg] = [up(dx0), up(g0)];
+          await run((p) =>
+            K.rmsnormBackward(p, { N, C, wOff, eps, gOff, accumulate }, bx, br, up(dy), bdx, bp, bg),
+          );
+          const how = accumulate ? 'accumulated' : 'overwritten';
+          out.push({
+            name: `backward (input, ${how})`,
+            got: await read(bdx, N * C),
+            want: dx,
+            tolerance: 5e-5,
+          });
+          out.push({
+            name: `backward (weights, ${how})`,
+            got: await read(bg, g0.length),
+            want: g,
+            tolerance: 1e-4,
+          });
+        }
+        return out;
+      }),
+  },
+  {
+    name: 'swiglu forward and backward',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const n = 301;
+        const g = uniformF32(n, 45, -8, 8);
+        g[0] = 80; // σ saturates at both ends
+        g[1] = -80;
+        const u = uniformF32(n, 46, -2, 2);
+        const a = new Float32Array(n);
+        swigluForwardCpu(g, u, a);
+        const [bg, bu, ba] = [up(g), up(u), zeros(n)];
+        await run((p) => K.swigluForward(p, n, bg, bu, ba));
+        const gotA = await read(ba, n);
+        const da = uniformF32(n, 47);
+        const dg = new Float32Array(n);
+        const du = new Float32Array(n);
+        swigluBackwardCpu(g, u, da, dg, du);
+        const [bdg, bdu] = [zeros(n), zeros(n)];
+        await run((p) => K.swigluBackward(p, n, bg, bu, up(da), bdg, bdu));
+        return [
+          { name: 'forward', got: gotA, want: a, tolerance: 1e-4 },
+          { name: 'backward (gate)', got: await read(bdg, n), want: dg, tolerance: 1e-4 },
+          { name: 'backward (up)', got: await read(bdu, n), want: du, tolerance: 1e-4 },
+        ];
+      }),
+  },
+  {
+    name: 'rope forward and inverse (backward) at mixed positions',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, run, read }) => {
+        const [N, H, D, P] = [7, 3, 12, 40];
+        const inv = Float64Array.from({ length: D / 2 }, (_, i) => 10000 ** (-(2 * i) / D));
+        const { cos, sin } = ropeTables(inv, P);
+        const cs = new Float32Array(cos.length + sin.length);
+        cs.set(cos);
+        cs.set(sin, cos.length);
+        const pos = Int32Array.from([0, 1, 39, 5, 5, 17, 2]);
+        const x = uniformF32(N * H * D, 48);
+        const out: Comparison[] = [];
+        for (const inverse of [false, true]) {
+          const want = new Float32Array(x);
+          ropeApplyCpu(want, pos, cos, sin, N, H, D, inverse);
+          const bx = up(x);
+          await run((p) =>
+            K.ropeApply(
+              p,
+              { N, heads: H, D, sinOff: cos.length, inverse },
+              up(Uint32Array.from(pos)),
+              up(cs),
+              bx,
+            ),
+          );
+          out.push({
+            name: inverse ? 'inverse' : 'forward',
+            got: await read(bx, x.length),
+            want,
+            tolerance: 1e-5,
+          });
+        }
+        return out;
       }),
   },
   {

@@ -342,3 +342,95 @@ export async function adamw(
   await adamwUpdate(p, a.n, uni, grads, partial, params, m, v);
   return uni;
 }
+
+export interface RmsNormDims {
+  N: number;
+  C: number;
+  /** offset of the weights in the parameter buffer */
+  wOff: number;
+  eps: number;
+}
+
+/** y = rmsnorm(x)·w per row of C; rstd (N) for the backward. */
+export function rmsnormForward(
+  p: Program,
+  d: RmsNormDims,
+  x: GPUBuffer,
+  params: GPUBuffer,
+  y: GPUBuffer,
+  rstd: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([u(d.N), u(d.C), u(d.wOff), u(0), f(d.eps)]);
+  return p.add('rmsnorm', 'forward', [dims, x, params, y, rstd], [Math.ceil(d.N / 64)]);
+}
+
+/** dx (=|+=) the RMSNorm input gradient; grads[gOff..] += the weight gradient. */
+export async function rmsnormBackward(
+  p: Program,
+  d: RmsNormDims & { gOff: number; accumulate: boolean },
+  x: GPUBuffer,
+  rstd: GPUBuffer,
+  dy: GPUBuffer,
+  dx: GPUBuffer,
+  params: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  const dims = uniformBlock([u(d.N), u(d.C), u(d.wOff), u(d.gOff), u(d.accumulate ? 1 : 0)]);
+  await p.add('rmsnorm_backward', 'backward', [dims, x, rstd, dy, dx, params], [Math.ceil(d.N / 64)]);
+  await p.add(
+    'rmsnorm_backward',
+    'backward_params',
+    [dims, x, rstd, dy, grads, params],
+    [Math.ceil(d.C / 64)],
+  );
+}
+
+/** a = silu(g)·u over n elements. */
+export function swigluForward(
+  p: Program,
+  n: number,
+  g: GPUBuffer,
+  up: GPUBuffer,
+  a: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('swiglu', 'forward', [uniformBlock([u(n)]), g, up, a], grid(Math.ceil(n / 64)));
+}
+
+export function swigluBackward(
+  p: Program,
+  n: number,
+  g: GPUBuffer,
+  up: GPUBuffer,
+  da: GPUBuffer,
+  dg: GPUBuffer,
+  du: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'swiglu_backward',
+    'backward',
+    [uniformBlock([u(n)]), g, up, da, dg, du],
+    grid(Math.ceil(n / 64)),
+  );
+}
+
+export interface RopeDims {
+  N: number;
+  heads: number;
+  D: number;
+  /** where the sin table starts in the cos/sin buffer (the cos table is at 0) */
+  sinOff: number;
+  /** true: rotate by the negative angle (the backward) */
+  inverse?: boolean;
+}
+
+/** Rotates x (N rows × heads × D) in place by the angles of each row's position. */
+export function ropeApply(
+  p: Program,
+  d: RopeDims,
+  pos: GPUBuffer,
+  cosSin: GPUBuffer,
+  x: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([u(d.N), u(d.heads), u(d.D), u(d.sinOff), f(d.inverse ? -1 : 1)]);
+  return p.add('rope', 'apply', [dims, pos, cosSin, x], grid(Math.ceil((d.N * d.heads * d.D) / 2 / 64)));
+}
