@@ -52,7 +52,8 @@ def main(argv):
     config = AutoConfig.for_model(spec.pop("model_type"), **spec)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager").eval()
-    model.save_pretrained(args.out, safe_serialization=True)
+    # shards of at most 1 GB (Node reads files below 2 GiB; it also exercises model.safetensors.index.json)
+    model.save_pretrained(args.out, safe_serialization=True, max_shard_size="1GB")
     # the folder needs a tokenizer to load; the project's own (ids of the benchmark are drawn from the model's
     # vocabulary, not through it)
     import os

@@ -135,9 +135,7 @@ export async function benchLlama(argv: string[]): Promise<number> {
           `${mb(grown)} MiB ArrayBuffer growth for ${ids.length} rows = ${(grown / ids.length / 1024).toFixed(1)} KiB/token ` +
           `(stated ${(per.fused / 1024).toFixed(1)} KiB/token in a full 32-row block) vs ${(per.materialised / 1024).toFixed(1)} KiB/token materialised`,
       );
-      console.log(
-        `${''.padEnd(14)} node+dawn: no WebGPU engine for this architecture yet (CPU engine only)`,
-      );
+      console.log(`${''.padEnd(14)} node+dawn: no WebGPU engine for this architecture yet (CPU engine only)`);
     } finally {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     }
