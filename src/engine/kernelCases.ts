@@ -11,6 +11,7 @@ import { adamwStepCpu } from './cpu/adamw';
 import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
 import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
+import { gqaBackwardCpu, gqaForwardCpu } from './cpu/gqa';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
@@ -333,6 +334,50 @@ export const KERNEL_CASES: KernelCase[] = [
             want,
             tolerance: 1e-5,
           });
+        }
+        return out;
+      }),
+  },
+  {
+    name: 'grouped-query attention forward and backward (key mask, KV-cache window)',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const out: Comparison[] = [];
+        const shapes = [
+          { B: 2, Tq: 5, Tk: 5, H: 6, KV: 2, D: 12, offset: 0, masked: true },
+          { B: 1, Tq: 2, Tk: 7, H: 4, KV: 4, D: 8, offset: 5, masked: false },
+        ];
+        for (const [n, { masked, ...s }] of shapes.entries()) {
+          const q = uniformF32(s.B * s.Tq * s.H * s.D, 50 + n);
+          const k = uniformF32(s.B * s.Tk * s.KV * s.D, 52 + n);
+          const v = uniformF32(s.B * s.Tk * s.KV * s.D, 54 + n);
+          const mask = masked
+            ? Float32Array.from({ length: s.B * s.Tk }, (_, i) => (i === s.Tk ? 0 : 1))
+            : null;
+          const probs = new Float32Array(s.B * s.H * s.Tq * s.Tk);
+          const y = new Float32Array(q.length);
+          gqaForwardCpu(q, k, v, mask, probs, y, s);
+          const dy = uniformF32(q.length, 56 + n);
+          const dq = new Float32Array(q.length);
+          const dk = new Float32Array(k.length);
+          const dv = new Float32Array(v.length);
+          gqaBackwardCpu(q, k, v, probs, dy, dq, dk, dv, s);
+          const [bq, bk, bv, bp, by] = [up(q), up(k), up(v), zeros(probs.length), zeros(y.length)];
+          await run((p) => K.gqaForward(p, s, bq, bk, bv, mask ? up(mask) : null, bp, by));
+          const [bdq, bdkv] = [zeros(q.length), zeros(2 * k.length)];
+          await run((p) => K.gqaBackward(p, s, bq, bk, bv, bp, up(dy), by, bdq, bdkv));
+          const dkv = await read(bdkv, 2 * k.length);
+          const tag = masked ? 'masked' : 'decode window';
+          out.push({
+            name: `probs (${tag})`,
+            got: await read(bp, probs.length),
+            want: probs,
+            tolerance: 1e-5,
+          });
+          out.push({ name: `forward (${tag})`, got: await read(by, y.length), want: y, tolerance: 1e-5 });
+          out.push({ name: `dq (${tag})`, got: await read(bdq, q.length), want: dq, tolerance: 5e-5 });
+          out.push({ name: `dk (${tag})`, got: dkv.subarray(0, k.length), want: dk, tolerance: 5e-5 });
+          out.push({ name: `dv (${tag})`, got: dkv.subarray(k.length), want: dv, tolerance: 5e-5 });
         }
         return out;
       }),

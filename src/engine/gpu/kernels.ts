@@ -434,3 +434,75 @@ export function ropeApply(
   const dims = uniformBlock([u(d.N), u(d.heads), u(d.D), u(d.sinOff), f(d.inverse ? -1 : 1)]);
   return p.add('rope', 'apply', [dims, pos, cosSin, x], grid(Math.ceil((d.N * d.heads * d.D) / 2 / 64)));
 }
+
+export interface GqaDims {
+  B: number;
+  Tq: number;
+  Tk: number;
+  H: number;
+  KV: number;
+  D: number;
+  offset: number;
+}
+
+function gqaBlock(d: GqaDims, hasMask: boolean): ArrayBuffer {
+  if (d.D > 256) throw new Error(`gqa: head_dim ${d.D} exceeds the kernel's 256`);
+  return uniformBlock([
+    u(d.B),
+    u(d.Tq),
+    u(d.Tk),
+    u(d.H),
+    u(d.KV),
+    u(d.D),
+    u(d.offset),
+    u(hasMask ? 1 : 0),
+    f(1 / Math.sqrt(d.D)),
+  ]);
+}
+
+/** Grouped-query causal attention with an optional key mask (B·Tk f32; null: every key). */
+export function gqaForward(
+  p: Program,
+  d: GqaDims,
+  q: GPUBuffer,
+  k: GPUBuffer,
+  v: GPUBuffer,
+  mask: GPUBuffer | null,
+  probs: GPUBuffer,
+  y: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'gqa',
+    'forward',
+    [gqaBlock(d, mask !== null), q, k, v, mask ?? q, probs, y],
+    grid(Math.ceil((d.B * d.H * d.Tq) / 64)),
+  );
+}
+
+/** dq (overwritten) and dk ‖ dv in one buffer (dk at 0, dv at B·Tk·KV·D; overwritten). */
+export async function gqaBackward(
+  p: Program,
+  d: GqaDims,
+  q: GPUBuffer,
+  k: GPUBuffer,
+  v: GPUBuffer,
+  probs: GPUBuffer,
+  dy: GPUBuffer,
+  y: GPUBuffer,
+  dq: GPUBuffer,
+  dkv: GPUBuffer,
+): Promise<void> {
+  const dims = gqaBlock(d, false);
+  await p.add(
+    'gqa_backward',
+    'backward_q',
+    [dims, q, k, v, probs, dy, y, dq],
+    grid(Math.ceil((d.B * d.H * d.Tq) / 64)),
+  );
+  await p.add(
+    'gqa_backward',
+    'backward_kv',
+    [dims, q, k, v, probs, dy, y, dkv],
+    grid(Math.ceil((d.B * d.KV * d.Tk) / 64)),
+  );
+}
