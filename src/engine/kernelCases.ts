@@ -10,6 +10,7 @@ import { uniformF32 } from '../core/random';
 import { adamwStepCpu } from './cpu/adamw';
 import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
 import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
+import { fusedHeadBackwardCpu, fusedHeadForwardCpu } from './cpu/fusedLogprob';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
 import { gqaBackwardCpu, gqaForwardCpu } from './cpu/gqa';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
@@ -380,6 +381,43 @@ export const KERNEL_CASES: KernelCase[] = [
           out.push({ name: `dv (${tag})`, got: dkv.subarray(k.length), want: dv, tolerance: 5e-5 });
         }
         return out;
+      }),
+  },
+  {
+    name: 'fused output head + log-softmax forward and backward at a temperature',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C, V] = [9, 12, 131];
+        const wOff = 5;
+        const gOff = 3;
+        const temperature = 0.7;
+        const params = uniformF32(wOff + V * C, 60, -1, 1);
+        const W = params.subarray(wOff);
+        const h = uniformF32(N * C, 61, -1, 1);
+        const targets = Int32Array.from({ length: N }, (_, i) => (i === 4 ? -1 : (i * 37) % V));
+        const weights = uniformF32(N, 62);
+        const ref = fusedHeadForwardCpu(h, W, targets, N, C, V, matmulModeCpu, { temperature, chunk: 32 });
+        const dh = new Float32Array(N * C);
+        const g0 = uniformF32(gOff + V * C, 63);
+        const g = new Float32Array(g0);
+        fusedHeadBackwardCpu(h, W, targets, weights, ref.lse, dh, g.subarray(gOff), N, C, V, matmulModeCpu, {
+          temperature,
+          chunk: 32,
+        });
+        const d = { N, C, V, wOff, temperature, gOff };
+        const [bh, bp, bt, bs] = [up(h), up(params), up(Uint32Array.from(targets)), zeros(3 * N)];
+        await run((p) => K.fusedHeadForward(p, d, bh, bp, bt, bs));
+        const stats = await read(bs, 3 * N);
+        const pick = (k: number) => Float32Array.from({ length: N }, (_, i) => stats[3 * i + k]);
+        const [bdh, bg] = [zeros(N * C), up(g0)];
+        await run((p) => K.fusedHeadBackward(p, d, bh, bp, bt, up(weights), bs, bdh, bg));
+        return [
+          { name: 'logp', got: pick(0), want: ref.logp, tolerance: 2e-5 },
+          { name: 'entropy', got: pick(1), want: ref.entropy, tolerance: 2e-5 },
+          { name: 'lse', got: pick(2), want: ref.lse, tolerance: 2e-5 },
+          { name: 'dh', got: await read(bdh, N * C), want: dh, tolerance: 5e-5 },
+          { name: 'dW (accumulated)', got: await read(bg, g0.length), want: g, tolerance: 5e-5 },
+        ];
       }),
   },
   {

@@ -506,3 +506,57 @@ export async function gqaBackward(
     grid(Math.ceil((d.B * d.KV * d.Tk) / 64)),
   );
 }
+
+export interface FusedHeadDims {
+  N: number;
+  C: number;
+  V: number;
+  /** offset of the head (V, C) in the parameter buffer */
+  wOff: number;
+  temperature?: number;
+  /** offset of the head's gradient in the gradient buffer */
+  gOff?: number;
+}
+
+function headBlock(d: FusedHeadDims): ArrayBuffer {
+  return uniformBlock([u(d.N), u(d.C), u(d.V), u(d.wOff), f(1 / (d.temperature ?? 1)), u(d.gOff ?? 0)]);
+}
+
+/** stats (3·N: logp, entropy, lse per row) of the fused head; targets 0xFFFFFFFF mark rows without one. */
+export function fusedHeadForward(
+  p: Program,
+  d: FusedHeadDims,
+  h: GPUBuffer,
+  params: GPUBuffer,
+  targets: GPUBuffer,
+  stats: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('fused_head', 'forward', [headBlock(d), h, params, targets, stats], [Math.ceil(d.N / 64)]);
+}
+
+/** dh (N·C, overwritten) and grads[gOff..] += the head's gradient, from the forward's stats. */
+export async function fusedHeadBackward(
+  p: Program,
+  d: FusedHeadDims,
+  h: GPUBuffer,
+  params: GPUBuffer,
+  targets: GPUBuffer,
+  weights: GPUBuffer,
+  stats: GPUBuffer,
+  dh: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  const dims = headBlock(d);
+  await p.add(
+    'fused_head_backward',
+    'backward_h',
+    [dims, h, params, targets, weights, stats, dh],
+    [Math.ceil(d.N / 64)],
+  );
+  await p.add(
+    'fused_head_backward',
+    'backward_w',
+    [dims, h, params, targets, weights, stats, grads],
+    grid(Math.ceil(d.V / 64)),
+  );
+}
