@@ -10,10 +10,15 @@ import { uniformF32 } from '../core/random';
 import { adamwStepCpu } from './cpu/adamw';
 import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
 import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
+import { fusedHeadBackwardCpu, fusedHeadForwardCpu } from './cpu/fusedLogprob';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
+import { gqaBackwardCpu, gqaForwardCpu } from './cpu/gqa';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
+import { rmsnormBackwardCpu, rmsnormForwardCpu } from './cpu/rmsnorm';
+import { ropeApplyCpu, ropeTables } from './cpu/rope';
+import { swigluBackwardCpu, swigluForwardCpu } from './cpu/swiglu';
 import { type GpuContext, Program } from './gpu/device';
 import * as K from './gpu/kernels';
 
@@ -218,6 +223,200 @@ export const KERNEL_CASES: KernelCase[] = [
             want: g,
             tolerance: 1e-4,
           },
+        ];
+      }),
+  },
+  {
+    name: 'rmsnorm forward, backward (accumulated and not) and weight gradient',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C] = [13, 40];
+        const wOff = 3;
+        const eps = 1e-6;
+        const params = uniformF32(wOff + C, 40, 0.5, 1.5);
+        const w = params.subarray(wOff, wOff + C);
+        const x = uniformF32(N * C, 41, -2, 2);
+        const y = new Float32Array(N * C);
+        const rstd = new Float32Array(N);
+        rmsnormForwardCpu(x, w, y, rstd, N, C, eps);
+        const [by, br, bx, bp] = [zeros(N * C), zeros(N), up(x), up(params)];
+        await run((p) => K.rmsnormForward(p, { N, C, wOff, eps }, bx, bp, by, br));
+        const gotY = await read(by, N * C);
+        const gotR = await read(br, N);
+        const dy = uniformF32(N * C, 42);
+        const dx0 = uniformF32(N * C, 43);
+        const gOff = 1;
+        const g0 = uniformF32(gOff + C, 44);
+        const out: Comparison[] = [
+          { name: 'forward', got: gotY, want: y, tolerance: 2e-5 },
+          { name: 'rstd', got: gotR, want: rstd, tolerance: 2e-5 },
+        ];
+        for (const accumulate of [true, false]) {
+          const dx = new Float32Array(dx0);
+          const g = new Float32Array(g0);
+          rmsnormBackwardCpu(x, w, rstd, dy, dx, g.subarray(gOff), N, C, accumulate);
+          const [bdx, bg] = [up(dx0), up(g0)];
+          await run((p) =>
+            K.rmsnormBackward(p, { N, C, wOff, eps, gOff, accumulate }, bx, br, up(dy), bdx, bp, bg),
+          );
+          const how = accumulate ? 'accumulated' : 'overwritten';
+          out.push({
+            name: `backward (input, ${how})`,
+            got: await read(bdx, N * C),
+            want: dx,
+            tolerance: 5e-5,
+          });
+          out.push({
+            name: `backward (weights, ${how})`,
+            got: await read(bg, g0.length),
+            want: g,
+            tolerance: 1e-4,
+          });
+        }
+        return out;
+      }),
+  },
+  {
+    name: 'swiglu forward and backward',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const n = 301;
+        const g = uniformF32(n, 45, -8, 8);
+        g[0] = 80; // σ saturates at both ends
+        g[1] = -80;
+        const u = uniformF32(n, 46, -2, 2);
+        const a = new Float32Array(n);
+        swigluForwardCpu(g, u, a);
+        const [bg, bu, ba] = [up(g), up(u), zeros(n)];
+        await run((p) => K.swigluForward(p, n, bg, bu, ba));
+        const gotA = await read(ba, n);
+        const da = uniformF32(n, 47);
+        const dg = new Float32Array(n);
+        const du = new Float32Array(n);
+        swigluBackwardCpu(g, u, da, dg, du);
+        const [bdg, bdu] = [zeros(n), zeros(n)];
+        await run((p) => K.swigluBackward(p, n, bg, bu, up(da), bdg, bdu));
+        return [
+          { name: 'forward', got: gotA, want: a, tolerance: 1e-4 },
+          { name: 'backward (gate)', got: await read(bdg, n), want: dg, tolerance: 1e-4 },
+          { name: 'backward (up)', got: await read(bdu, n), want: du, tolerance: 1e-4 },
+        ];
+      }),
+  },
+  {
+    name: 'rope forward and inverse (backward) at mixed positions',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, run, read }) => {
+        const [N, H, D, P] = [7, 3, 12, 40];
+        const inv = Float64Array.from({ length: D / 2 }, (_, i) => 10000 ** (-(2 * i) / D));
+        const { cos, sin } = ropeTables(inv, P);
+        const cs = new Float32Array(cos.length + sin.length);
+        cs.set(cos);
+        cs.set(sin, cos.length);
+        const pos = Int32Array.from([0, 1, 39, 5, 5, 17, 2]);
+        const x = uniformF32(N * H * D, 48);
+        const out: Comparison[] = [];
+        for (const inverse of [false, true]) {
+          const want = new Float32Array(x);
+          ropeApplyCpu(want, pos, cos, sin, N, H, D, inverse);
+          const bx = up(x);
+          await run((p) =>
+            K.ropeApply(
+              p,
+              { N, heads: H, D, sinOff: cos.length, inverse },
+              up(Uint32Array.from(pos)),
+              up(cs),
+              bx,
+            ),
+          );
+          out.push({
+            name: inverse ? 'inverse' : 'forward',
+            got: await read(bx, x.length),
+            want,
+            tolerance: 1e-5,
+          });
+        }
+        return out;
+      }),
+  },
+  {
+    name: 'grouped-query attention forward and backward (key mask, KV-cache window)',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const out: Comparison[] = [];
+        const shapes = [
+          { B: 2, Tq: 5, Tk: 5, H: 6, KV: 2, D: 12, offset: 0, masked: true },
+          { B: 1, Tq: 2, Tk: 7, H: 4, KV: 4, D: 8, offset: 5, masked: false },
+        ];
+        for (const [n, { masked, ...s }] of shapes.entries()) {
+          const q = uniformF32(s.B * s.Tq * s.H * s.D, 50 + n);
+          const k = uniformF32(s.B * s.Tk * s.KV * s.D, 52 + n);
+          const v = uniformF32(s.B * s.Tk * s.KV * s.D, 54 + n);
+          const mask = masked
+            ? Float32Array.from({ length: s.B * s.Tk }, (_, i) => (i === s.Tk ? 0 : 1))
+            : null;
+          const probs = new Float32Array(s.B * s.H * s.Tq * s.Tk);
+          const y = new Float32Array(q.length);
+          gqaForwardCpu(q, k, v, mask, probs, y, s);
+          const dy = uniformF32(q.length, 56 + n);
+          const dq = new Float32Array(q.length);
+          const dk = new Float32Array(k.length);
+          const dv = new Float32Array(v.length);
+          gqaBackwardCpu(q, k, v, probs, dy, dq, dk, dv, s);
+          const [bq, bk, bv, bp, by] = [up(q), up(k), up(v), zeros(probs.length), zeros(y.length)];
+          await run((p) => K.gqaForward(p, s, bq, bk, bv, mask ? up(mask) : null, bp, by));
+          const [bdq, bdkv] = [zeros(q.length), zeros(2 * k.length)];
+          await run((p) => K.gqaBackward(p, s, bq, bk, bv, bp, up(dy), by, bdq, bdkv));
+          const dkv = await read(bdkv, 2 * k.length);
+          const tag = masked ? 'masked' : 'decode window';
+          out.push({
+            name: `probs (${tag})`,
+            got: await read(bp, probs.length),
+            want: probs,
+            tolerance: 1e-5,
+          });
+          out.push({ name: `forward (${tag})`, got: await read(by, y.length), want: y, tolerance: 1e-5 });
+          out.push({ name: `dq (${tag})`, got: await read(bdq, q.length), want: dq, tolerance: 5e-5 });
+          out.push({ name: `dk (${tag})`, got: dkv.subarray(0, k.length), want: dk, tolerance: 5e-5 });
+          out.push({ name: `dv (${tag})`, got: dkv.subarray(k.length), want: dv, tolerance: 5e-5 });
+        }
+        return out;
+      }),
+  },
+  {
+    name: 'fused output head + log-softmax forward and backward at a temperature',
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C, V] = [9, 12, 131];
+        const wOff = 5;
+        const gOff = 3;
+        const temperature = 0.7;
+        const params = uniformF32(wOff + V * C, 60, -1, 1);
+        const W = params.subarray(wOff);
+        const h = uniformF32(N * C, 61, -1, 1);
+        const targets = Int32Array.from({ length: N }, (_, i) => (i === 4 ? -1 : (i * 37) % V));
+        const weights = uniformF32(N, 62);
+        const ref = fusedHeadForwardCpu(h, W, targets, N, C, V, matmulModeCpu, { temperature, chunk: 32 });
+        const dh = new Float32Array(N * C);
+        const g0 = uniformF32(gOff + V * C, 63);
+        const g = new Float32Array(g0);
+        fusedHeadBackwardCpu(h, W, targets, weights, ref.lse, dh, g.subarray(gOff), N, C, V, matmulModeCpu, {
+          temperature,
+          chunk: 32,
+        });
+        const d = { N, C, V, wOff, temperature, gOff };
+        const [bh, bp, bt, bs] = [up(h), up(params), up(Uint32Array.from(targets)), zeros(3 * N)];
+        await run((p) => K.fusedHeadForward(p, d, bh, bp, bt, bs));
+        const stats = await read(bs, 3 * N);
+        const pick = (k: number) => Float32Array.from({ length: N }, (_, i) => stats[3 * i + k]);
+        const [bdh, bg] = [zeros(N * C), up(g0)];
+        await run((p) => K.fusedHeadBackward(p, d, bh, bp, bt, up(weights), bs, bdh, bg));
+        return [
+          { name: 'logp', got: pick(0), want: ref.logp, tolerance: 2e-5 },
+          { name: 'entropy', got: pick(1), want: ref.entropy, tolerance: 2e-5 },
+          { name: 'lse', got: pick(2), want: ref.lse, tolerance: 2e-5 },
+          { name: 'dh', got: await read(bdh, N * C), want: dh, tolerance: 5e-5 },
+          { name: 'dW (accumulated)', got: await read(bg, g0.length), want: g, tolerance: 5e-5 },
         ];
       }),
   },

@@ -4,6 +4,7 @@
  * with ratios. Medians over --reps repetitions after a warm-up.
  *
  *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
+ *   npm run bench:engine -- --model smollm2-135m,qwen3-0.6b|DIR [--seq 64] [--reps 1]   (benchLlama.ts)
  *
  * 'onnx' runs the same weights, exported to ONNX (src/engine/onnx/export.ts), in onnxruntime-web 1.30: on the
  * wasm execution provider in this Node process (vs the CPU reference and the Node WebGPU engine), and, when
@@ -48,6 +49,7 @@ import {
   type RolloutRow,
   rolloutParams,
 } from './benchCore';
+import { benchLlama } from './benchLlama';
 import { chromiumArgs, chromiumPath } from './chromium.mjs';
 
 /** Median seconds of an onnxruntime-web (wasm EP) forward of the exported policy in Node, and its log-prob error. */
@@ -193,6 +195,9 @@ function parse(argv: string[]) {
 }
 
 async function main(): Promise<number> {
+  // the Llama-family engine on a Hugging Face folder (CPU only, vs PyTorch): its own flags (benchLlama.ts)
+  if (process.argv.includes('--model') || process.argv.some((a) => a.startsWith('--model=')))
+    return benchLlama(process.argv.slice(2));
   const child = reexecWithSwiftShader();
   if (child !== null) return child;
   const opts = parse(process.argv.slice(2));

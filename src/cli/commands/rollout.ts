@@ -21,6 +21,7 @@ import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
 import { CommandError, EXIT, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
+import { type LoadedLlama, loadLlamaModel } from '../llamaModel';
 import { spawnNodeHarnessWorker } from '../nodeWorkers';
 import { loadTokenizer } from '../tokenizers';
 import { outputProblem } from '../traceFile';
@@ -34,7 +35,7 @@ const MAX_WORKERS = 64;
 const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|policy|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
-    [--timeout-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
+    [--timeout-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors] [--model DIR (with --engine policy)]
   --n is the number of tasks; each runs --group-size times (n × K rollouts, at most ${MAX_ROLLOUTS}).
   Each rollout is appended to --out as it finishes (in the order they finish); on SIGINT / SIGTERM the
   finished ones and those cut short (state failed, with the calls they made) are kept and the file is closed.
@@ -42,6 +43,8 @@ const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engin
   --engine URL forwards to an OpenAI-compatible server (API key from OPENAI_API_KEY).
   --engine policy samples from the project's policy on the CPU engine (weights from --checkpoint, else a
     freshly initialised policy sized for the policy tokenizer); --tokenizer defaults to 'policy' then.
+    With --model DIR (a Hugging Face llama / qwen2 / qwen3 folder) it samples from our engine on that
+    folder's weights, with the folder's tokenizer and chat template.
   behaviours: ${BEHAVIOURS.join(', ')}`;
 
 function posInt(v: unknown, flag: string, dflt: number, min = 1, max = 2 ** 31 - 1): number {
@@ -111,6 +114,11 @@ export const command: Command = {
       );
     if (flags.checkpoint !== undefined && engineSpec !== 'policy')
       throw new UsageError('--checkpoint only applies to --engine policy');
+    const modelDir = engineSpec === 'policy' ? (flags.model as string | undefined) : undefined;
+    if (modelDir !== undefined && flags.checkpoint !== undefined)
+      throw new UsageError('--engine policy takes --checkpoint or --model DIR, not both');
+    if (modelDir !== undefined && flags.tokenizer !== undefined)
+      throw new UsageError("--tokenizer does not apply with --model DIR (the folder's tokenizer is used)");
     const out = flags.out as string | undefined;
     if (!out) throw new UsageError('--out is required');
     const outBad = outputProblem(out);
@@ -149,12 +157,17 @@ export const command: Command = {
     const maxTokens = posInt(flags['max-tokens'], 'max-tokens', 1024, 1, 1 << 20);
     const maxContext = posInt(flags['max-context'], 'max-context', 32768, 2, 1 << 24);
     let tokenizer: ReturnType<typeof loadTokenizer>;
+    let brought: LoadedLlama | null = null;
     try {
-      tokenizer = loadTokenizer(
-        (flags.tokenizer as string | undefined) ?? (engineSpec === 'policy' ? 'policy' : 'qwen3'),
-      );
+      if (modelDir !== undefined) {
+        brought = await loadLlamaModel(modelDir, { contextLength: maxContext });
+        tokenizer = brought.tokenizer;
+      } else
+        tokenizer = loadTokenizer(
+          (flags.tokenizer as string | undefined) ?? (engineSpec === 'policy' ? 'policy' : 'qwen3'),
+        );
     } catch (e) {
-      throw new UsageError((e as Error).message);
+      throw new UsageError(`${modelDir !== undefined ? '--model: ' : ''}${(e as Error).message}`);
     }
     const plan = planRollouts(spec);
     const taskOf = new Map(plan.map((p) => [p.job.rolloutId, p.task]));
@@ -172,6 +185,11 @@ export const command: Command = {
           seed,
         );
       else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+      else if (brought)
+        engine = new PolicyChatEngine(brought.engine, tokenizer, {
+          seed,
+          model: `${brought.folder.config.modelType}/${basename(brought.dir)}`,
+        });
       else if (engineSpec === 'policy')
         engine = await policyEngine(tokenizer, flags.checkpoint as string, seed);
       else

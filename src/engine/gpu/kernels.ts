@@ -342,3 +342,221 @@ export async function adamw(
   await adamwUpdate(p, a.n, uni, grads, partial, params, m, v);
   return uni;
 }
+
+export interface RmsNormDims {
+  N: number;
+  C: number;
+  /** offset of the weights in the parameter buffer */
+  wOff: number;
+  eps: number;
+}
+
+/** y = rmsnorm(x)·w per row of C; rstd (N) for the backward. */
+export function rmsnormForward(
+  p: Program,
+  d: RmsNormDims,
+  x: GPUBuffer,
+  params: GPUBuffer,
+  y: GPUBuffer,
+  rstd: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([u(d.N), u(d.C), u(d.wOff), u(0), f(d.eps)]);
+  return p.add('rmsnorm', 'forward', [dims, x, params, y, rstd], [Math.ceil(d.N / 64)]);
+}
+
+/** dx (=|+=) the RMSNorm input gradient; grads[gOff..] += the weight gradient. */
+export async function rmsnormBackward(
+  p: Program,
+  d: RmsNormDims & { gOff: number; accumulate: boolean },
+  x: GPUBuffer,
+  rstd: GPUBuffer,
+  dy: GPUBuffer,
+  dx: GPUBuffer,
+  params: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  const dims = uniformBlock([u(d.N), u(d.C), u(d.wOff), u(d.gOff), u(d.accumulate ? 1 : 0)]);
+  await p.add('rmsnorm_backward', 'backward', [dims, x, rstd, dy, dx, params], [Math.ceil(d.N / 64)]);
+  await p.add(
+    'rmsnorm_backward',
+    'backward_params',
+    [dims, x, rstd, dy, grads, params],
+    [Math.ceil(d.C / 64)],
+  );
+}
+
+/** a = silu(g)·u over n elements. */
+export function swigluForward(
+  p: Program,
+  n: number,
+  g: GPUBuffer,
+  up: GPUBuffer,
+  a: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('swiglu', 'forward', [uniformBlock([u(n)]), g, up, a], grid(Math.ceil(n / 64)));
+}
+
+export function swigluBackward(
+  p: Program,
+  n: number,
+  g: GPUBuffer,
+  up: GPUBuffer,
+  da: GPUBuffer,
+  dg: GPUBuffer,
+  du: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'swiglu_backward',
+    'backward',
+    [uniformBlock([u(n)]), g, up, da, dg, du],
+    grid(Math.ceil(n / 64)),
+  );
+}
+
+export interface RopeDims {
+  N: number;
+  heads: number;
+  D: number;
+  /** where the sin table starts in the cos/sin buffer (the cos table is at 0) */
+  sinOff: number;
+  /** true: rotate by the negative angle (the backward) */
+  inverse?: boolean;
+}
+
+/** Rotates x (N rows × heads × D) in place by the angles of each row's position. */
+export function ropeApply(
+  p: Program,
+  d: RopeDims,
+  pos: GPUBuffer,
+  cosSin: GPUBuffer,
+  x: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  const dims = uniformBlock([u(d.N), u(d.heads), u(d.D), u(d.sinOff), f(d.inverse ? -1 : 1)]);
+  return p.add('rope', 'apply', [dims, pos, cosSin, x], grid(Math.ceil((d.N * d.heads * d.D) / 2 / 64)));
+}
+
+export interface GqaDims {
+  B: number;
+  Tq: number;
+  Tk: number;
+  H: number;
+  KV: number;
+  D: number;
+  offset: number;
+}
+
+function gqaBlock(d: GqaDims, hasMask: boolean): ArrayBuffer {
+  if (d.D > 256) throw new Error(`gqa: head_dim ${d.D} exceeds the kernel's 256`);
+  return uniformBlock([
+    u(d.B),
+    u(d.Tq),
+    u(d.Tk),
+    u(d.H),
+    u(d.KV),
+    u(d.D),
+    u(d.offset),
+    u(hasMask ? 1 : 0),
+    f(1 / Math.sqrt(d.D)),
+  ]);
+}
+
+/** Grouped-query causal attention with an optional key mask (B·Tk f32; null: every key). */
+export function gqaForward(
+  p: Program,
+  d: GqaDims,
+  q: GPUBuffer,
+  k: GPUBuffer,
+  v: GPUBuffer,
+  mask: GPUBuffer | null,
+  probs: GPUBuffer,
+  y: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'gqa',
+    'forward',
+    [gqaBlock(d, mask !== null), q, k, v, mask ?? q, probs, y],
+    grid(Math.ceil((d.B * d.H * d.Tq) / 64)),
+  );
+}
+
+/** dq (overwritten) and dk ‖ dv in one buffer (dk at 0, dv at B·Tk·KV·D; overwritten). */
+export async function gqaBackward(
+  p: Program,
+  d: GqaDims,
+  q: GPUBuffer,
+  k: GPUBuffer,
+  v: GPUBuffer,
+  probs: GPUBuffer,
+  dy: GPUBuffer,
+  y: GPUBuffer,
+  dq: GPUBuffer,
+  dkv: GPUBuffer,
+): Promise<void> {
+  const dims = gqaBlock(d, false);
+  await p.add(
+    'gqa_backward',
+    'backward_q',
+    [dims, q, k, v, probs, dy, y, dq],
+    grid(Math.ceil((d.B * d.H * d.Tq) / 64)),
+  );
+  await p.add(
+    'gqa_backward',
+    'backward_kv',
+    [dims, q, k, v, probs, dy, y, dkv],
+    grid(Math.ceil((d.B * d.KV * d.Tk) / 64)),
+  );
+}
+
+export interface FusedHeadDims {
+  N: number;
+  C: number;
+  V: number;
+  /** offset of the head (V, C) in the parameter buffer */
+  wOff: number;
+  temperature?: number;
+  /** offset of the head's gradient in the gradient buffer */
+  gOff?: number;
+}
+
+function headBlock(d: FusedHeadDims): ArrayBuffer {
+  return uniformBlock([u(d.N), u(d.C), u(d.V), u(d.wOff), f(1 / (d.temperature ?? 1)), u(d.gOff ?? 0)]);
+}
+
+/** stats (3·N: logp, entropy, lse per row) of the fused head; targets 0xFFFFFFFF mark rows without one. */
+export function fusedHeadForward(
+  p: Program,
+  d: FusedHeadDims,
+  h: GPUBuffer,
+  params: GPUBuffer,
+  targets: GPUBuffer,
+  stats: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add('fused_head', 'forward', [headBlock(d), h, params, targets, stats], [Math.ceil(d.N / 64)]);
+}
+
+/** dh (N·C, overwritten) and grads[gOff..] += the head's gradient, from the forward's stats. */
+export async function fusedHeadBackward(
+  p: Program,
+  d: FusedHeadDims,
+  h: GPUBuffer,
+  params: GPUBuffer,
+  targets: GPUBuffer,
+  weights: GPUBuffer,
+  stats: GPUBuffer,
+  dh: GPUBuffer,
+  grads: GPUBuffer,
+): Promise<void> {
+  const dims = headBlock(d);
+  await p.add(
+    'fused_head_backward',
+    'backward_h',
+    [dims, h, params, targets, weights, stats, dh],
+    [Math.ceil(d.N / 64)],
+  );
+  await p.add(
+    'fused_head_backward',
+    'backward_w',
+    [dims, h, params, targets, weights, stats, grads],
+    grid(Math.ceil(d.V / 64)),
+  );
+}

@@ -1,0 +1,144 @@
+/**
+ * `npm run bench:engine -- --model SHAPE|DIR[,…] [--seq T] [--reps R]`: the Llama-family engine's log-prob
+ * forward on a Hugging Face folder. SHAPE (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_llama_peer.py
+ * in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer) make a folder of that shape with seeded random weights and
+ * time the same forward in PyTorch on the CPU in the same run; a DIR is benchmarked on our engine alone.
+ * Per row: tokens/s (median of --reps), the process's peak RSS, the ratio to PyTorch, max |Δ log-prob| against
+ * it, and the fused output head's memory: the measured ArrayBuffer growth of one head pass over the T rows
+ * against the (T·V) logits it avoids.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fusedHeadForwardCpu, headBytesPerToken } from '../../src/engine/cpu/fusedLogprob';
+import { matmulModeFast } from '../../src/engine/cpu/matmulFast';
+import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
+import { headName } from '../../src/engine/llama/model';
+import { nodeFolderReader } from '../../src/engine/onnx/folder';
+import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
+
+const root = resolve(import.meta.dirname, '../..');
+const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
+
+interface Peer {
+  peer: string;
+  seconds: number;
+  tokens_per_s: number;
+  peak_rss_mb: number;
+  ids: number[][];
+  logprobs: number[][];
+}
+
+const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+
+export async function benchLlama(argv: string[]): Promise<number> {
+  let models: string[] = [];
+  let seq = 64;
+  let reps = 1;
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === '--model') models = value.split(',');
+    else if (flag === '--seq') seq = Number(value);
+    else if (flag === '--reps') reps = Number(value);
+    else throw new Error(`unknown flag ${flag} with --model (known: --model, --seq, --reps)`);
+  }
+  if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
+  if (!Number.isInteger(reps) || reps < 1) throw new Error('--reps must be a positive integer');
+  const python = process.env.HARNESS_LAB_PEER_PYTHON ?? join(root, 'python/.venv-peer/bin/python');
+  for (const m of models) {
+    const isShape = SHAPES.includes(m);
+    let dir = m;
+    let tmp: string | null = null;
+    let peer: Peer | null = null;
+    if (isShape) {
+      if (!existsSync(python))
+        throw new Error(`--model ${m}: the peer Python (${python}) is missing; bash python/setup_peer.sh`);
+      tmp = mkdtempSync(join(tmpdir(), `bench-llama-${m}-`));
+      dir = tmp;
+      const r = spawnSync(
+        python,
+        [
+          join(root, 'python/bench_llama_peer.py'),
+          '--shape',
+          m,
+          '--out',
+          tmp,
+          '--seq',
+          String(seq),
+          '--repeat',
+          String(reps),
+        ],
+        { encoding: 'utf8', maxBuffer: 1 << 26 },
+      );
+      if (r.status !== 0)
+        throw new Error(
+          `peer failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+        );
+      peer = JSON.parse(r.stdout.trim().split('\n').pop() as string) as Peer;
+    } else if (!existsSync(m))
+      throw new Error(`--model ${m}: neither a shape (${SHAPES.join(', ')}) nor a folder`);
+    try {
+      const folder = await readLlamaFolder(await nodeFolderReader(dir));
+      const cfg = folder.config;
+      const engine = new LlamaCpuPolicy(cfg, folder.params);
+      const ids = peer ? peer.ids[0] : Array.from({ length: seq }, (_, i) => (i * 7919) % cfg.vocabSize);
+      const batch = {
+        tokens: Uint32Array.from(ids),
+        mask: new Float32Array(ids.length).fill(1),
+        batchSize: 1,
+        seqLen: ids.length,
+      };
+      const times: number[] = [];
+      let logp: Float32Array = new Float32Array(0);
+      for (let r = 0; r < reps; r++) {
+        const t0 = performance.now();
+        logp = (await engine.logProbs(batch)).logProbs;
+        times.push((performance.now() - t0) / 1000);
+      }
+      times.sort((a, b) => a - b);
+      const sec = times[Math.floor(times.length / 2)];
+      const rss = process.resourceUsage().maxRSS * 1024;
+      // the fused head alone over the T final rows: ArrayBuffer growth of one pass vs the logits it avoids
+      const C = cfg.hidden;
+      const V = cfg.vocabSize;
+      const h = new Float32Array(ids.length * C).fill(0.01);
+      const W = folder.params.subarray(
+        folder.layout.byName.get(headName(cfg))?.offset ?? 0,
+        (folder.layout.byName.get(headName(cfg))?.offset ?? 0) + V * C,
+      );
+      const targets = Int32Array.from(ids);
+      const before = process.memoryUsage().arrayBuffers;
+      const head = fusedHeadForwardCpu(h, W, targets, ids.length, C, V, matmulModeFast);
+      const grown = process.memoryUsage().arrayBuffers - before;
+      const per = headBytesPerToken(V);
+      let diff = Number.NaN;
+      if (peer) {
+        diff = 0;
+        for (let t = 1; t < ids.length; t++)
+          diff = Math.max(diff, Math.abs(logp[t] - peer.logprobs[0][t - 1]));
+      }
+      const label = isShape ? m : dir;
+      console.log(
+        `${label.padEnd(14)} ${cfg.modelType} ${String(folder.layout.total).padStart(10)} params  ours (CPU, 1 thread) ` +
+          `log-prob ${(ids.length / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s for ${ids.length} tokens), peak RSS ${mb(rss)} MiB`,
+      );
+      if (peer)
+        console.log(
+          `${''.padEnd(14)} ${peer.peer}: ${peer.tokens_per_s.toFixed(2)} tok/s, peak RSS ${peer.peak_rss_mb.toFixed(1)} MiB; ` +
+            `ours / PyTorch ${(ids.length / sec / peer.tokens_per_s).toFixed(3)}; max |Δ log-prob| ${diff.toExponential(2)}`,
+        );
+      console.log(
+        `${''.padEnd(14)} fused head (V ${V}, Vc ${Math.min(4096, V)}, R 32): tile ${mb(head.tileFloats * 4)} MiB; measured ` +
+          `${mb(grown)} MiB ArrayBuffer growth for ${ids.length} rows = ${(grown / ids.length / 1024).toFixed(1)} KiB/token ` +
+          `(stated ${(per.fused / 1024).toFixed(1)} KiB/token in a full 32-row block) vs ${(per.materialised / 1024).toFixed(1)} KiB/token materialised`,
+      );
+      console.log(`${''.padEnd(14)} node+dawn: no WebGPU engine for this architecture yet (CPU engine only)`);
+    } finally {
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  return 0;
+}
