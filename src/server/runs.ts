@@ -9,7 +9,7 @@ import { jobPackage, submitSpec } from './jobs';
 import { RunMonitor } from './monitor';
 import { isTerminal, parseSubmitRunBody, type RunSummary } from './protocol/api';
 import { checkTemplateParams, type JobTemplate, type TemplateName } from './protocol/templates';
-import { RayHttpError, RayJobsClient, RayUnreachable } from './ray';
+import { RayHttpError, RayJobsClient, type RayToken, RayUnreachable } from './ray';
 import type { GatewayStore } from './store';
 
 /** An error with the HTTP status the API answers it with. */
@@ -26,8 +26,13 @@ export class ApiError extends Error {
 export interface RunManagerOptions {
   store: GatewayStore;
   templates: Record<TemplateName, JobTemplate>;
+  /** the dashboard address the operator configured at start (--ray-address): the only one the token goes to */
   rayAddress: string;
-  rayToken: string | null;
+  rayToken: RayToken | null;
+  /** whether `PUT /api/cluster` may switch to another address (--allow-ray-address-change); never with the token */
+  allowAddressChange?: boolean;
+  /** how long Ray may be unreachable before a run is failed (the cluster is taken as gone) */
+  rayLostAfterMs?: number;
   /** where job gateways bind on the cluster (HL_AGL_HOST) */
   aglHost: string;
   aglHostOverride: string | null;
@@ -44,20 +49,32 @@ export class RunManager {
 
   constructor(private readonly opts: RunManagerOptions) {
     this.events.setMaxListeners(0);
-    this.rayAddress = opts.store.getMeta('ray_address') ?? opts.rayAddress;
+    this.rayAddress = opts.rayAddress;
   }
 
   get address(): string {
     return this.rayAddress;
   }
 
+  /** A client of `address`; it carries the Ray token only when that is the address configured at start. */
   ray(address = this.rayAddress): RayJobsClient {
-    return new RayJobsClient({ address, token: this.opts.rayToken });
+    const token = address === this.opts.rayAddress ? this.opts.rayToken : null;
+    return new RayJobsClient({ address, token });
   }
 
+  /**
+   * Switches the dashboard address for new runs (kept in memory only: a restart is back at --ray-address).
+   * Refused unless the operator started the gateway with --allow-ray-address-change; the Ray token is never
+   * sent to a switched address, only to the configured one.
+   */
   setAddress(address: string): void {
+    if (address !== this.opts.rayAddress && !this.opts.allowAddressChange)
+      throw new ApiError(
+        403,
+        `the Ray address is fixed to ${this.opts.rayAddress} (--ray-address); start the gateway with --allow-ray-address-change to switch it from the page (the Ray token still goes only to ${this.opts.rayAddress})`,
+        'address',
+      );
     this.rayAddress = address;
-    this.opts.store.setMeta('ray_address', address);
   }
 
   private changed(runId: string): void {
@@ -71,6 +88,7 @@ export class RunManager {
     const m = new RunMonitor(this.opts.store, runId, this.ray(run.rayAddress), {
       onChange: () => this.changed(runId),
       aglHostOverride: this.opts.aglHostOverride,
+      rayLostAfterMs: this.opts.rayLostAfterMs,
       statusPollMs: this.opts.statusPollMs,
       aglPollMs: this.opts.aglPollMs,
     });
@@ -128,8 +146,9 @@ export class RunManager {
       );
     }
     const ray = this.ray();
+    let raySession: string | null;
     try {
-      await ray.version();
+      raySession = (await ray.session()).session;
     } catch (e) {
       if (e instanceof RayUnreachable || e instanceof RayHttpError)
         throw new ApiError(503, `${(e as Error).message}; nothing was submitted`);
@@ -159,6 +178,7 @@ export class RunManager {
       message: 'uploading the job package',
       submissionId,
       rayAddress: ray.address,
+      raySession,
       aglKey,
       aglUrl: null,
       createdMs: now,
