@@ -59,7 +59,14 @@ _ACCESS_LOG = re.compile(
 _print_lock = threading.Lock()
 
 
+_secrets: list[str] = []
+
+
 def say(line: str) -> None:
+    # the job log is readable by anyone with the Ray token: the run's key never goes into it (verl prints the
+    # resolved config, agentlightning.agl_key included)
+    for secret in _secrets:
+        line = line.replace(secret, "[redacted]")
     with _print_lock:
         print(line, flush=True)
 
@@ -233,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if not key:
         say(f"{MARK}error HL_AGL_KEY is not set: the gateway passes the Agent Lightning key in the job's env_vars")
         return 2
+    _secrets.append(key)
     host = os.environ.get("HL_AGL_HOST", "127.0.0.1")
     bin_dir = Path(sys.executable).parent
     node = os.environ.get("HL_NODE") or shutil.which("node")
@@ -352,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         elif template == "agl-verl":
             trainer = Child(
                 "trainer",
-                [sys.executable, "-m", "harness_lab_cluster.verl_run", args.job, "--agl-url", local_url],
+                # on several nodes the trainer's actors call the gateway from other nodes: its announced address
+                [sys.executable, "-m", "harness_lab_cluster.verl_run", args.job, "--agl-url",
+                 f"http://{public_host}:{port}" if job.get("multi_node") else local_url],
                 env,
                 str(workdir),
             )

@@ -5,12 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { jobPackage, submitSpec } from './jobs';
+import { clusterFit, jobPackage, submitSpec } from './jobs';
 import { RunMonitor } from './monitor';
 import { isTerminal, parseSubmitRunBody, type RunSummary } from './protocol/api';
 import { checkTemplateParams, type JobTemplate, type TemplateName } from './protocol/templates';
-import { RayHttpError, RayJobsClient, type RayToken, RayUnreachable } from './ray';
+import { type NodeSummary, RayHttpError, RayJobsClient, type RayToken, RayUnreachable } from './ray';
 import type { GatewayStore } from './store';
+
+const isLoopback = (host: string) => /^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
 
 /** An error with the HTTP status the API answers it with. */
 export class ApiError extends Error {
@@ -147,18 +149,28 @@ export class RunManager {
     }
     const ray = this.ray();
     let raySession: string | null;
+    let nodes: NodeSummary;
     try {
       raySession = (await ray.session()).session;
+      nodes = await ray.nodes();
     } catch (e) {
       if (e instanceof RayUnreachable || e instanceof RayHttpError)
         throw new ApiError(503, `${(e as Error).message}; nothing was submitted`);
       throw e;
     }
+    const template = checked.template.name;
+    const unfit = clusterFit(template, checked.params, nodes);
+    if (unfit) throw new ApiError(400, `${unfit}; nothing was submitted`, 'params');
+    if (template === 'agl-verl' && (checked.params.nnodes as number) > 1 && isLoopback(this.opts.aglHost))
+      throw new ApiError(
+        400,
+        `agl-verl on ${checked.params.nnodes} nodes needs the job's Agent Lightning gateway reachable from every node, but it binds ${this.opts.aglHost}: start the gateway with --agl-host 0.0.0.0 (or the head's address); nothing was submitted`,
+        'params.nnodes',
+      );
     const now = Date.now();
     const id = `run-${now.toString(36)}-${randomBytes(3).toString('hex')}`;
     const submissionId = `harness-lab-${id}`;
     const aglKey = randomBytes(24).toString('base64url');
-    const template = checked.template.name;
     const ctx = {
       runId: id,
       submissionId,
