@@ -2,7 +2,8 @@
  * Faults on a real local Ray head, through the gateway's REST API: a gateway away for 30 s mid-run and 200
  * concurrent readers during a run both miss no rollout (the job's spool keeps every one until the gateway has
  * read it); the head killed mid-run fails the run with the reason and leaves no process of the job behind; the
- * head started again writes a new token to the same file, which the still-running gateway picks up.
+ * head started again writes a new token to the same file, which the still-running gateway picks up. The head
+ * listens on loopback only.
  * The head of this test project is killed here and started again on the same ports and folder.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
-import { headInfo, startHead } from '../../src/cli/localCluster';
+import { headInfo, listeningAddresses, startHead } from '../../src/cli/localCluster';
 import { parseClusterInfo, parseRunSummary, type RunSummary } from '../../src/server/protocol/api';
 import { GatewayStore } from '../../src/server/store';
 import { GatewayClient, type GatewayProcess, startGateway, until } from './gateway';
@@ -77,6 +78,14 @@ function processesWithKey(key: string): number[] {
 }
 
 describe('faults on a real Ray head', () => {
+  it('the local head listens on loopback only', () => {
+    const head = headInfo(join(PROJECT_ROOT, '.ray-test'));
+    const listening = listeningAddresses(head?.pid as number);
+    expect(listening.length).toBeGreaterThanOrEqual(5); // GCS, raylet ×2, dashboard, agents
+    expect(listening.filter((l) => !l.loopback)).toEqual([]);
+    expect(listening.map((l) => l.address)).toContain(`127.0.0.1:${RAY_DASHBOARD_PORT}`);
+  });
+
   it('a gateway killed and away for 30 s mid-run misses no rollout', async () => {
     const r = parseRunSummary((await client.call('POST', '/api/runs', small(6))).body);
     await until('the first rollout', async () => (await run(r.id)).rollouts > 0, 240_000);
