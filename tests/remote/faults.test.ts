@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AGL_CPU_VAL_TASKS } from '../../src/cli/aglCpu';
 import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
 import { headInfo, listeningAddresses, startHead } from '../../src/cli/localCluster';
 import { parseClusterInfo, parseRunSummary, type RunSummary } from '../../src/server/protocol/api';
@@ -96,7 +97,7 @@ describe('faults on a real Ray head', () => {
     const ended = await run(r.id);
     expect(ended.state, ended.message).toBe('succeeded');
     expect(ended.missedRollouts).toBe(0);
-    expect(ended.rollouts).toBe(6 * 2 * 2);
+    expect(ended.rollouts).toBe(6 * 2 * 2 + AGL_CPU_VAL_TASKS);
   });
 
   it('200 concurrent readers during a run: no rollout missed, no read refused', async () => {
@@ -138,7 +139,7 @@ describe('faults on a real Ray head', () => {
     expect(reads).toBeGreaterThan(200);
     expect(ended.state, ended.message).toBe('succeeded');
     expect(ended.missedRollouts).toBe(0);
-    expect(ended.rollouts).toBe(4 * 2 * 2);
+    expect(ended.rollouts).toBe(4 * 2 * 2 + AGL_CPU_VAL_TASKS);
   });
 
   it('the head killed mid-run: the run fails with the reason, no process of the job is left, a new token is picked up', async () => {
