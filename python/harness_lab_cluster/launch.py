@@ -13,10 +13,18 @@
 #      with the project's policy behind
 #      `lab policy-server`; for `agl-verl` Agent Lightning's verl trainer (harness_lab_cluster.verl_run).
 #
+# Every rollout agl-server finishes is copied at once into the job's spool (harness_lab_cluster.spool), which
+# the Harness Lab gateway reads by cursor; after training the spool stays up (at most SPOOL_LINGER_S) until the
+# gateway has read all of it.
+#
 # Lines starting with "[harness-lab] " are for the gateway that reads the job's log: `agl-gateway {"url": …}`
-# (where to poll rollouts) and `verl-file-logger <json>` (each line of $VERL_FILE_LOGGER_PATH as it is written).
-# Children's output is forwarded with a `[name]` prefix (the gateway's per-request access log lines are not).
-# The job ends with the trainer's exit code; on SIGTERM (Ray's job stop) every child is stopped first.
+# (the job's Agent Lightning gateway), `agl-spool {"url": …}` (where to read rollouts) and `verl-file-logger
+# <json>` (each line of $VERL_FILE_LOGGER_PATH as it is written). Children's output is forwarded with a `[name]`
+# prefix (the gateway's per-request access log lines are not). The job ends with the trainer's exit code; on
+# SIGTERM (Ray's job stop) every child is stopped first. The job also ends, stopping its children, when its
+# driver is lost: Ray starts this process from a supervisor that dies with its node, and a launcher whose
+# parent changed (reparented) stops everything rather than train on, unseen. Children get SIGTERM if the
+# launcher itself is killed (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import argparse
@@ -36,9 +44,12 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+from harness_lab_cluster.spool import Spool
+
 MARK = "[harness-lab] "
 FILE_LOGGER_MARK = "[harness-lab:verl-file-logger] "
 MODEL_NAME = "harness-lab-policy"
+SPOOL_LINGER_S = 60.0
 # Per-request noise: uvicorn's access log (`INFO:     127.0.0.1:5555 - "GET /api/rollouts/terminal?after=3
 # HTTP/1.1" 200 OK`) and httpx's line for each of the controller's reconcile polls (every 0.5 s).
 _ACCESS_LOG = re.compile(
@@ -48,13 +59,80 @@ _ACCESS_LOG = re.compile(
 _print_lock = threading.Lock()
 
 
+_secrets: list[str] = []
+
+
 def say(line: str) -> None:
+    # the job log is readable by anyone with the Ray token: the run's key never goes into it (verl prints the
+    # resolved config, agentlightning.agl_key included)
+    for secret in _secrets:
+        line = line.replace(secret, "[redacted]")
     with _print_lock:
         print(line, flush=True)
 
 
 def announce(kind: str, **fields: object) -> None:
     say(f"{MARK}{kind} {json.dumps(fields)}")
+
+
+def _die_with_parent() -> None:
+    # runs in the child between fork and exec: SIGTERM when the launcher dies (Linux prctl PR_SET_PDEATHSIG)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+class DriverLost(RuntimeError):
+    pass
+
+
+def _ancestors(pid: int, depth: int = 4) -> list[int]:
+    out = []
+    for _ in range(depth):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if pid <= 1:
+            break
+        out.append(pid)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    # a dead process whose parent died too can stay a zombie (state Z) where nothing reaps it: that is gone
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZXx"
+
+
+_parent_pid = os.getppid()
+# Ray's job supervisor (an actor process titled `ray::JobSupervisor…`) starts the entrypoint through `sh -c`.
+def _find_supervisor() -> int | None:
+    for p in _ancestors(os.getpid()):
+        try:
+            if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"ray::"):
+                return p
+        except OSError:
+            continue
+    return None
+
+
+_supervisor = _find_supervisor()
+
+
+def check_driver() -> None:
+    """Raises when the process that started this job (Ray's job supervisor) is gone: the node died."""
+    if os.getppid() != _parent_pid or (_supervisor is not None and not _alive(_supervisor)):
+        raise DriverLost(
+            f"the job's Ray supervisor (pid {_supervisor or _parent_pid}) is gone (the Ray node died or was stopped): stopping the job's processes"
+        )
 
 
 class Child:
@@ -69,6 +147,7 @@ class Child:
             stdin=subprocess.DEVNULL,
             text=True,
             bufsize=1,
+            preexec_fn=_die_with_parent,
         )
         self.tail: list[str] = []
         self._on_line = on_line
@@ -107,6 +186,7 @@ def free_port(host: str) -> int:
 def wait_http(url: str, child: Child, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        check_driver()
         if child.proc.poll() is not None:
             raise RuntimeError(
                 f"{child.name} exited with code {child.proc.returncode} before answering {url}:\n"
@@ -160,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if not key:
         say(f"{MARK}error HL_AGL_KEY is not set: the gateway passes the Agent Lightning key in the job's env_vars")
         return 2
+    _secrets.append(key)
     host = os.environ.get("HL_AGL_HOST", "127.0.0.1")
     bin_dir = Path(sys.executable).parent
     node = os.environ.get("HL_NODE") or shutil.which("node")
@@ -187,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: (shutdown(), sys.exit(143)))
 
+    spool: Spool | None = None
     tail_stop = threading.Event()
     tailer = threading.Thread(target=tail_file_logger, args=(metrics_file, tail_stop), daemon=True)
     tailer.start()
@@ -213,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         if host == "0.0.0.0":
             public_host = socket.gethostbyname(socket.gethostname())
         announce("agl-gateway", url=f"http://{public_host}:{port}", template=template)
+        spool = Spool(local_url, key, run_dir / "rollouts.jsonl")
+        spool.start(host, 0)
+        announce("agl-spool", url=f"http://{public_host}:{spool.port}")
 
         controller = Child(
             "agl-controller",
@@ -250,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             children.append(policy)
             deadline = time.monotonic() + 90
             while not ready.wait(0.25):
+                check_driver()
                 if policy.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("policy-server did not start:\n" + "\n".join(policy.tail[-15:]))
             trainer = Child(
@@ -274,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         elif template == "agl-verl":
             trainer = Child(
                 "trainer",
-                [sys.executable, "-m", "harness_lab_cluster.verl_run", args.job, "--agl-url", local_url],
+                # on several nodes the trainer's actors call the gateway from other nodes: its announced address
+                [sys.executable, "-m", "harness_lab_cluster.verl_run", args.job, "--agl-url",
+                 f"http://{public_host}:{port}" if job.get("multi_node") else local_url],
                 env,
                 str(workdir),
             )
@@ -283,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         children.append(trainer)
         while trainer.proc.poll() is None:
+            check_driver()
             for c in (server, controller):
                 if c.proc.poll() is not None:
                     raise RuntimeError(f"{c.name} exited with code {c.proc.returncode}:\n" + "\n".join(c.tail[-15:]))
@@ -291,6 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         code = trainer.proc.returncode
         if code != 0:
             say(f"{MARK}error trainer exited with code {code}")
+        if not spool.finish(SPOOL_LINGER_S):
+            say(f"{MARK}warning the gateway did not read the whole rollout spool within {SPOOL_LINGER_S:.0f} s")
+    except DriverLost as e:
+        say(f"{MARK}error {e}")
+        code = 1
     except Exception as e:  # any start-up failure ends the job with its reason on one line the gateway reads
         say(f"{MARK}error {e if isinstance(e, RuntimeError) else f'{type(e).__name__}: {e}'}")
         code = 1
@@ -298,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         tail_stop.set()
         tailer.join(5)
         shutdown()
+        if spool is not None:
+            spool.close()
     return code
 
 

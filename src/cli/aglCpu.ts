@@ -42,8 +42,11 @@ export async function aglCpuPolicy(
 /**
  * The agl-cpu template's parameters as the training loop's config (`lab train`'s, keyed by the upstream names the
  * template's parameters name): one mini-batch per step (`ppo_mini_batch_size` = tasks per step), the prompt and
- * response limits at both aggregation levels, no validation, `max_model_len` the policy's context.
+ * response limits at both aggregation levels, validation after the last step on `AGL_CPU_VAL_TASKS` val tasks
+ * (`val/reward`, `val/pass@1` in its metrics), `max_model_len` the policy's context.
  */
+export const AGL_CPU_VAL_TASKS = 4;
+
 export function aglCpuTrainConfig(p: ParamValues, contextLength: number): TrainConfig {
   const behaviour = p.behaviour as string;
   return resolveTrainConfig({
@@ -52,6 +55,7 @@ export function aglCpuTrainConfig(p: ParamValues, contextLength: number): TrainC
       behaviours: behaviour === 'none' ? [] : [behaviour as Behaviour],
       seed: p.seed as number,
       keep_traces: false,
+      val_tasks: AGL_CPU_VAL_TASKS,
     },
     data: {
       train_batch_size: p.train_batch_size as number,
@@ -83,7 +87,8 @@ export function aglCpuTrainConfig(p: ParamValues, contextLength: number): TrainC
     },
     trainer: {
       total_training_steps: p.total_training_steps as number,
-      test_freq: 0,
+      // validate once, after the last step (verl's rule: the last step validates whenever test_freq > 0)
+      test_freq: p.total_training_steps as number,
       val_before_train: false,
       save_freq: 0,
     },

@@ -5,10 +5,26 @@
  *
  * RAY_AUTH_MODE is always set explicitly: `token` with a generated token (written to `<dir>/token`, mode 600),
  * or `disabled`.
+ *
+ * The head is a one-machine cluster bound to loopback: `--node-ip-address 127.0.0.1` alone is not enough (Ray
+ * 2.60 replaces a loopback node address by the machine's, `services.resolve_ip_for_localhost`, and its gRPC
+ * servers then listen on every interface); `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` turns off Ray's multi-node
+ * addressing (`ray_constants.ENABLE_RAY_CLUSTER`), which keeps every server of the head on 127.0.0.1.
+ * `listeningAddresses` reads back what its processes listen on.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RayJobsClient } from '../server/ray';
 
@@ -106,6 +122,7 @@ export async function startHead(o: HeadOptions): Promise<HeadInfo> {
     PATH: `${join(o.venv, 'bin')}:${process.env.PATH ?? ''}`,
     RAY_USAGE_STATS_ENABLED: '0',
     RAY_AUTH_MODE: o.tokenAuth ? 'token' : 'disabled',
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: '0',
   };
   delete env.RAY_ADDRESS;
   let tokenFile: string | null = null;
@@ -189,4 +206,53 @@ export async function stopHead(dir: string, graceMs = 20_000): Promise<boolean> 
   }
   rmSync(join(resolve(dir), STATE), { force: true });
   return true;
+}
+
+/** `/proc/net/tcp{,6}` local address (hex) → printable address, and whether it is loopback. */
+function decodeAddress(hex: string): { address: string; loopback: boolean } {
+  const [ip, port] = hex.split(':');
+  const p = Number.parseInt(port, 16);
+  const v4 = (h: string) => [6, 4, 2, 0].map((i) => Number.parseInt(h.slice(i, i + 2), 16)).join('.'); // host byte order
+  if (ip.length === 8) {
+    const a = v4(ip);
+    return { address: `${a}:${p}`, loopback: a.startsWith('127.') };
+  }
+  if (ip.startsWith('0000000000000000FFFF0000')) {
+    const a = v4(ip.slice(24));
+    return { address: `[::ffff:${a}]:${p}`, loopback: a.startsWith('127.') };
+  }
+  const loopback = ip === '00000000000000000000000001000000';
+  return { address: loopback ? `[::1]:${p}` : `[${ip}]:${p}`, loopback };
+}
+
+/**
+ * The TCP addresses the processes of process group `pgid` listen on (Linux /proc), each with whether it is
+ * loopback only: how `lab cluster up` and the tests check that a local head is not reachable from outside.
+ */
+export function listeningAddresses(pgid: number): { address: string; loopback: boolean; pid: number }[] {
+  const inodes = new Map<string, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
+      for (const fd of readdirSync(`/proc/${d}/fd`)) {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${d}/fd/${fd}`));
+        if (m) inodes.set(m[1], Number(d));
+      }
+    } catch {
+      // gone, or not ours
+    }
+  }
+  const out: { address: string; loopback: boolean; pid: number }[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== '0A') continue; // 0A: LISTEN
+      const pid = inodes.get(f[9]);
+      if (pid !== undefined) out.push({ ...decodeAddress(f[1]), pid });
+    }
+  }
+  return out;
 }

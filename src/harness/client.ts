@@ -3,7 +3,8 @@
  * fetch-style transport. It never looks at token ids. Every answer is checked field by field
  * (`validateChatResponse`): an empty or non-JSON body, no choice, or a malformed message is an error, never an
  * empty answer. Every request has a timeout. HTTP 429 (a paused proxy) is retried after the `Retry-After`
- * the server sent (capped), or with exponential backoff when it sent none.
+ * the server sent (capped), or with exponential backoff when it sent none, until the waits add up to
+ * `maxRetryWaitMs` in total (`RetryWaits`).
  */
 import type { ChatMessage, ToolDefinition } from '../core/trace/types';
 import { type FetchLike, fetchTransport, type Transport, TransportError } from './http';
@@ -34,12 +35,42 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** longest wait a `Retry-After` may ask for (default 60 s) */
   maxRetryAfterMs?: number;
+  /** all 429 waits of one request together (default 300 s): then the 429 is the answer */
+  maxRetryWaitMs?: number;
   now?: () => number;
 }
 
 /** The default per-request timeout: generous, since a model may take minutes on a long answer. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+export const DEFAULT_MAX_RETRY_WAIT_MS = 300_000;
+
+/**
+ * The waits of one request's 429 retries: each the server's `Retry-After` (capped at `capMs`) or an
+ * exponential backoff (250 ms doubling, at most 8 s), all together at most `totalMs`.
+ */
+export class RetryWaits {
+  private waited = 0;
+  private attempt = 0;
+  constructor(
+    private readonly totalMs: number,
+    private readonly capMs: number = DEFAULT_MAX_RETRY_AFTER_MS,
+  ) {}
+
+  /** The next wait in ms, or null when it would take the total past `totalMs`. */
+  next(retryAfter: string | undefined, now = Date.now()): number | null {
+    const backoff = Math.min(250 * 2 ** this.attempt, 8000);
+    this.attempt++;
+    const ms = retryAfterMs(retryAfter, this.capMs, now) ?? backoff;
+    if (this.waited + ms > this.totalMs) return null;
+    this.waited += ms;
+    return ms;
+  }
+
+  get waitedMs(): number {
+    return this.waited;
+  }
+}
 
 /**
  * The wait a `Retry-After` header asks for, in ms (delta-seconds or an HTTP date), or null when it is absent
@@ -109,7 +140,10 @@ export class ChatClient {
   async complete(params: CompletionParams): Promise<ChatCompletionResponse> {
     const sleep = this.opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     const maxRetries = this.opts.maxRetries ?? 20;
-    const cap = this.opts.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+    const waits = new RetryWaits(
+      this.opts.maxRetryWaitMs ?? DEFAULT_MAX_RETRY_WAIT_MS,
+      this.opts.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+    );
     const path = `${pathOf(this.opts.baseUrl)}/chat/completions`;
     for (let attempt = 0; ; attempt++) {
       const res = await this.send({
@@ -128,9 +162,13 @@ export class ChatClient {
         }
       }
       if (res.status === 429 && attempt < maxRetries) {
-        const backoff = Math.min(250 * 2 ** attempt, 8000);
-        const asked = retryAfterMs(res.headers['retry-after'], cap, (this.opts.now ?? Date.now)());
-        await sleep(asked ?? backoff);
+        const wait = waits.next(res.headers['retry-after'], (this.opts.now ?? Date.now)());
+        if (wait === null)
+          throw new ApiError(
+            429,
+            `chat completion still refused with HTTP 429 after ${(waits.waitedMs / 1000).toFixed(1)} s of waiting (at most ${((this.opts.maxRetryWaitMs ?? DEFAULT_MAX_RETRY_WAIT_MS) / 1000).toFixed(0)} s in total): ${errorMessage(res.body)}`,
+          );
+        await sleep(wait);
         continue;
       }
       throw new ApiError(
@@ -177,6 +215,7 @@ function errorMessage(body: unknown): string {
 export function clientFromAglEnv(
   env: Record<string, string | undefined>,
   fetchFn?: FetchLike,
+  limits: Pick<ClientOptions, 'timeoutMs' | 'maxRetryWaitMs'> = {},
 ): ChatClient | null {
   const base = env.AGL_OPENAI_BASE_URL;
   if (!base) return null;
@@ -189,5 +228,6 @@ export function clientFromAglEnv(
     eventUrl,
     apiKey: env.AGL_KEY,
     transport: fetchTransport(origin, fetchFn),
+    ...limits,
   });
 }

@@ -6,6 +6,7 @@
 import { mulberry32 } from '../core/random';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { ChatMessage, ToolCall, ToolDefinition } from '../core/trace/types';
+import { RetryWaits } from './client';
 import { abortReason, fetchTransport, type Transport, TransportError } from './http';
 import { ResponseError, validateChatResponse } from './openai';
 
@@ -158,6 +159,9 @@ export interface RemoteEngineOptions {
   vocabName?: string;
   /** per request (default 300 s) */
   timeoutMs?: number;
+  /** all 429 waits of one call together (default 60 s; `RetryWaits`) */
+  maxRetryWaitMs?: number;
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /**
@@ -165,7 +169,8 @@ export interface RemoteEngineOptions {
  * log-probs (`return_token_ids`, `logprobs`), and takes ids, log-probs and the prompt ids from its answer.
  * The answer is checked field by field before anything is recorded: a server that ignores
  * `return_token_ids`, returns ids outside the vocabulary, or log-probs that are not one per token is an error
- * naming the field (the proxy records the call as failed with it), never a silently wrong trace.
+ * naming the field (the proxy records the call as failed with it), never a silently wrong trace. HTTP 429 (a
+ * paused upstream proxy) is retried after its Retry-After, the waits bounded in total (`maxRetryWaitMs`).
  */
 export class RemoteEngine implements ChatEngine {
   readonly kind = 'remote';
@@ -189,6 +194,27 @@ export class RemoteEngine implements ChatEngine {
     const headers: Record<string, string> = {};
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     const timeoutMs = this.opts.timeoutMs ?? 300_000;
+    const waits = new RetryWaits(this.opts.maxRetryWaitMs ?? 60_000);
+    const sleep = this.opts.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+    for (;;) {
+      const res = await this.once(call, headers, timeoutMs);
+      if (res.status !== 429) return this.answer(res);
+      const wait = waits.next(res.headers['retry-after']);
+      if (wait === null)
+        throw new Error(
+          `remote engine still answered 429 after ${(waits.waitedMs / 1000).toFixed(1)} s of waiting (at most ${((this.opts.maxRetryWaitMs ?? 60_000) / 1000).toFixed(0)} s in total)`,
+        );
+      if (call.signal?.aborted)
+        throw new TransportError(`remote engine call cancelled: ${abortReason(call.signal)}`);
+      await sleep(wait);
+    }
+  }
+
+  private async once(
+    call: EngineCall,
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<Awaited<ReturnType<Transport>>> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
     let res: Awaited<ReturnType<Transport>>;
@@ -217,6 +243,10 @@ export class RemoteEngine implements ChatEngine {
       if (signal.aborted) throw new TransportError(`remote engine call cancelled: ${abortReason(signal)}`);
       throw e;
     }
+    return res;
+  }
+
+  private answer(res: Awaited<ReturnType<Transport>>): EngineOutput {
     if (res.status !== 200) {
       const msg = (res.body as { error?: { message?: string } })?.error?.message ?? JSON.stringify(res.body);
       throw new Error(`remote engine answered ${res.status}: ${String(msg).slice(0, 500)}`);

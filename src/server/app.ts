@@ -1,8 +1,12 @@
 /**
  * The gateway's HTTP surface (Hono on @hono/node-server): the REST API of protocol/api.ts under /api, the SSE
  * stream of each run, and the built page (dist/) on the same origin, with the cross-origin-isolation headers the
- * page needs. Every /api route needs the bearer token. Requests from another origin are refused (403) unless
- * the origin is allowlisted, in which case, and only then, CORS headers are sent.
+ * page needs. Every /api route needs the bearer token. A request whose Host is not one of the addresses the
+ * gateway serves is refused (403: a DNS-rebinding page sends its own name as Host, and passes an origin check
+ * that compares Origin with Host). Requests from another origin are refused (403) unless the origin is
+ * allowlisted, in which case, and only then, CORS headers are sent. Request bodies are limited per route
+ * (`BODY_LIMITS`): a declared length over the limit is answered 413 before anything is read, and a body
+ * without one is read only up to the limit.
  */
 import { serveStatic } from '@hono/node-server/serve-static';
 import { type Context, Hono } from 'hono';
@@ -15,6 +19,8 @@ import { ApiError, type RunManager } from './runs';
 import type { GatewayStore } from './store';
 
 export interface AppOptions {
+  /** the Host header values this gateway answers (`host:port`, lower case; see `servedHosts`) */
+  hosts: ReadonlySet<string>;
   store: GatewayStore;
   runs: RunManager;
   templates: Record<TemplateName, JobTemplate>;
@@ -31,6 +37,46 @@ const ISOLATION = {
   'cross-origin-embedder-policy': 'require-corp',
   'cross-origin-resource-policy': 'same-origin',
 };
+
+/** The largest request body each route takes, in bytes; a route not listed takes none beyond `OTHER_BODY_LIMIT`. */
+export const BODY_LIMITS: Readonly<Record<string, number>> = {
+  'PUT /api/cluster': 4 * 1024,
+  'POST /api/runs': 64 * 1024,
+};
+export const OTHER_BODY_LIMIT = 1024;
+
+function bodyLimit(method: string, path: string): number {
+  return BODY_LIMITS[`${method} ${path}`] ?? OTHER_BODY_LIMIT;
+}
+
+/**
+ * The Host values a gateway bound to `bindHost:port` answers: the loopback names for a loopback bind; for a
+ * wildcard bind (0.0.0.0, ::) also this machine's interface addresses and host name; `extra` (--allow-host)
+ * for names in front of it (a reverse proxy, a DNS name). Port 80 also matches a Host without a port.
+ */
+export function servedHosts(
+  bindHost: string,
+  port: number,
+  extra: readonly string[] = [],
+  interfaces: readonly string[] = [],
+): Set<string> {
+  const names = new Set<string>();
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'];
+  const bare = bindHost.replace(/^\[|\]$/g, '').toLowerCase();
+  const wildcard = bare === '0.0.0.0' || bare === '::';
+  if (wildcard || bare === '127.0.0.1' || bare === 'localhost' || bare === '::1')
+    for (const n of loopback) names.add(n);
+  if (wildcard) for (const n of interfaces) names.add(n.includes(':') ? `[${n}]` : n);
+  else names.add(bare.includes(':') ? `[${bare}]` : bare);
+  const out = new Set<string>();
+  for (const n of names) {
+    out.add(`${n.toLowerCase()}:${port}`);
+    if (port === 80) out.add(n.toLowerCase());
+  }
+  for (const e of extra)
+    out.add(e.toLowerCase().includes(':') ? e.toLowerCase() : `${e.toLowerCase()}:${port}`);
+  return out;
+}
 
 function errorBody(message: string, field?: string) {
   return { error: field ? { message, field } : { message } };
@@ -51,6 +97,23 @@ export function createApp(o: AppOptions): Hono {
   const app = new Hono();
 
   app.use('*', async (c, next) => {
+    const host = c.req.header('host')?.toLowerCase();
+    if (!host || !o.hosts.has(host))
+      return c.json(
+        errorBody(
+          `Host ${JSON.stringify(host ?? '')} is not an address this gateway serves (${[...o.hosts].join(', ')}); start it with --allow-host NAME to add one`,
+        ),
+        403,
+      );
+    const limit = bodyLimit(c.req.method, c.req.path);
+    const declared = c.req.header('content-length');
+    if (declared !== undefined && Number(declared) > limit) {
+      c.header('connection', 'close');
+      return c.json(
+        errorBody(`request body of ${declared} bytes is over this route's limit of ${limit} bytes`),
+        413,
+      );
+    }
     const origin = c.req.header('origin');
     const allowed = origin !== undefined && !sameOrigin(c, origin) && o.allowOrigins.includes(origin);
     if (origin !== undefined && origin !== 'null' && !sameOrigin(c, origin) && !allowed)
@@ -105,7 +168,7 @@ export function createApp(o: AppOptions): Hono {
   });
 
   const body = async (c: Context): Promise<unknown> => {
-    const text = await c.req.text();
+    const text = await readLimited(c, bodyLimit(c.req.method, c.req.path));
     if (text === '') return undefined;
     try {
       return JSON.parse(text);
@@ -215,6 +278,26 @@ export function createApp(o: AppOptions): Hono {
 
   if (o.staticDir) app.use('/*', serveStatic({ root: o.staticDir }));
   return app;
+}
+
+/** The body as text, read only up to `limit` bytes (a chunked body over it is a 413 and is not read further). */
+async function readLimited(c: Context, limit: number): Promise<string> {
+  const stream = c.req.raw.body;
+  if (!stream) return '';
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel();
+      throw new ApiError(413, `request body is over this route's limit of ${limit} bytes`, 'body');
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function clusterInfo(o: AppOptions): Promise<ClusterInfo> {

@@ -10,7 +10,8 @@ import { type Zippable, zipSync } from 'fflate';
 import { sftCheckpointPath } from '../train/models';
 import type { ParamValues } from './protocol/params';
 import { aglVerlOverrides, type TemplateName } from './protocol/templates';
-import type { SubmitSpec } from './ray';
+import { aglVerlClusterFit } from './protocol/verlPlan';
+import type { NodeSummary, SubmitSpec } from './ray';
 
 export interface JobContext {
   runId: string;
@@ -31,6 +32,8 @@ interface TemplateJob {
   /** project files the job needs besides the common ones: path in the package → path under the project root */
   files?: (p: ParamValues) => Record<string, string>;
   entrypointNumCpus: number;
+  /** why the cluster cannot run these parameters (checked before submission), or null */
+  clusterFit?: (p: ParamValues, cluster: NodeSummary) => string | null;
 }
 
 /** Where an agl-cpu job finds the harness's shipped SFT checkpoint (its initial policy) in its package. */
@@ -71,10 +74,18 @@ const JOBS: Record<TemplateName, TemplateJob> = {
     job: (p) => ({
       hydra_overrides: aglVerlOverrides(p),
       max_parallel_rollouts: Math.min(256, (p.train_batch_size as number) * (p.rollout_n as number)),
+      // several nodes: the trainer's actors on other nodes must reach the job's Agent Lightning gateway
+      multi_node: (p.nnodes as number) > 1,
     }),
     entrypointNumCpus: 1,
+    clusterFit: aglVerlClusterFit,
   },
 };
+
+/** Why the cluster cannot run this template with these parameters, or null. */
+export function clusterFit(template: TemplateName, params: ParamValues, cluster: NodeSummary): string | null {
+  return JOBS[template].clusterFit?.(params, cluster) ?? null;
+}
 
 /** A zip whose bytes depend only on the file contents (fixed times), so an unchanged package is not re-uploaded. */
 function deterministicZip(files: Record<string, Uint8Array>): Uint8Array {
@@ -112,7 +123,12 @@ export function submitSpec(template: TemplateName, workingDirUri: string, ctx: J
     submissionId: ctx.submissionId,
     runtimeEnv: {
       working_dir: workingDirUri,
-      env_vars: { HL_AGL_KEY: ctx.aglKey, HL_AGL_HOST: ctx.aglHost, PYTHONUNBUFFERED: '1' },
+      env_vars: {
+        HL_AGL_KEY: ctx.aglKey,
+        HL_AGL_HOST: ctx.aglHost,
+        HL_RUN_ID: ctx.runId,
+        PYTHONUNBUFFERED: '1',
+      },
     },
     metadata: { harness_lab_run: ctx.runId, harness_lab_template: template },
     entrypointNumCpus: JOBS[template].entrypointNumCpus,

@@ -1,14 +1,18 @@
 /**
  * Follows one run's Ray job and writes what it sees into the store:
- * - status: `GET /api/jobs/{id}` every second (Ray's PENDING/RUNNING/… and its message);
+ * - status: `GET /api/version` (Ray's session) and `GET /api/jobs/{id}` every second (Ray's PENDING/RUNNING/…
+ *   and its message). The run follows Ray's state: Ray forgetting the job, a new session (the cluster was
+ *   restarted) or Ray unreachable for `rayLostAfterMs` (the cluster is gone) fail the run with that reason;
  * - log: the dashboard's log tail, from the stored character offset on; each complete line is kept and parsed
- *   for verl console-logger metrics, forwarded file-logger lines, the launcher's announcement of the job's
- *   Agent Lightning gateway and its error lines;
- * - rollouts: the job's gateway, polled every 300 ms from the stored terminal cursor
- *   (`/api/rollouts/terminal?after=`, then each rollout and its full events), because the job's trainer deletes
- *   consumed rollouts about a second after they finish.
- * A fault (Ray or the job gateway unreachable, Ray forgetting the job) is recorded as a notice or as the run's
- * state and retried with backoff; the loops stop once the job is terminal and everything it left is read.
+ *   for verl console-logger metrics, forwarded file-logger lines, the launcher's announcements (the job's Agent
+ *   Lightning gateway, its rollout spool) and its error lines;
+ * - rollouts: the job's spool (launch.py keeps every finished rollout on the cluster side, in order, before the
+ *   trainer deletes it), read from the stored cursor with the Agent Lightning routes the spool mirrors
+ *   (`/api/rollouts/terminal?after=`, then each rollout and its full events). The spool holds everything, so
+ *   a gateway that was away, slow or busy catches up completely; only rollouts the spool itself could not read
+ *   in time are counted as missed.
+ * A fault (Ray or the spool unreachable) is recorded as a notice and retried with backoff; the loops stop once
+ * the job is terminal and everything it left is read.
  */
 
 import { AglGatewayClient } from '../train/aglSource';
@@ -21,6 +25,8 @@ const LAUNCHER_MARK = '[harness-lab] ';
 
 export interface MonitorOptions {
   statusPollMs?: number;
+  /** how long Ray may stay unreachable before the run is failed (default 15 s) */
+  rayLostAfterMs?: number;
   aglPollMs?: number;
   maxBackoffMs?: number;
   /** replaces the host of the job gateway's announced URL (an SSH tunnel, a NAT) */
@@ -93,13 +99,14 @@ export class LogCursor {
 export interface ParsedLines {
   metrics: { step: number; data: Record<string, number>; source: 'console' | 'file' }[];
   aglUrl: string | null;
+  spoolUrl: string | null;
   errors: string[];
   notices: string[];
 }
 
 /** What a gateway takes from the job's log lines. */
 export function parseJobLines(lines: string[]): ParsedLines {
-  const out: ParsedLines = { metrics: [], aglUrl: null, errors: [], notices: [] };
+  const out: ParsedLines = { metrics: [], aglUrl: null, spoolUrl: null, errors: [], notices: [] };
   for (const line of lines) {
     const payload = fileLoggerPayload(line);
     if (payload !== null) {
@@ -114,12 +121,16 @@ export function parseJobLines(lines: string[]): ParsedLines {
     const i = line.indexOf(LAUNCHER_MARK);
     if (i >= 0) {
       const rest = line.slice(i + LAUNCHER_MARK.length);
-      if (rest.startsWith('agl-gateway ')) {
+      const kind = /^(agl-gateway|agl-spool) /.exec(rest)?.[1];
+      if (kind) {
         try {
-          const o = JSON.parse(rest.slice('agl-gateway '.length)) as { url?: unknown };
-          if (typeof o.url === 'string' && /^https?:\/\//.test(o.url)) out.aglUrl = o.url;
+          const o = JSON.parse(rest.slice(kind.length + 1)) as { url?: unknown };
+          if (typeof o.url === 'string' && /^https?:\/\//.test(o.url)) {
+            if (kind === 'agl-gateway') out.aglUrl = o.url;
+            else out.spoolUrl = o.url;
+          }
         } catch {
-          out.notices.push(`unreadable gateway announcement: ${rest.slice(0, 200)}`);
+          out.notices.push(`unreadable ${kind} announcement: ${rest.slice(0, 200)}`);
         }
       } else if (rest.startsWith('error ')) out.errors.push(rest.slice('error '.length));
       continue;
@@ -182,7 +193,7 @@ export class RunMonitor {
 
   start(): void {
     const s = this.abort.signal;
-    this.done = Promise.all([this.statusLoop(s), this.logLoop(s), this.aglLoop(s)]).then(() => undefined);
+    this.done = Promise.all([this.statusLoop(s), this.logLoop(s), this.spoolLoop(s)]).then(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -205,26 +216,41 @@ export class RunMonitor {
     this.opts.onChange();
   }
 
+  /** aborted when the monitor itself ends the run (Ray lost or restarted): the log tail stops waiting */
+  private readonly ended = new AbortController();
+
+  private fail(message: string): void {
+    this.jobTerminal = true;
+    this.ended.abort();
+    this.store.updateRun(this.runId, { state: 'failed', message });
+    this.opts.onChange();
+  }
+
   private async statusLoop(signal: AbortSignal): Promise<void> {
-    let backoff = this.opts.statusPollMs ?? 1000;
-    let outage = false;
+    const poll = this.opts.statusPollMs ?? 1000;
+    const lostAfter = this.opts.rayLostAfterMs ?? 15_000;
+    // polls stay frequent enough during an outage to notice, within lostAfter, that it has lasted
+    const maxBackoff = Math.min(this.opts.maxBackoffMs ?? 15_000, Math.max(poll, lostAfter / 5));
+    let backoff = poll;
+    let unreachableSince: number | null = null;
     while (!signal.aborted) {
       const run = this.store.run(this.runId);
       if (!run?.submissionId) return;
       try {
+        const { session } = await this.ray.session();
         const job = await this.ray.job(run.submissionId);
-        if (outage) this.info(`Ray dashboard at ${this.ray.address} is reachable again`);
-        outage = false;
-        backoff = this.opts.statusPollMs ?? 1000;
-        if (!job) {
-          this.jobTerminal = true;
-          this.store.updateRun(this.runId, {
-            state: 'failed',
-            message: `Ray at ${this.ray.address} no longer knows job ${run.submissionId} (was the cluster restarted?)`,
-          });
-          this.opts.onChange();
-          return;
-        }
+        if (unreachableSince !== null) this.info(`Ray dashboard at ${this.ray.address} is reachable again`);
+        unreachableSince = null;
+        backoff = poll;
+        if (session && run.raySession && session !== run.raySession)
+          return this.fail(
+            `the Ray cluster at ${this.ray.address} was restarted (session ${run.raySession}, now ${session}): the job and its processes are gone`,
+          );
+        if (session && !run.raySession) this.store.updateRun(this.runId, { raySession: session });
+        if (!job)
+          return this.fail(
+            `Ray at ${this.ray.address} no longer knows job ${run.submissionId} (was the cluster restarted?)`,
+          );
         let state = rayToRunState(job);
         if (run.state === 'stopping' && !isTerminal(state)) state = 'stopping';
         const message = job.message;
@@ -239,9 +265,15 @@ export class RunMonitor {
         }
       } catch (e) {
         if (!(e instanceof RayUnreachable || e instanceof RayHttpError)) throw e;
-        if (!outage) this.notice(`${(e as Error).message}; retrying with backoff`);
-        outage = true;
-        backoff = Math.min(backoff * 2, this.opts.maxBackoffMs ?? 15_000);
+        const now = Date.now();
+        if (unreachableSince === null) {
+          unreachableSince = now;
+          this.notice(`${(e as Error).message}; retrying`);
+        } else if (now - unreachableSince >= lostAfter)
+          return this.fail(
+            `Ray at ${this.ray.address} has not answered for ${Math.round((now - unreachableSince) / 1000)} s (${(e as Error).message}): the cluster is gone or out of reach, so the run is failed (its job stops itself when its Ray node dies)`,
+          );
+        backoff = Math.min(backoff * 2, maxBackoff);
       }
       await sleep(backoff, signal);
     }
@@ -262,20 +294,23 @@ export class RunMonitor {
     this.opts.onChange();
   }
 
+  private overrideHost(url: string | null): string | null {
+    if (!url || !this.opts.aglHostOverride) return url;
+    const u = new URL(url);
+    u.hostname = this.opts.aglHostOverride;
+    return u.origin;
+  }
+
   private ingestLines(lines: string[], offset: number): void {
     const parsed = parseJobLines(lines);
     if (parsed.errors.length) this.lastErrors.push(...parsed.errors);
-    let aglUrl = parsed.aglUrl;
-    if (aglUrl && this.opts.aglHostOverride) {
-      const u = new URL(aglUrl);
-      u.hostname = this.opts.aglHostOverride;
-      aglUrl = u.origin;
-    }
+    const aglUrl = this.overrideHost(parsed.aglUrl);
     this.store.ingestLog(this.runId, {
       newOffset: offset,
       lines,
       metrics: parsed.metrics,
       aglUrl,
+      spoolUrl: this.overrideHost(parsed.spoolUrl),
       notices: parsed.notices,
     });
     this.opts.onChange();
@@ -296,7 +331,7 @@ export class RunMonitor {
               const { lines, offset } = cursor.feed(text);
               if (lines.length) this.ingestLines(lines, offset);
             },
-            signal,
+            AbortSignal.any([signal, this.ended.signal]),
           );
           backoff = 500;
         } catch (e) {
@@ -310,7 +345,8 @@ export class RunMonitor {
         if (
           job === null ||
           (job && ['SUCCEEDED', 'FAILED', 'STOPPED'].includes(job.status)) ||
-          terminalBefore
+          terminalBefore ||
+          this.ended.signal.aborted
         ) {
           try {
             const all = await this.ray.logs(run.submissionId);
@@ -332,28 +368,30 @@ export class RunMonitor {
     }
   }
 
-  private async aglLoop(signal: AbortSignal): Promise<void> {
+  private async spoolLoop(signal: AbortSignal): Promise<void> {
     let backoff = this.opts.aglPollMs ?? 300;
     let outage = false;
     let failures = 0;
     let client: AglGatewayClient | null = null;
     let finalPass = false;
+    let more = false;
     while (!signal.aborted) {
       const run = this.store.run(this.runId);
       if (!run) return;
-      if (this.jobTerminal && this.logDrained) {
-        if (finalPass || !run.aglUrl) return;
+      if (this.jobTerminal && this.logDrained && !more) {
+        if (finalPass || !run.spoolUrl) return;
         finalPass = true;
       }
-      if (!run.aglUrl) {
+      more = false;
+      if (!run.spoolUrl) {
         await sleep(500, signal);
         continue;
       }
-      if (!client || client.baseUrl !== run.aglUrl)
-        client = new AglGatewayClient(run.aglUrl, run.aglKey, fetch, 10_000, 0);
+      if (!client || client.baseUrl !== run.spoolUrl)
+        client = new AglGatewayClient(run.spoolUrl, run.aglKey, fetch, 10_000, 0);
       try {
         const page = await client.terminal(run.rolloutCursor, 50);
-        if (outage) this.info(`the job's Agent Lightning gateway at ${run.aglUrl} is reachable again`);
+        if (outage) this.info(`the job's rollout spool at ${run.spoolUrl} is reachable again`);
         outage = false;
         failures = 0;
         backoff = this.opts.aglPollMs ?? 300;
@@ -369,10 +407,11 @@ export class RunMonitor {
           this.store.ingestRollouts(this.runId, { nextCursor: page.next_after, rollouts, missed });
           this.opts.onChange();
         }
-        if (page.items.length === 50) continue; // more waiting
+        more = page.items.length === 50;
+        if (more) continue;
       } catch (e) {
-        if (finalPass) return; // the job is over and its gateway with it
-        // A job that ends takes its gateway down a moment before Ray reports the end: only a failure that
+        if (finalPass) return; // the job is over and its spool with it
+        // A job that ends takes its spool down a moment before Ray reports the end: only a failure that
         // outlasts a few polls while the job still runs is an outage worth reporting.
         failures++;
         if (!outage && failures >= 3 && !this.jobTerminal) {

@@ -16,9 +16,12 @@
  *   PUT    /api/packages/gcs/_ray_pkg_<sha1>.zip  the working_dir zip
  *
  * Token auth (`RAY_AUTH_MODE=token`) sends `Authorization: Bearer <token>` from the gateway's own
- * configuration. Every reply is validated; a refused connection is a `RayUnreachable`.
+ * configuration (a `RayToken`), and only to the address that configuration names. A token read from a file is
+ * read again when Ray rejects it (401/403: the head restarted with a new token) and the request is sent once
+ * more with the new one. Every reply is validated; a refused connection is a `RayUnreachable`.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import WebSocket from 'ws';
@@ -64,11 +67,53 @@ export class RayHttpError extends Error {
   }
 }
 
+/**
+ * The Ray token of a `RAY_AUTH_MODE=token` cluster: a fixed string ($RAY_AUTH_TOKEN) or a file, which `reload`
+ * reads again (a restarted head writes a new token to the same file).
+ */
+export class RayToken {
+  private value: string;
+  constructor(
+    value: string,
+    private readonly file: string | null = null,
+  ) {
+    this.value = value;
+  }
+
+  static fromFile(path: string): RayToken {
+    return new RayToken(RayToken.read(path), path);
+  }
+
+  private static read(path: string): string {
+    const t = readFileSync(path, 'utf8').trim();
+    if (!t) throw new Error(`the Ray token file ${path} is empty`);
+    return t;
+  }
+
+  get current(): string {
+    return this.value;
+  }
+
+  /** Reads the file again; true when the token changed (a request refused with the old one is worth repeating). */
+  reload(): boolean {
+    if (!this.file) return false;
+    let next: string;
+    try {
+      next = RayToken.read(this.file);
+    } catch {
+      return false;
+    }
+    if (next === this.value) return false;
+    this.value = next;
+    return true;
+  }
+}
+
 export interface RayClientOptions {
   /** dashboard origin, e.g. http://127.0.0.1:8265 */
   address: string;
   /** Ray token (RAY_AUTH_MODE=token) */
-  token?: string | null;
+  token?: RayToken | string | null;
   timeoutMs?: number;
 }
 
@@ -79,7 +124,7 @@ interface RawReply {
 
 export class RayJobsClient {
   readonly address: string;
-  private readonly token: string | null;
+  private readonly tokenSource: RayToken | null;
   private readonly timeoutMs: number;
 
   constructor(opts: RayClientOptions) {
@@ -87,8 +132,12 @@ export class RayJobsClient {
     if (u.protocol !== 'http:' && u.protocol !== 'https:')
       throw new Error(`Ray address must be http(s)://host:port, got ${opts.address}`);
     this.address = u.origin;
-    this.token = opts.token ?? null;
+    this.tokenSource = typeof opts.token === 'string' ? new RayToken(opts.token) : (opts.token ?? null);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  private get token(): string | null {
+    return this.tokenSource?.current ?? null;
   }
 
   get tokenAuth(): boolean {
@@ -110,14 +159,19 @@ export class RayJobsClient {
    * the same moment fails with ECONNRESET/EPIPE before anything was processed: a GET is then sent once more.
    */
   private async raw(method: string, path: string, body?: Buffer, contentType?: string): Promise<RawReply> {
+    let r: RawReply;
     try {
-      return await this.once(method, path, body, contentType);
+      r = await this.once(method, path, body, contentType);
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (method === 'GET' && (code === 'ECONNRESET' || code === 'EPIPE'))
-        return this.once(method, path, body, contentType);
-      throw e;
+        r = await this.once(method, path, body, contentType);
+      else throw e;
     }
+    // a refused token that its file has replaced since (the head restarted): once more with the new one
+    if ((r.status === 401 || r.status === 403) && this.tokenSource?.reload())
+      r = await this.once(method, path, body, contentType);
+    return r;
   }
 
   private once(method: string, path: string, body?: Buffer, contentType?: string): Promise<RawReply> {
@@ -176,8 +230,19 @@ export class RayJobsClient {
   }
 
   async version(): Promise<string> {
+    return (await this.session()).version;
+  }
+
+  /**
+   * Ray's version and the head's session name (`session_<date>_<pid>`, new on every `ray start`): a changed
+   * session means the cluster was restarted and every job it ran is gone.
+   */
+  async session(): Promise<{ version: string; session: string | null }> {
     const o = obj(await this.json('GET', '/api/version'), 'Ray /api/version');
-    return str(o.ray_version, 'Ray /api/version.ray_version');
+    return {
+      version: str(o.ray_version, 'Ray /api/version.ray_version'),
+      session: optStr(o.session_name, 'Ray /api/version.session_name') ?? null,
+    };
   }
 
   /** Alive nodes and their total CPUs and GPUs (state API). */
@@ -276,11 +341,16 @@ export class RayJobsClient {
     const headers: Record<string, string> = { 'user-agent': 'harness-lab-gateway' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     return new Promise((resolve, reject) => {
+      // a refused handshake is retried by the caller's loop; a token its file replaced is picked up then
+      const refused = (status: number) => {
+        if (status === 401 || status === 403) this.tokenSource?.reload();
+      };
       const ws = new WebSocket(u, { headers, perMessageDeflate: false, handshakeTimeout: this.timeoutMs });
       const abort = () => ws.terminate();
       signal?.addEventListener('abort', abort, { once: true });
       ws.on('message', (m: WebSocket.RawData) => onText(m.toString()));
       ws.on('unexpected-response', (_req, res) => {
+        refused(res.statusCode ?? 0);
         reject(new RayHttpError(res.statusCode ?? 0, `Ray log tail answered HTTP ${res.statusCode}`));
         ws.terminate();
       });

@@ -5,12 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { jobPackage, submitSpec } from './jobs';
+import { clusterFit, jobPackage, submitSpec } from './jobs';
 import { RunMonitor } from './monitor';
 import { isTerminal, parseSubmitRunBody, type RunSummary } from './protocol/api';
 import { checkTemplateParams, type JobTemplate, type TemplateName } from './protocol/templates';
-import { RayHttpError, RayJobsClient, RayUnreachable } from './ray';
+import { type NodeSummary, RayHttpError, RayJobsClient, type RayToken, RayUnreachable } from './ray';
 import type { GatewayStore } from './store';
+
+const isLoopback = (host: string) => /^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
 
 /** An error with the HTTP status the API answers it with. */
 export class ApiError extends Error {
@@ -26,8 +28,13 @@ export class ApiError extends Error {
 export interface RunManagerOptions {
   store: GatewayStore;
   templates: Record<TemplateName, JobTemplate>;
+  /** the dashboard address the operator configured at start (--ray-address): the only one the token goes to */
   rayAddress: string;
-  rayToken: string | null;
+  rayToken: RayToken | null;
+  /** whether `PUT /api/cluster` may switch to another address (--allow-ray-address-change); never with the token */
+  allowAddressChange?: boolean;
+  /** how long Ray may be unreachable before a run is failed (the cluster is taken as gone) */
+  rayLostAfterMs?: number;
   /** where job gateways bind on the cluster (HL_AGL_HOST) */
   aglHost: string;
   aglHostOverride: string | null;
@@ -44,20 +51,32 @@ export class RunManager {
 
   constructor(private readonly opts: RunManagerOptions) {
     this.events.setMaxListeners(0);
-    this.rayAddress = opts.store.getMeta('ray_address') ?? opts.rayAddress;
+    this.rayAddress = opts.rayAddress;
   }
 
   get address(): string {
     return this.rayAddress;
   }
 
+  /** A client of `address`; it carries the Ray token only when that is the address configured at start. */
   ray(address = this.rayAddress): RayJobsClient {
-    return new RayJobsClient({ address, token: this.opts.rayToken });
+    const token = address === this.opts.rayAddress ? this.opts.rayToken : null;
+    return new RayJobsClient({ address, token });
   }
 
+  /**
+   * Switches the dashboard address for new runs (kept in memory only: a restart is back at --ray-address).
+   * Refused unless the operator started the gateway with --allow-ray-address-change; the Ray token is never
+   * sent to a switched address, only to the configured one.
+   */
   setAddress(address: string): void {
+    if (address !== this.opts.rayAddress && !this.opts.allowAddressChange)
+      throw new ApiError(
+        403,
+        `the Ray address is fixed to ${this.opts.rayAddress} (--ray-address); start the gateway with --allow-ray-address-change to switch it from the page (the Ray token still goes only to ${this.opts.rayAddress})`,
+        'address',
+      );
     this.rayAddress = address;
-    this.opts.store.setMeta('ray_address', address);
   }
 
   private changed(runId: string): void {
@@ -71,6 +90,7 @@ export class RunManager {
     const m = new RunMonitor(this.opts.store, runId, this.ray(run.rayAddress), {
       onChange: () => this.changed(runId),
       aglHostOverride: this.opts.aglHostOverride,
+      rayLostAfterMs: this.opts.rayLostAfterMs,
       statusPollMs: this.opts.statusPollMs,
       aglPollMs: this.opts.aglPollMs,
     });
@@ -128,18 +148,29 @@ export class RunManager {
       );
     }
     const ray = this.ray();
+    let raySession: string | null;
+    let nodes: NodeSummary;
     try {
-      await ray.version();
+      raySession = (await ray.session()).session;
+      nodes = await ray.nodes();
     } catch (e) {
       if (e instanceof RayUnreachable || e instanceof RayHttpError)
         throw new ApiError(503, `${(e as Error).message}; nothing was submitted`);
       throw e;
     }
+    const template = checked.template.name;
+    const unfit = clusterFit(template, checked.params, nodes);
+    if (unfit) throw new ApiError(400, `${unfit}; nothing was submitted`, 'params');
+    if (template === 'agl-verl' && (checked.params.nnodes as number) > 1 && isLoopback(this.opts.aglHost))
+      throw new ApiError(
+        400,
+        `agl-verl on ${checked.params.nnodes} nodes needs the job's Agent Lightning gateway reachable from every node, but it binds ${this.opts.aglHost}: start the gateway with --agl-host 0.0.0.0 (or the head's address); nothing was submitted`,
+        'params.nnodes',
+      );
     const now = Date.now();
     const id = `run-${now.toString(36)}-${randomBytes(3).toString('hex')}`;
     const submissionId = `harness-lab-${id}`;
     const aglKey = randomBytes(24).toString('base64url');
-    const template = checked.template.name;
     const ctx = {
       runId: id,
       submissionId,
@@ -159,6 +190,7 @@ export class RunManager {
       message: 'uploading the job package',
       submissionId,
       rayAddress: ray.address,
+      raySession,
       aglKey,
       aglUrl: null,
       createdMs: now,

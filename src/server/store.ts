@@ -3,9 +3,11 @@
  * SSE stream, numbered per run), log lines, metrics per step, and rollouts with their Agent Lightning events.
  * Every ingestion is one transaction that also advances the run's cursor (log offset, terminal-rollout
  * cursor), so a gateway killed at any moment restarts exactly where the store says, with nothing lost and
- * nothing read twice.
+ * nothing read twice. The store holds every run's Agent Lightning key and every prompt: a folder it creates is
+ * owner-only (0700), its files are created owner-only (0600; SQLite gives the -wal and -shm files the
+ * database file's mode), and an existing store's files are tightened to 0600 when it is opened.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
@@ -32,6 +34,10 @@ export interface RunRow {
   rayAddress: string;
   aglKey: string;
   aglUrl: string | null;
+  /** the job's rollout spool (launch.py): where the gateway reads finished rollouts by cursor */
+  spoolUrl: string | null;
+  /** Ray's session name when the run was submitted; another one means the cluster restarted */
+  raySession: string | null;
   createdMs: number;
   updatedMs: number;
   logOffset: number;
@@ -55,6 +61,8 @@ interface DbRun {
   ray_address: string;
   agl_key: string;
   agl_url: string | null;
+  spool_url: string | null;
+  ray_session: string | null;
   created_ms: number;
   updated_ms: number;
   log_offset: number;
@@ -75,6 +83,8 @@ function toRow(r: DbRun): RunRow {
     rayAddress: r.ray_address,
     aglKey: r.agl_key,
     aglUrl: r.agl_url,
+    spoolUrl: r.spool_url,
+    raySession: r.ray_session,
     createdMs: r.created_ms,
     updatedMs: r.updated_ms,
     logOffset: r.log_offset,
@@ -88,7 +98,12 @@ export class GatewayStore {
   readonly db: Database.Database;
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') {
+      const dir = dirname(path);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      closeSync(openSync(path, 'a', 0o600));
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+    }
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
@@ -115,6 +130,12 @@ export class GatewayStore {
         state TEXT NOT NULL, data_id TEXT NOT NULL, is_train INTEGER NOT NULL, reward REAL, calls INTEGER NOT NULL,
         step INTEGER, doc TEXT NOT NULL, PRIMARY KEY (run_id, rollout_id));
     `);
+    // columns added since schema version 1 (nullable, so older rows read as "not known")
+    const cols = new Set(
+      (this.db.prepare('PRAGMA table_info(runs)').all() as { name: string }[]).map((c) => c.name),
+    );
+    for (const c of ['spool_url', 'ray_session'])
+      if (!cols.has(c)) this.db.exec(`ALTER TABLE runs ADD COLUMN ${c} TEXT`);
     const v = this.getMeta('schema_version');
     if (v === null) this.setMeta('schema_version', SCHEMA_VERSION);
     else if (v !== SCHEMA_VERSION)
@@ -142,11 +163,17 @@ export class GatewayStore {
       .run(key, value);
   }
 
-  createRun(r: Omit<RunRow, 'logOffset' | 'rolloutCursor' | 'missedRollouts' | 'lastSeq'>): void {
+  createRun(
+    r: Omit<
+      RunRow,
+      'logOffset' | 'rolloutCursor' | 'missedRollouts' | 'lastSeq' | 'spoolUrl' | 'raySession'
+    > &
+      Partial<Pick<RunRow, 'raySession'>>,
+  ): void {
     this.db
       .prepare(
         `INSERT INTO runs (id, name, template, params, state, message, submission_id, ray_address, agl_key, agl_url,
-          created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          created_ms, updated_ms, ray_session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         r.id,
@@ -161,6 +188,7 @@ export class GatewayStore {
         r.aglUrl,
         r.createdMs,
         r.updatedMs,
+        r.raySession ?? null,
       );
   }
 
@@ -221,7 +249,9 @@ export class GatewayStore {
   /** Sets the run's state/message (and any other fields) and records a status event when the state changed. */
   updateRun(
     id: string,
-    patch: Partial<Pick<RunRow, 'state' | 'message' | 'submissionId' | 'aglUrl' | 'rayAddress'>>,
+    patch: Partial<
+      Pick<RunRow, 'state' | 'message' | 'submissionId' | 'aglUrl' | 'rayAddress' | 'raySession'>
+    >,
     now = Date.now(),
   ): RunRow {
     return this.db.transaction(() => {
@@ -230,9 +260,18 @@ export class GatewayStore {
       const after = { ...before, ...patch, updatedMs: now };
       this.db
         .prepare(
-          'UPDATE runs SET state = ?, message = ?, submission_id = ?, agl_url = ?, ray_address = ?, updated_ms = ? WHERE id = ?',
+          'UPDATE runs SET state = ?, message = ?, submission_id = ?, agl_url = ?, ray_address = ?, ray_session = ?, updated_ms = ? WHERE id = ?',
         )
-        .run(after.state, after.message, after.submissionId, after.aglUrl, after.rayAddress, now, id);
+        .run(
+          after.state,
+          after.message,
+          after.submissionId,
+          after.aglUrl,
+          after.rayAddress,
+          after.raySession,
+          now,
+          id,
+        );
       if (after.state !== before.state || after.message !== before.message)
         this.appendTx(id, [{ kind: 'status', state: after.state, message: after.message }], now);
       return after;
@@ -263,6 +302,7 @@ export class GatewayStore {
       lines: string[];
       metrics: { step: number; data: Record<string, number>; source: 'console' | 'file' }[];
       aglUrl?: string | null;
+      spoolUrl?: string | null;
       notices?: string[];
     },
     now = Date.now(),
@@ -296,6 +336,8 @@ export class GatewayStore {
         .run(chunk.newOffset, now, runId);
       if (chunk.aglUrl && chunk.aglUrl !== r.aglUrl)
         this.db.prepare('UPDATE runs SET agl_url = ? WHERE id = ?').run(chunk.aglUrl, runId);
+      if (chunk.spoolUrl && chunk.spoolUrl !== r.spoolUrl)
+        this.db.prepare('UPDATE runs SET spool_url = ? WHERE id = ?').run(chunk.spoolUrl, runId);
     })();
   }
 
@@ -361,7 +403,7 @@ export class GatewayStore {
         events.push({
           kind: 'notice',
           level: 'warning',
-          message: `${batch.missed} rollout(s) were deleted by the job's trainer before the gateway read them`,
+          message: `${batch.missed} rollout(s) were deleted by the job's trainer before its spool read them`,
         });
       for (const n of batch.notices ?? []) events.push({ kind: 'notice', level: 'warning', message: n });
       if (events.length) this.appendTx(runId, events, now);

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { aglCpuTrainConfig, HARNESS_CATALOGUE } from '../../src/cli/aglCpu';
+import { AGL_CPU_VAL_TASKS, aglCpuTrainConfig, HARNESS_CATALOGUE } from '../../src/cli/aglCpu';
 import { readAglEvents } from '../../src/core/trace/io/aglEvents';
 import {
   type ClusterInfo,
@@ -175,22 +175,30 @@ describe('agl-cpu through the gateway on a real Ray head', () => {
 
     // every rollout the real agl-server finished is either stored or counted as missed
     const rollouts = parseRolloutList(await client.json('GET', `/api/runs/${id}/rollouts`));
-    expect(rollouts.length + final.missedRollouts).toBe(12);
+    expect(rollouts.length + final.missedRollouts).toBe(12 + AGL_CPU_VAL_TASKS);
+    expect(final.missedRollouts).toBe(0);
+    // validated once, after the last step, on the val split
+    expect(rollouts.filter((r) => !r.isTrain).length).toBe(AGL_CPU_VAL_TASKS);
+    expect(metrics[2].data['val/n_rollouts']).toBe(AGL_CPU_VAL_TASKS);
+    expect(Number.isFinite(metrics[2].data['val/reward'])).toBe(true);
+    expect(metrics[0].data['val/reward']).toBeUndefined();
     expect(new Set(rollouts.map((r) => r.rolloutId)).size).toBe(rollouts.length);
     const bundle = await client.json<{
       rollouts: {
-        rollout: { metadata: Record<string, unknown> };
+        rollout: { metadata: Record<string, unknown>; is_train?: boolean };
         events: { event_type: string; data: Record<string, unknown> }[];
       }[];
     }>('GET', `/api/runs/${id}/rollouts/bundle`);
     expect(bundle.rollouts.length).toBe(rollouts.length);
     for (const r of bundle.rollouts) {
       const step = r.rollout.metadata.batch_idx as number;
+      // validation after step N is served by the policy that step N published
+      const servedBy = r.rollout.is_train === false ? step : step - 1;
       const calls = r.events.filter((e) => e.event_type === 'model_request');
       expect(calls.length).toBeGreaterThan(0);
       // served by the policy version the trainer published before this step; ids recorded by the gateway
       for (const c of calls) {
-        expect(c.data.model_version).toBe(step - 1);
+        expect(c.data.model_version).toBe(servedBy);
         const resp = c.data.response as { prompt_token_ids: number[]; choices: { token_ids: number[] }[] };
         expect(resp.prompt_token_ids.length).toBeGreaterThan(0);
         expect(resp.choices[0].token_ids.length).toBeGreaterThan(0);

@@ -4,8 +4,8 @@
  * search path, no torch), and every override lands on its upstream key with the parameter's value. Hydra's
  * struct mode refuses keys that do not exist, so a misspelt key fails here.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -122,13 +122,29 @@ describe("the agl-verl trainer's launch", () => {
     const out = execFileSync(
       python,
       ['-m', 'harness_lab_cluster.verl_run', job, '--agl-url', 'http://127.0.0.1:9', '--dry-run'],
-      { cwd: join(PROJECT_ROOT, 'python'), encoding: 'utf8', env: { ...process.env, HL_AGL_KEY: 'k-123' } },
+      {
+        cwd: join(PROJECT_ROOT, 'python'),
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          HL_AGL_KEY: 'k-123',
+          HL_RUN_ID: 'run-x',
+          HL_CHECKPOINT_DIR: '',
+          VERL_FILE_LOGGER_PATH: '/tmp/hl-job/metrics.jsonl',
+        },
+      },
     );
     const got = JSON.parse(out);
     expect(got).toMatchObject({
       'agentlightning.agl_base_url': 'http://127.0.0.1:9',
       'agentlightning.agl_key_is_env': true,
       'trainer.logger': ['console', 'file'],
+      'trainer.save_freq': 1,
+      'trainer.test_freq': 1,
+      // verl's file logger runs in the task-runner actor: the path travels in the runtime_env it is created with
+      'ray_kwargs.ray_init.runtime_env': { env_vars: { VERL_FILE_LOGGER_PATH: '/tmp/hl-job/metrics.jsonl' } },
+      // verl's own PPO env vars join them where verl imports (the GPU stack); not in this torch-less venv
+      runtime_env_has_verl_defaults: false,
       train_rows: 12,
       val_rows: 4,
       first_train_row: {
@@ -139,5 +155,36 @@ describe("the agl-verl trainer's launch", () => {
         data_id: 'instruction-train-s0-0',
       },
     });
+    expect(got['trainer.default_local_dir']).toMatch(/\/harness-lab-checkpoints\/run-x$/);
+    expect(out).not.toContain('k-123');
+  });
+
+  it('refuses lengths over the model context before anything is allocated', () => {
+    const model = join(dir, 'tiny-model');
+    mkdirSync(model, { recursive: true });
+    writeFileSync(join(model, 'config.json'), JSON.stringify({ max_position_embeddings: 1024 }));
+    const { params } = checkTemplateParams(templates, 'agl-verl', {
+      model_path: model,
+      max_prompt_length: 512,
+      max_response_length: 1024,
+    });
+    const job = join(dir, 'job-long.json');
+    writeFileSync(
+      job,
+      JSON.stringify({ template: 'agl-verl', params, hydra_overrides: aglVerlOverrides(params) }),
+    );
+    const r = spawnSync(
+      python,
+      ['-m', 'harness_lab_cluster.verl_run', job, '--agl-url', 'http://127.0.0.1:9', '--dry-run'],
+      {
+        cwd: join(PROJECT_ROOT, 'python'),
+        encoding: 'utf8',
+        env: { ...process.env, HL_AGL_KEY: 'k', VERL_FILE_LOGGER_PATH: '/tmp/m.jsonl' },
+      },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(
+      /max_prompt_length \+ max_response_length \(512 \+ 1024 = 1536\) exceed the context of .*tiny-model \(1024 tokens\)/,
+    );
   });
 });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HARNESS_CATALOGUE } from '../../src/cli/aglCpu';
 import { PROJECT_ROOT } from '../../src/cli/clusterBundle';
-import { createApp } from '../../src/server/app';
+import { createApp, servedHosts } from '../../src/server/app';
 import { ensureToken } from '../../src/server/auth';
 import { parseClusterInfo } from '../../src/server/protocol/api';
 import { jobTemplates } from '../../src/server/protocol/templates';
@@ -52,6 +52,7 @@ beforeAll(async () => {
     clusterCli: join(dir, 'missing.mjs'),
   });
   app = createApp({
+    hosts: servedHosts('gw.local', 5173),
     store,
     runs,
     templates,

@@ -1,9 +1,9 @@
 /**
- * The gateway's store and run monitor against stand-ins for the Ray dashboard and a job's Agent Lightning
- * gateway (real HTTP and WebSocket servers speaking the same routes), so faults can be made on purpose: a
- * restarted monitor reads nothing twice, a vanished job gateway or Ray is reported and retried, a job Ray
- * forgot fails the run with the reason, and what was stored survives all of it. The real Ray + Agent Lightning
- * path is tests/remote/.
+ * The gateway's store and run monitor against stand-ins for the Ray dashboard and a job's rollout spool
+ * (real HTTP and WebSocket servers speaking the same routes), so faults can be made on purpose: a restarted
+ * monitor reads nothing twice, a vanished spool or Ray is reported and retried, a job Ray forgot, a restarted
+ * cluster (new session) or a Ray that stays away fails the run with the reason, and what was stored survives
+ * all of it. The real Ray + Agent Lightning path is tests/remote/.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -43,6 +43,7 @@ const close = (s: Server) =>
 
 /** The Ray dashboard's job routes for one job, with its status and log under the test's control. */
 class FakeRay {
+  session = 'session_a';
   status: string | null = 'RUNNING';
   message = 'Job is currently running.';
   log = '';
@@ -52,7 +53,8 @@ class FakeRay {
   async start(port = 0) {
     this.server = await listen((req, res) => {
       const url = req.url ?? '';
-      if (url === '/api/version') return send(res, 200, { ray_version: '2.60.0' });
+      if (url === '/api/version')
+        return send(res, 200, { ray_version: '2.60.0', session_name: this.session });
       const m = /^\/api\/jobs\/([^/]+)(\/logs)?$/.exec(url);
       if (!m || this.status === null) return send(res, 404, { error: 'no such job' });
       if (m[2]) return send(res, 200, { logs: this.log });
@@ -92,7 +94,7 @@ class FakeRay {
   }
 }
 
-/** A job's Agent Lightning gateway: the terminal listing, rollouts and their events. */
+/** A job's rollout spool (the read routes of Agent Lightning's gateway): terminal listing, rollouts, events. */
 class FakeAgl {
   terminal: string[] = [];
   deleted = new Set<string>();
@@ -177,12 +179,13 @@ function newRun(store: GatewayStore, ray: string) {
   });
 }
 
-function monitor(store: GatewayStore, ray: string) {
+function monitor(store: GatewayStore, ray: string, rayLostAfterMs = 15_000) {
   const m = new RunMonitor(store, 'run-1', new RayJobsClient({ address: ray, timeoutMs: 2000 }), {
     onChange: () => {},
     statusPollMs: 50,
     aglPollMs: 50,
     maxBackoffMs: 200,
+    rayLostAfterMs,
   });
   m.start();
   return m;
@@ -236,7 +239,7 @@ describe('run monitor', () => {
     let { path, store } = tempStore();
     newRun(store, ray.url);
     ray.append(
-      `Running entrypoint\n[harness-lab] agl-gateway {"url": "${agl.url}"}\n[trainer] step:1 - a:1.5\n`,
+      `Running entrypoint\n[harness-lab] agl-spool {"url": "${agl.url}"}\n[trainer] step:1 - a:1.5\n`,
     );
     agl.terminal = ['r1', 'r2'];
     let m = monitor(store, ray.url);
@@ -266,7 +269,7 @@ describe('run monitor', () => {
     const { lines } = store.logLines('run-1', 1000);
     expect(lines).toEqual([
       'Running entrypoint',
-      `[harness-lab] agl-gateway {"url": "${agl.url}"}`,
+      `[harness-lab] agl-spool {"url": "${agl.url}"}`,
       '[trainer] step:1 - a:1.5',
       `${FILE_LOGGER_MARKER}{"step":1,"data":{"a":1.25,"c":3}}`,
       '[trainer] step:2 - a:2',
@@ -297,7 +300,7 @@ describe('run monitor', () => {
     newRun(store, ray.url);
     agl.terminal = ['a', 'b', 'c'];
     agl.deleted.add('b');
-    ray.append(`[harness-lab] agl-gateway {"url": "${agl.url}"}\n`);
+    ray.append(`[harness-lab] agl-spool {"url": "${agl.url}"}\n`);
     const m = monitor(store, ray.url);
     cleanups.push(() => m.stop());
     await until('two rollouts', () => store.rollouts('run-1').length === 2);
@@ -339,6 +342,39 @@ describe('run monitor', () => {
     await until('failed', () => store.run('run-1')?.state === 'failed');
     expect(store.run('run-1')?.message).toMatch(/no longer knows job job-1 \(was the cluster restarted\?\)/);
     expect(store.logLines('run-1', 10).lines).toEqual(['line 1']);
+  });
+
+  it('fails the run when Ray stays unreachable past rayLostAfterMs, and when the cluster restarted (new session)', async () => {
+    const ray = await new FakeRay().start();
+    const { store } = tempStore();
+    cleanups.push(() => store.close());
+    newRun(store, ray.url);
+    const m = monitor(store, ray.url, 1500);
+    cleanups.push(() => m.stop());
+    await until('running', () => store.run('run-1')?.state === 'running');
+    expect(store.run('run-1')?.raySession).toBe('session_a');
+    await ray.stop();
+    await until('failed', () => store.run('run-1')?.state === 'failed', 10_000);
+    expect(store.run('run-1')?.message).toMatch(
+      /^Ray at http:\/\/127\.0\.0\.1:\d+ has not answered for [12] s \(Ray dashboard at .* is unreachable: ECONNREFUSED\): the cluster is gone/,
+    );
+    await m.finished();
+
+    // a head restarted on the same port: the job id may even be known again, the session says otherwise
+    const again = await new FakeRay().start();
+    cleanups.push(() => again.stop());
+    const { store: s2 } = tempStore();
+    cleanups.push(() => s2.close());
+    newRun(s2, again.url);
+    const m2 = monitor(s2, again.url);
+    cleanups.push(() => m2.stop());
+    await until('running', () => s2.run('run-1')?.state === 'running');
+    again.session = 'session_b';
+    await until('failed', () => s2.run('run-1')?.state === 'failed');
+    expect(s2.run('run-1')?.message).toMatch(
+      /was restarted \(session session_a, now session_b\): the job and its processes are gone/,
+    );
+    await m2.finished();
   });
 
   it('puts the launcher error of a job that failed at start into the run message', async () => {

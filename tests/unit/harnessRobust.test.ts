@@ -194,6 +194,49 @@ describe('every request has a timeout; Retry-After is capped', () => {
     await client.complete({ messages: [] });
     expect(waits).toEqual([60_000, 500]);
   });
+
+  it('the waits of one request are bounded in total: past maxRetryWaitMs the 429 is the answer', async () => {
+    const waits: number[] = [];
+    const client = new ChatClient({
+      baseUrl: '/v1',
+      transport: async () => ({
+        status: 429,
+        headers: { 'retry-after': '30' },
+        body: { error: { message: 'paused' } },
+      }),
+      sleep: async (ms) => void waits.push(ms),
+      maxRetryWaitMs: 100_000,
+    });
+    await expect(client.complete({ messages: [] })).rejects.toThrow(
+      'chat completion still refused with HTTP 429 after 90.0 s of waiting (at most 100 s in total): paused',
+    );
+    expect(waits).toEqual([30_000, 30_000, 30_000]);
+  });
+
+  it('the remote engine waits out a paused server within its bound, then fails naming it', async () => {
+    const waits: number[] = [];
+    let n = 0;
+    const paused =
+      (count: number): Transport =>
+      async () =>
+        n++ < count ? { status: 429, headers: { 'retry-after': '2' }, body: null } : ok(answer());
+    const engine = new RemoteEngine('http://x/v1', 'm', '', paused(2), {
+      maxRetryWaitMs: 5000,
+      sleep: async (ms) => void waits.push(ms),
+    });
+    expect((await engine.generate(call)).tokenIds.length).toBeGreaterThan(0);
+    expect(waits).toEqual([2000, 2000]);
+    n = 0;
+    waits.length = 0;
+    const stuck = new RemoteEngine('http://x/v1', 'm', '', paused(100), {
+      maxRetryWaitMs: 5000,
+      sleep: async (ms) => void waits.push(ms),
+    });
+    await expect(stuck.generate(call)).rejects.toThrow(
+      'remote engine still answered 429 after 4.0 s of waiting (at most 5 s in total)',
+    );
+    expect(waits).toEqual([2000, 2000]);
+  });
 });
 
 describe('the proxy stays responsive and bounded', () => {
@@ -424,9 +467,52 @@ describe('lab rollout and lab agent under bad flags, bad servers and interrupts'
       await expect(agent.run(['--harness', 'instruction', '--index', '1e300'])).rejects.toThrow(
         /--index must be an integer in \[0, 1000000\)/,
       );
+      await expect(agent.run(['--harness', 'instruction', '--timeout-ms', '0'])).rejects.toThrow(
+        /--timeout-ms must be an integer number of milliseconds in \[1, 2147483647\], got 0/,
+      );
+      expect(agent.usage).toMatch(/--timeout-ms MS=300000\] \[--max-retry-wait-ms MS=300000\]/);
+      expect(rollout.usage).toMatch(/--max-retry-wait-ms MS=60000/);
     } finally {
       if (prev === undefined) delete process.env.AGL_OPENAI_BASE_URL;
       else process.env.AGL_OPENAI_BASE_URL = prev;
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('lab agent: --timeout-ms cuts a hung server, --max-retry-wait-ms a server that stays paused', async () => {
+    let mode: 'hang' | 'paused' = 'hang';
+    let requests = 0;
+    const server: Server = createServer((_req, res) => {
+      requests++;
+      if (mode === 'paused') {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0.2' });
+        res.end(JSON.stringify({ error: { message: 'training step 3' } }));
+      } // 'hang': never answers
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    const prev = process.env.AGL_OPENAI_BASE_URL;
+    try {
+      process.env.AGL_OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
+      const hung = await agent
+        .run(['--harness', 'instruction', '--timeout-ms', '300'])
+        .catch((x: unknown) => x);
+      expect((hung as CommandError).exitCode).toBe(EXIT.unreachable);
+      expect((hung as CommandError).message).toMatch(/within 300 ms/);
+      mode = 'paused';
+      requests = 0;
+      const p = await agent
+        .run(['--harness', 'instruction', '--max-retry-wait-ms', '1000'])
+        .catch((x: unknown) => x);
+      expect((p as CommandError).exitCode).toBe(EXIT.http);
+      expect((p as CommandError).message).toBe(
+        'chat completion still refused with HTTP 429 after 1.0 s of waiting (at most 1 s in total): training step 3',
+      );
+      expect(requests).toBe(6); // five waits of 0.2 s fill the bound; the sixth answer is final
+    } finally {
+      if (prev === undefined) delete process.env.AGL_OPENAI_BASE_URL;
+      else process.env.AGL_OPENAI_BASE_URL = prev;
+      server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     }
   });

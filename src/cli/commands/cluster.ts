@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs, UsageError } from '../args';
 import { PROJECT_ROOT } from '../clusterBundle';
 import type { Command } from '../lab';
-import { defaultVenv, headInfo, startHead, stopHead } from '../localCluster';
+import { defaultVenv, headInfo, listeningAddresses, startHead, stopHead } from '../localCluster';
 
 export const command: Command = {
   summary: 'start / stop a local Ray head (from the cluster venv) for the gateway to submit to',
@@ -42,6 +42,11 @@ lab cluster status [--dir DIR]
       console.log(
         `cluster: Ray head up in ${(info.readyMs / 1000).toFixed(1)} s, dashboard ${info.dashboard} (pid ${info.pid})`,
       );
+      const open = listeningAddresses(info.pid).filter((l) => !l.loopback);
+      if (open.length)
+        console.error(
+          `cluster: warning: the head listens beyond loopback on ${open.map((l) => l.address).join(', ')}`,
+        );
       console.log(
         `cluster: npm start -- --ray-address ${info.dashboard}${info.tokenFile ? ` --ray-token-file ${info.tokenFile}` : ''}`,
       );

@@ -2,12 +2,14 @@
  * `lab gateway` (what `npm start` runs): the remote-mode gateway. Serves the built page and its API on one
  * origin, submits the allowlisted job templates to a Ray cluster's Jobs API and follows them into its store.
  */
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { networkInterfaces, hostname as osHostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
-import { createApp } from '../../server/app';
+import { createApp, servedHosts } from '../../server/app';
 import { ensureToken } from '../../server/auth';
 import { jobTemplates } from '../../server/protocol/templates';
+import { RayToken } from '../../server/ray';
 import { RunManager } from '../../server/runs';
 import { GatewayStore } from '../../server/store';
 import { HARNESS_CATALOGUE } from '../aglCpu';
@@ -33,13 +35,45 @@ function rayAddressFrom(flag: string | undefined): string {
   return u.origin;
 }
 
+/** What a gateway data dir holds; a folder with anything else is not tightened behind its owner's back. */
+const DATA_DIR_ENTRIES = /^(gateway\.sqlite(-wal|-shm|-journal)?|cluster-cli)$/;
+
+/**
+ * The data dir, owner-only (0700): created so, or tightened when it holds only the gateway's own files; a
+ * shared folder open to others is refused rather than changed.
+ */
+export function ownerOnlyDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const mode = statSync(dir).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  const foreign = readdirSync(dir).filter((n) => !DATA_DIR_ENTRIES.test(n));
+  if (foreign.length)
+    throw new UsageError(
+      `--data-dir ${dir} is open to other users (mode ${mode.toString(8)}) and holds other files (${foreign.slice(0, 3).join(', ')}); the store keeps run keys and prompts: choose a folder of its own or chmod 700 it`,
+    );
+  chmodSync(dir, 0o700);
+}
+
+function interfaceAddresses(): string[] {
+  const out = [osHostname()];
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) out.push(a.address);
+  return out;
+}
+
 export const command: Command = {
   summary: 'serve the page and the remote-mode gateway (Ray Jobs + Agent Lightning) on one origin',
   usage: `lab gateway [--port P=5173] [--host H=127.0.0.1] [--data-dir DIR=.gateway] [--ray-address URL]
-    [--ray-token-file FILE] [--allow-origin ORIGIN]... [--agl-host H=127.0.0.1] [--agl-host-override H]
+    [--ray-token-file FILE] [--allow-ray-address-change] [--ray-lost-after S=15] [--allow-origin ORIGIN]...
+    [--allow-host NAME[:PORT]]... [--agl-host H=127.0.0.1] [--agl-host-override H]
     [--static DIR=dist | --no-static] [--reset-token]
-  Ray address: --ray-address, else $RAY_API_SERVER_ADDRESS / $RAY_ADDRESS, else http://127.0.0.1:8265.
-  Ray token (RAY_AUTH_MODE=token clusters): --ray-token-file, else $RAY_AUTH_TOKEN.`,
+  Ray address: --ray-address, else $RAY_API_SERVER_ADDRESS / $RAY_ADDRESS, else http://127.0.0.1:8265. The
+    page may switch it only with --allow-ray-address-change, and the Ray token goes only to this address.
+  Ray token (RAY_AUTH_MODE=token clusters): --ray-token-file (read again when Ray rejects it), else
+    $RAY_AUTH_TOKEN.
+  --ray-lost-after: seconds Ray may stay unreachable before unfinished runs are failed (the cluster is gone).
+  Host: requests must name an address the gateway listens on (loopback names for a loopback --host; this
+    machine's addresses for 0.0.0.0), or one given with --allow-host (a reverse proxy, a DNS name).
+  The data dir is owner-only (0700), its SQLite files 0600.`,
   async run(argv) {
     const { positionals, flags } = parseArgs(argv, {
       port: { type: 'number' },
@@ -48,6 +82,9 @@ export const command: Command = {
       'ray-address': { type: 'string' },
       'ray-token-file': { type: 'string' },
       'allow-origin': { type: 'string', multiple: true },
+      'allow-host': { type: 'string', multiple: true },
+      'allow-ray-address-change': { type: 'bool' },
+      'ray-lost-after': { type: 'number' },
       'agl-host': { type: 'string' },
       'agl-host-override': { type: 'string' },
       static: { type: 'string' },
@@ -68,16 +105,25 @@ export const command: Command = {
       }
     });
     const rayAddress = rayAddressFrom(flags['ray-address'] as string | undefined);
-    let rayToken: string | null = process.env.RAY_AUTH_TOKEN?.trim() || null;
+    const envToken = process.env.RAY_AUTH_TOKEN?.trim();
+    let rayToken: RayToken | null = envToken ? new RayToken(envToken) : null;
     if (flags['ray-token-file']) {
       try {
-        rayToken = readFileSync(flags['ray-token-file'] as string, 'utf8').trim();
+        rayToken = RayToken.fromFile(flags['ray-token-file'] as string);
       } catch (e) {
         throw new UsageError(`--ray-token-file: ${(e as Error).message}`);
       }
-      if (!rayToken) throw new UsageError(`--ray-token-file ${flags['ray-token-file']} is empty`);
     }
+    const lostAfterS = (flags['ray-lost-after'] as number | undefined) ?? 15;
+    if (!Number.isFinite(lostAfterS) || lostAfterS < 1 || lostAfterS > 3600)
+      throw new UsageError(`--ray-lost-after must be 1-3600 seconds, got ${lostAfterS}`);
+    const allowHosts = ((flags['allow-host'] as string[] | undefined) ?? []).map((h) => {
+      if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/i.test(h))
+        throw new UsageError(`--allow-host '${h}' must be a host name or address, optionally with :port`);
+      return h;
+    });
     const dataDir = resolve((flags['data-dir'] as string | undefined) ?? join(PROJECT_ROOT, '.gateway'));
+    ownerOnlyDataDir(dataDir);
     const staticDir = flags['no-static']
       ? null
       : resolve((flags.static as string | undefined) ?? join(PROJECT_ROOT, 'dist'));
@@ -95,12 +141,16 @@ export const command: Command = {
       templates,
       rayAddress,
       rayToken,
+      allowAddressChange: flags['allow-ray-address-change'] === true,
+      rayLostAfterMs: lostAfterS * 1000,
       aglHost: (flags['agl-host'] as string | undefined) ?? '127.0.0.1',
       aglHostOverride: (flags['agl-host-override'] as string | undefined) ?? null,
       root: PROJECT_ROOT,
       clusterCli,
     });
+    const hosts = new Set<string>();
     const app = createApp({
+      hosts,
       store,
       runs,
       templates,
@@ -128,6 +178,7 @@ export const command: Command = {
     });
     const addr = server.address();
     const actualPort = typeof addr === 'object' && addr ? addr.port : port;
+    for (const h of servedHosts(host, actualPort, allowHosts, interfaceAddresses())) hosts.add(h);
     const url = `http://${host}:${actualPort}/`;
     await runs.resume();
     console.log(

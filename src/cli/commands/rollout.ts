@@ -35,7 +35,10 @@ const MAX_WORKERS = 64;
 const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|policy|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
-    [--timeout-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors] [--model DIR (with --engine policy)]
+    [--timeout-ms MS=60000] [--max-retry-wait-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
+    [--model DIR (with --engine policy)]
+  --timeout-ms: per request to a URL engine (and per rollout); --max-retry-wait-ms: all Retry-After waits of
+  one request to a URL engine answering 429 together, then the call fails.
   --n is the number of tasks; each runs --group-size times (n × K rollouts, at most ${MAX_ROLLOUTS}).
   Each rollout is appended to --out as it finishes (in the order they finish); on SIGINT / SIGTERM the
   finished ones and those cut short (state failed, with the calls they made) are kept and the file is closed.
@@ -98,6 +101,7 @@ export const command: Command = {
       'max-tokens': { type: 'number' },
       'max-context': { type: 'number' },
       'timeout-ms': { type: 'number' },
+      'max-retry-wait-ms': { type: 'number' },
       'fixed-clock': { type: 'bool' },
       checkpoint: { type: 'string' },
     });
@@ -154,6 +158,7 @@ export const command: Command = {
     const workers = Math.min(posInt(flags.workers, 'workers', 4, 1, MAX_WORKERS), spec.n * spec.groupSize);
     // setTimeout fires at once for delays past 2^31−1 ms, which would fail every rollout.
     const timeoutMs = posInt(flags['timeout-ms'], 'timeout-ms', 60_000, 1, 2 ** 31 - 1);
+    const maxRetryWaitMs = posInt(flags['max-retry-wait-ms'], 'max-retry-wait-ms', 60_000, 0, 2 ** 31 - 1);
     const maxTokens = posInt(flags['max-tokens'], 'max-tokens', 1024, 1, 1 << 20);
     const maxContext = posInt(flags['max-context'], 'max-context', 32768, 2, 1 << 24);
     let tokenizer: ReturnType<typeof loadTokenizer>;
@@ -199,7 +204,7 @@ export const command: Command = {
           process.env.OPENAI_API_KEY ?? '',
           undefined,
           // ids must index the vocabulary the trace will be read with; a hung server is cut at the timeout
-          { vocabSize: tokenizer.vocabSize, vocabName: tokenizer.name, timeoutMs },
+          { vocabSize: tokenizer.vocabSize, vocabName: tokenizer.name, timeoutMs, maxRetryWaitMs },
         );
     } catch (e) {
       // e.g. a --tokenizer without a known end-of-turn token

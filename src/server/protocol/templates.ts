@@ -12,6 +12,7 @@ import { listAdvEstimators, traceUnavailable } from '../../core/algos/advantage'
 import { LOSS_AGG_MODES } from '../../core/algos/aggLoss';
 import { listPolicyLosses } from '../../core/algos/policyLoss';
 import { checkParams, ParamError, type ParamSpec, type ParamValues } from './params';
+import { aglVerlSchedule, checkAglVerlParams } from './verlPlan';
 
 /** What the templates offer that is not in core: the harnesses and history behaviours of `lab agent`. */
 export interface Catalogue {
@@ -398,13 +399,7 @@ export function jobTemplates(c: Catalogue): Record<TemplateName, JobTemplate> {
         },
         seedParam,
       ],
-      crossCheck: (p) => {
-        if ((p.ppo_mini_batch_size as number) > (p.train_batch_size as number))
-          throw new ParamError(
-            'params.ppo_mini_batch_size',
-            `must be at most train_batch_size (${p.train_batch_size}); got ${p.ppo_mini_batch_size}`,
-          );
-      },
+      crossCheck: checkAglVerlParams,
     },
   };
 }
@@ -455,6 +450,8 @@ export function aglVerlOverrides(p: ParamValues): string[] {
     `trainer.total_training_steps=${p.total_training_steps}`,
     `trainer.logger=[console,file]`,
     `trainer.val_before_train=false`,
+    `trainer.save_freq=${aglVerlSchedule(p).saveFreq}`,
+    `trainer.test_freq=${aglVerlSchedule(p).testFreq}`,
     `trainer.project_name=harness-lab`,
     `trainer.experiment_name=agl-verl`,
     `data.train_batch_size=${p.train_batch_size}`,

@@ -289,7 +289,9 @@ describe('the agl-cpu trainer: lab train’s loop on rollouts from an Agent Ligh
       seed: 9,
     });
     const cfg = aglCpuTrainConfig(params, 1024);
-    expect(cfg.lab).toMatchObject({ harness: 'instruction-short', seed: 9, behaviours: [] });
+    expect(cfg.lab).toMatchObject({ harness: 'instruction-short', seed: 9, behaviours: [], val_tasks: 4 });
+    // validation once, after the last step
+    expect(cfg.trainer).toMatchObject({ test_freq: params.total_training_steps, val_before_train: false });
     expect(cfg.data).toMatchObject({ train_batch_size: 3, max_response_length: 40, max_prompt_length: 150 });
     expect(cfg.algorithm.adv_estimator).toBe('rloo');
     expect(cfg.actor_rollout_ref.actor).toMatchObject({
