@@ -20,11 +20,11 @@ import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
-import { parseArgs, UsageError } from '../args';
+import { type FlagSpec, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
 import { readTraceFile } from '../traceFile';
-import { trainerFlagSpec, trainerFlagsUsage, trainerOptionsFromFlags } from '../trainerFlags';
+import { trainerFlagSpec, trainerFlags, trainerFlagsUsage } from '../trainerFlags';
 
 const SHOW_ISSUES = 20;
 
@@ -120,6 +120,16 @@ async function readTrace(file: string): Promise<TraceBatch | string> {
   }
 }
 
+/** `lab analyze`'s own flags (the trainer settings' flags come from core's config table). */
+export const ANALYZE_FLAGS: FlagSpec = {
+  tokenizer: { type: 'string' },
+  examples: { type: 'number' },
+  'per-token': { type: 'bool' },
+  'no-retokenization': { type: 'bool' },
+  sign: { type: 'string' },
+  json: { type: 'bool' },
+};
+
 export const command: Command = {
   summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
@@ -130,17 +140,11 @@ export const command: Command = {
     'for ∂L/∂logπ. Token texts and merge-failure classes use the Qwen3 tokenizer, as the page does, unless ' +
     '--tokenizer names another (or none).',
   async run(argv) {
-    const { positionals, flags } = parseArgs(argv, {
-      ...trainerFlagSpec(),
-      tokenizer: { type: 'string' },
-      examples: { type: 'number' },
-      'per-token': { type: 'bool' },
-      'no-retokenization': { type: 'bool' },
-      sign: { type: 'string' },
-      json: { type: 'bool' },
-    });
+    const own = ANALYZE_FLAGS;
+    const { positionals, flags } = parseArgs(argv, trainerFlagSpec(own));
     if (positionals.length === 0) throw new UsageError('expected a trace file');
-    const options = trainerOptionsFromFlags(flags);
+    const { options, unread } = trainerFlags(flags, own);
+    for (const u of unread) console.error(`lab analyze: note: ${u}`);
     if (options.tokenSource === 'retokenize' && flags.tokenizer === 'none')
       throw new UsageError('--token-source retokenize needs a tokenizer, and --tokenizer none was given');
     const signName = flags.sign === undefined ? DEFAULT_WEIGHT_SIGN : String(flags.sign);

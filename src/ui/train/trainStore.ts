@@ -6,6 +6,7 @@
  * export and import). The page thread only renders and writes small records; the worker trains.
  */
 import { create } from 'zustand';
+import { lossModeOf } from '../../core/config/fields';
 import { parseTraceText } from '../../core/trace/io';
 import type { Rollout } from '../../core/trace/types';
 import {
@@ -426,7 +427,7 @@ export const useTrain = create<TrainState>((set, get) => {
         id,
         name:
           name ??
-          `${c.lab.harness} · ${c.algorithm.adv_estimator} · ${c.actor_rollout_ref.actor.policy_loss.loss_mode === 'per_rollout_mean' ? 'per_rollout_mean' : c.actor_rollout_ref.actor.loss_agg_mode} · seed ${c.lab.seed}`,
+          `${c.lab.harness} · ${c.algorithm.adv_estimator} · ${lossModeOf(c.actor_rollout_ref.actor.loss_agg_mode, c.actor_rollout_ref.actor.policy_loss.loss_mode)} · seed ${c.lab.seed}`,
         color: RUN_COLORS[n % RUN_COLORS.length],
         createdAt: Date.now(),
         status: 'queued',
