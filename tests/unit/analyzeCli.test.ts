@@ -192,6 +192,28 @@ describe('lab analyze', () => {
     expect(errors.join('\n')).toMatch(/the trainer raises ValueError: Pass@k requires at least 2 samples/);
   });
 
+  it('reads a trace with the tokenizer its rollouts name, and says when it has to guess', async () => {
+    const { toJsonlTrace } = await import('../../src/core/trace/io');
+    const named = join(dir, 'named.jsonl');
+    writeFileSync(
+      named,
+      toJsonlTrace(
+        rollouts.slice(0, 4).map((r) => ({ ...r, metadata: { ...r.metadata, tokenizer: 'policy' } })),
+      ),
+    );
+    expect(await analyze.run([named, '--json', '--no-retokenization'])).toBe(0);
+    expect((JSON.parse(out.join('\n')) as Analysis).options.tokenizer).toBe('policy');
+    expect(errors.join('\n')).not.toMatch(/names no tokenizer/);
+    out = [];
+    const unnamed = join(dir, 'unnamed.jsonl');
+    writeFileSync(unnamed, toJsonlTrace(rollouts.slice(0, 4)));
+    expect(await analyze.run([unnamed, '--json', '--no-retokenization'])).toBe(0);
+    expect((JSON.parse(out.join('\n')) as Analysis).options.tokenizer).toBe('qwen3');
+    expect(errors.join('\n')).toMatch(
+      /the trace names no tokenizer \(metadata.tokenizer\); reading its ids as qwen3/,
+    );
+  });
+
   it('reports malformed lines and keeps the valid ones', async () => {
     const { toJsonlTrace } = await import('../../src/core/trace/io');
     const lines = toJsonlTrace(rollouts.slice(0, 3)).trimEnd().split('\n');

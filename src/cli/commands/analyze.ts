@@ -16,6 +16,7 @@ import {
   WEIGHT_SIGNS,
   type WeightSignName,
 } from '../../core/pipeline/sign';
+import { tokenizerNamedBy } from '../../core/tokenize/named';
 import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError } from '../../core/trace/io';
@@ -137,8 +138,9 @@ export const command: Command = {
     `[--sign ${WEIGHT_SIGNS.map((s) => s.name).join('|')}] [--examples N] [--per-token] [--json] ` +
     trainerFlagsUsage() +
     '\n\nWeights are the push −∂L/∂logπ (positive = the update raises the token’s log-prob) unless --sign grad asks ' +
-    'for ∂L/∂logπ. Token texts and merge-failure classes use the Qwen3 tokenizer, as the page does, unless ' +
-    '--tokenizer names another (or none).',
+    "for ∂L/∂logπ. Token texts and merge-failure classes use the tokenizer the trace names in its rollouts' " +
+    "metadata.tokenizer (a run's traces: policy), as the page does, else Qwen3 with a note, unless --tokenizer " +
+    'names another (or none).',
   async run(argv) {
     const own = ANALYZE_FLAGS;
     const { positionals, flags } = parseArgs(argv, trainerFlagSpec(own));
@@ -165,17 +167,27 @@ export const command: Command = {
       parts.push({ name: file, trace: t });
     }
     const trace = parts.length === 1 ? parts[0].trace : combineTraces(parts);
-    // As the page: the Qwen3 tokenizer whenever the trace has token ids (merge-failure classes and snippets need
+    // As the page: a tokenizer whenever the trace has token ids (merge-failure classes and snippets need
     // one), unless another or none is named.
     const hasIds = trace.rollouts.some((r) => r.calls.some((c) => c.promptTokenIds || c.responseTokenIds));
+    // the vocabulary the trace names (a run's own traces: `policy`); a guess is said
+    const named = tokenizerNamedBy(trace);
     const tokName =
       flags.tokenizer === undefined
         ? hasIds || options.tokenSource === 'retokenize'
-          ? 'qwen3'
+          ? named.name
           : null
         : flags.tokenizer === 'none'
           ? null
           : String(flags.tokenizer);
+    if (flags.tokenizer === undefined && tokName !== null && named.guessed)
+      console.error(
+        `lab analyze: note: ${
+          named.named.length > 1
+            ? `the rollouts name different tokenizers (${named.named.join(', ')})`
+            : 'the trace names no tokenizer (metadata.tokenizer)'
+        }; reading its ids as ${tokName} (--tokenizer names another)`,
+      );
     let tokenizer: ReturnType<typeof loadTokenizer> | undefined;
     if (tokName !== null) {
       try {

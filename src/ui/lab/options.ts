@@ -10,18 +10,27 @@ import { getLossMode } from '../../core/algos/lossModes';
 import {
   estimatorReads,
   type OptionSpec,
-  resolveTrainerOptionsLenient,
   TRAINER_OPTIONS,
   type TrainerOptions,
 } from '../../core/pipeline/options';
 import type { ControlSpec } from '../advantages/Controls';
 import type { ViewState } from '../store';
+import { useLab } from './labStore';
+import { effectiveOptions, type RunSettings, runSettingsFor, useRunSettings } from './runSettings';
 
-/** The options the worker computes with: the URL's values checked against core's option specs. */
-export function resolveOptions(v: ViewState): TrainerOptions {
-  const partial: Partial<Record<keyof TrainerOptions, unknown>> = {};
-  for (const o of TRAINER_OPTIONS) partial[o.name] = v[o.name];
-  return resolveTrainerOptionsLenient(partial).options;
+/**
+ * The options the worker computes with: the URL's values checked against core's option specs, or the settings
+ * of the run whose batch is on screen (runSettings.ts).
+ */
+export function resolveOptions(v: ViewState, run: RunSettings | null = null): TrainerOptions {
+  return effectiveOptions(v, run);
+}
+
+/** The run settings that apply to the trace on screen (none when another trace is shown). */
+export function useActiveRunSettings(): RunSettings | null {
+  const active = useRunSettings((s) => s.active);
+  const source = useLab((s) => s.source);
+  return runSettingsFor(active, source);
 }
 
 function help(o: TrainerOptions, spec: OptionSpec): string {

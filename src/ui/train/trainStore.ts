@@ -21,6 +21,7 @@ import type { TrainEvent } from '../../train/events';
 import type { TrainPreset } from '../../train/presets';
 import { useLab } from '../lab/labStore';
 import type { TraceTokenizer } from '../lab/protocol';
+import { useRunSettings } from '../lab/runSettings';
 import { useView } from '../store';
 import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue } from './formConfig';
@@ -593,14 +594,22 @@ export const useTrain = create<TrainState>((set, get) => {
             `step ${step} of ${m.name} has no kept trace (pruned by the storage budget, or not kept)`,
           );
         const tokenizer = await policyTokenizerFiles();
+        const source = `${m.name} · step ${step}`;
         useLab.getState().importSource({
           kind: 'file',
           file: new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/jsonl' }),
-          name: `${m.name} · step ${step}`,
+          name: source,
           tokenizer,
         });
+        // the run's settings apply to this batch only: held beside the URL's, not written into it
+        useRunSettings.getState().bring({
+          runId: id,
+          runName: m.name,
+          step,
+          source,
+          settings: explorerOptionsOf(m.config),
+        });
         useView.getState().set({
-          ...explorerOptionsOf(m.config),
           tab: 'trace',
           rollout: '',
           call: 0,
