@@ -21,14 +21,7 @@ import { getHarness } from '../harness/registry';
 import { encodeTrainCheckpoint, type RunState } from './checkpoint';
 import type { TrainConfig } from './config';
 import type { TrainEvent } from './events';
-import {
-  consoleLine,
-  fileLoggerLine,
-  type Metrics,
-  retokenizationMismatchRate,
-  rolloutMetrics,
-  validationMetrics,
-} from './metrics';
+import { type Metrics, retokenizationMismatchRate, rolloutMetrics, validationMetrics } from './metrics';
 import { annotateTrainerLogProbs, mergeRateOf } from './objective';
 import { hashSeed, permutation } from './rng';
 import type { RolloutEngine } from './rolloutEngine';
@@ -36,6 +29,7 @@ import type { GroupRequest, RolloutSource } from './source';
 import { type PhaseHook, type PhaseName, type StepOutcome, trainOnRollouts } from './step';
 import type { TrainStorage } from './storage';
 import { tick } from './tick';
+import { fileLoggerLine, formatConsoleLine } from './verlLog';
 
 export interface TrainRunOptions {
   config: TrainConfig;
@@ -372,7 +366,7 @@ export class TrainRun {
   private async log(step: number, data: Metrics): Promise<void> {
     this.history.push({ step, data });
     await this.o.storage?.appendFile('metrics.jsonl', fileLoggerLine(step, data));
-    if (this.o.consoleLog) this.emit({ type: 'log', level: 'info', message: consoleLine(step, data) });
+    if (this.o.consoleLog) this.emit({ type: 'log', level: 'info', message: formatConsoleLine(step, data) });
   }
 
   /** One full step: collect, pause + drain, train, sync weights, resume; metrics and trace kept. */

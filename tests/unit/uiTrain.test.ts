@@ -7,7 +7,7 @@ import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { encodeTrainCheckpoint } from '../../src/train/checkpoint';
 import { CONFIG_FIELDS, resolveTrainConfig } from '../../src/train/config';
 import type { TrainEvent } from '../../src/train/events';
-import { fileLoggerLine } from '../../src/train/metrics';
+import { fileLoggerLine } from '../../src/train/verlLog';
 import { completionGroups, taskHistory } from '../../src/ui/train/completions';
 import { configFromForm, formFromConfig, formKey, trainTabDefaults } from '../../src/ui/train/formConfig';
 import { parseFromTrainWorker, parseToTrainWorker } from '../../src/ui/train/protocol';

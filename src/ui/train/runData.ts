@@ -5,7 +5,7 @@
  */
 import { resolveTrainConfig, type TrainConfig } from '../../train/config';
 import { parseTrainEvent, type TrainEvent } from '../../train/events';
-import { parseFileLogger } from '../../train/metrics';
+import { parseFileLogger, type StepMetrics } from '../../train/verlLog';
 
 export const RUN_STATUSES = [
   'queued',
@@ -148,7 +148,7 @@ export function metricsUpTo(text: string, step: number): string {
     .join('');
 }
 
-export type StepMetrics = { step: number; data: Record<string, number | null> };
+export type { StepMetrics };
 
 /** Reads metrics.jsonl: one entry per step (a step logged twice keeps its last line), sorted by step. */
 export function readMetrics(text: string): StepMetrics[] {

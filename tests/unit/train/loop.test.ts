@@ -8,9 +8,9 @@ import { resolveTrainConfig, type TrainConfigPatch } from '../../../src/train/co
 import type { TrainEvent } from '../../../src/train/events';
 import { parseTrainEvent } from '../../../src/train/events';
 import { createLocalRun } from '../../../src/train/local';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { inlineRunner } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 // Short runs of the whole loop on the CPU engine with a tiny freshly initialised policy (these test the loop,
 // not learning: see learning.test.ts). Rollouts run inline (no worker threads) unless a test needs the pool.
