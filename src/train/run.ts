@@ -71,6 +71,9 @@ export class TrainRun {
   private readonly tasks: TaskBase[];
   private readonly valTasks: TaskBase[];
   private paused = false;
+  /** when the current pause began (null: running), and the paused time before it */
+  private pausedSince: number | null = null;
+  private pausedTotalMs = 0;
   private resumeWaiters: (() => void)[] = [];
   private stopping = false;
   /** rejects once stop() is called; raced against every wait on rollouts */
@@ -115,12 +118,15 @@ export class TrainRun {
   pause(): void {
     if (this.paused) return;
     this.paused = true;
+    this.pausedSince = this.now();
     if (this.phase === 'gen') void this.o.source.pause('run paused').catch(() => {});
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
+    if (this.pausedSince !== null) this.pausedTotalMs += this.now() - this.pausedSince;
+    this.pausedSince = null;
     if (this.phase === 'gen') this.o.source.resume();
     for (const w of this.resumeWaiters.splice(0)) w();
   }
@@ -134,6 +140,11 @@ export class TrainRun {
 
   get isPaused(): boolean {
     return this.paused;
+  }
+
+  /** Time spent paused so far (a step's wall time less this is its timing_s/step). */
+  private pausedMs(): number {
+    return this.pausedTotalMs + (this.pausedSince !== null ? this.now() - this.pausedSince : 0);
   }
 
   private async checkpointGate(): Promise<void> {
@@ -375,6 +386,7 @@ export class TrainRun {
     const step = this.state.step + 1;
     const timing: Metrics = {};
     const tStep = this.now();
+    const pausedAtStart = this.pausedMs();
     const hook = this.timed(step, timing);
     await this.checkpointGate();
     await this.o.rolloutEngine.ready?.();
@@ -455,7 +467,10 @@ export class TrainRun {
       Object.assign(metrics, await this.validate(step, timing));
     if (cfg.trainer.save_freq > 0 && (last || step % cfg.trainer.save_freq === 0))
       await this.save(step, timing);
-    timing['timing_s/step'] = (this.now() - tStep) / 1000;
+    // a pause is not the step's time: it is reported on its own
+    const pausedS = (this.pausedMs() - pausedAtStart) / 1000;
+    timing['timing_s/step'] = (this.now() - tStep) / 1000 - pausedS;
+    metrics['lab/paused_s'] = pausedS;
     Object.assign(metrics, timing);
     this.stepSeconds.push(timing['timing_s/step']);
     await this.log(step, metrics);

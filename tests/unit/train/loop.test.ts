@@ -208,6 +208,19 @@ describe('the training loop', () => {
     // at most the step in progress completes while paused
     expect(events.filter((e) => e.type === 'step').length).toBeLessThanOrEqual(stepsAtPause + 1);
     run.resume();
+    // the step the pause fell in reports the pause on its own, not in timing_s/step
+    const spanning = () =>
+      events.find(
+        (e) => e.type === 'step' && ((e.metrics as Record<string, number | null>)['lab/paused_s'] ?? 0) > 0,
+      ) as { metrics: Record<string, number | null> } | undefined;
+    while (!spanning()) await new Promise((r) => setTimeout(r, 20));
+    const m = spanning()?.metrics ?? {};
+    expect(m['lab/paused_s']).toBeGreaterThanOrEqual(0.4);
+    expect(m['timing_s/step']).toBeGreaterThanOrEqual(0);
+    const first = events.find((e) => e.type === 'step') as
+      | { metrics: Record<string, number | null> }
+      | undefined;
+    if (first !== spanning()) expect(first?.metrics['lab/paused_s']).toBe(0);
     run.stop();
     const summary = await done;
     local.close();
