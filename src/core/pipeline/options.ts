@@ -297,7 +297,8 @@ function shorthand(o: Record<string, unknown>, name: (typeof SHORTHANDS)[number]
  * Options from a partial set: missing fields take the table defaults; every given value is checked against its
  * spec (unknown names, wrong types, out-of-range numbers, an estimator a trace cannot feed: TrainerOptionError);
  * then what upstream resolves from other keys is resolved. The derived `maxPromptLength` / `maxResponseLength` /
- * `lossMode`, when given, are shorthands for the keys they resolve from (the level's lengths; the two loss keys).
+ * `lossMode`, when given with a value other than the defaults' resolved one, are shorthands for the keys they
+ * resolve from (the level's lengths; the two loss keys).
  */
 export function resolveTrainerOptions(partial: TrainerOptionsInput = {}): TrainerOptions {
   const out = { ...DEFAULT_TRAINER_SETTINGS } as Record<string, unknown>;
@@ -313,6 +314,9 @@ export function resolveTrainerOptions(partial: TrainerOptionsInput = {}): Traine
     out[k] = checkValue(spec, v);
   }
   for (const [k, v] of late) {
+    // a shorthand that equals the defaults' resolved value came with them (`{ ...DEFAULT_TRAINER_OPTIONS, … }`):
+    // the settings decide it
+    if (v === DEFAULT_TRAINER_OPTIONS[k]) continue;
     const derived = derive(out as unknown as TrainerSettings);
     if (derived[k] !== v) shorthand(out, k, v);
   }
