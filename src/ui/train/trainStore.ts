@@ -48,6 +48,14 @@ import {
   tracePath,
 } from './runFiles';
 
+/**
+ * The name of an A/B copy: the parent's, then its one change as `key=value` with the key's last segment
+ * (`… · lr=0.001`, `… · adv_estimator=rloo`); the value is never cut at its dots.
+ */
+export function copyName(parentName: string, path: string, value: string): string {
+  return `${parentName} · ${path.split('.').pop()}=${value}`;
+}
+
 type Progress = Extract<TrainEvent, { type: 'progress' }>;
 
 export interface LiveRun {
@@ -540,12 +548,9 @@ export const useTrain = create<TrainState>((set, get) => {
       const c = cloneConfig(m.config);
       setConfigValue(c, path, value);
       checkConsistency(c);
-      const change = `${path}=${formatFieldValue(getPath(c, path))}`;
-      const newId = await get().start(
-        c,
-        { id, change },
-        `${m.name} · ${change.split('.').slice(-2).join('.')}`,
-      );
+      const shown = formatFieldValue(getPath(c, path));
+      const change = `${path}=${shown}`;
+      const newId = await get().start(c, { id, change }, copyName(m.name, path, shown));
       const v = useView.getState();
       const cmp = new Set(v.trainCompare.split(',').filter(Boolean));
       cmp.add(id);
