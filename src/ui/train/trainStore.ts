@@ -654,6 +654,7 @@ export const useTrain = create<TrainState>((set, get) => {
         color: RUN_COLORS[get().runs.length % RUN_COLORS.length],
         status:
           m.status === 'running' || m.status === 'paused' || m.status === 'queued' ? 'interrupted' : m.status,
+        imported: { file: name, at: Date.now() },
       };
       await saveMeta(imported);
       set({ runs: [...get().runs, imported] });
