@@ -3,11 +3,10 @@
  * package, built by cli/clusterBundle.ts): `agent` (one harness task, spawned by harness_lab_cluster.agent),
  * `policy-server` and `agl-train` (the agl-cpu template). Nodes need Node.js ≥ 20 and nothing from npm.
  */
-import { UsageError } from './args';
 import { command as agent } from './commands/agent';
 import { command as aglTrain } from './commands/agl-train';
 import { command as policyServer } from './commands/policy-server';
-import type { Command } from './lab';
+import { type Command, runCommand, startCli } from './entry';
 
 const commands: Record<string, Command> = { agent, 'policy-server': policyServer, 'agl-train': aglTrain };
 
@@ -20,27 +19,7 @@ async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
-  if (rest.includes('--help')) {
-    console.log(`${cmd.summary}\n\nusage: ${cmd.usage}`);
-    return 0;
-  }
-  try {
-    return await cmd.run(rest);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`lab ${name}: ${e.message}\nusage: ${cmd.usage}`);
-      return 2;
-    }
-    throw e;
-  }
+  return runCommand('lab', name, cmd, rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
-    process.exitCode = 1;
-  },
-);
+startCli(main);

@@ -3,13 +3,9 @@
  * `npm run lab -- <command> [args]`: the project's command-line entry. Each command lives in its own module
  * under src/cli/commands/ and is listed in `commands` below; a command returns its exit code.
  */
-import { CommandError, UsageError } from './args';
+import { type Command, runCommand, startCli } from './entry';
 
-export interface Command {
-  summary: string;
-  usage: string;
-  run: (argv: string[]) => Promise<number>;
-}
+export type { Command };
 
 /** Commands are loaded lazily so that one command's heavy imports do not slow the others. */
 const commands: Record<string, () => Promise<Command>> = {
@@ -64,39 +60,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`lab: unknown command '${name}'\n\n${await help()}`);
     return 2;
   }
-  const cmd = await load();
-  if (rest.includes('--help') || rest.includes('-h')) {
-    console.log(`${cmd.summary}\n\nusage: ${cmd.usage}`);
-    return 0;
-  }
-  try {
-    return await cmd.run(rest);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`lab ${name}: ${e.message}\nusage: ${cmd.usage}`);
-      return 2;
-    }
-    if (e instanceof CommandError) {
-      console.error(`lab ${name}: ${e.message}`);
-      return e.exitCode;
-    }
-    throw e;
-  }
+  return runCommand('lab', name, await load(), rest);
 }
 
-// `lab … | head`: once the reader has gone, stop quietly instead of dying on EPIPE with a stack trace.
-for (const stream of [process.stdout, process.stderr])
-  stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw e;
-  });
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
-    process.exitCode = 1;
-  },
-);
+startCli(main);

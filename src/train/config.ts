@@ -2,20 +2,25 @@
  * The training run's configuration: ONE typed object with defaults, whose keys are the upstream Hydra keys of
  * Agent Lightning 1.0 + verl 0.8.0 (`algorithm.adv_estimator`, `actor_rollout_ref.actor.loss_agg_mode`,
  * `agentlightning.trace_aggregator.level`, …) so a run maps onto a real verl launch one to one; what upstream
- * has no key for lives under `lab.*`. Every leaf is declared once in `CONFIG_FIELDS` (kind, range, choices
- * taken from core's registries, CLI flag, help): the CLI flags, dotlist overrides (`key=value`, as Hydra
- * takes them), the page's form and URL state, presets and REST bodies all go through `resolveTrainConfig`
- * and `setConfigValue`, so a bad value gets the same message everywhere ("actor_rollout_ref.rollout.n must
- * be an integer ≥ 1, got 0").
+ * has no key for lives under `lab.*`. Every leaf is the `run` scope of core's config table
+ * (core/config/fields.ts: kind, default, range, choices, flag, help); `CONFIG_FIELDS` and the defaults are
+ * derived from it, and this file supplies the choices whose registries live above core (harnesses, behaviours,
+ * model presets, rollout engines and devices, weight precisions). The CLI flags, dotlist overrides (`key=value`,
+ * as Hydra takes them), the page's form and URL state, presets and REST bodies all go through
+ * `resolveTrainConfig` and `setConfigValue`, so a bad value gets the same message everywhere
+ * ("actor_rollout_ref.rollout.n must be an integer ≥ 1, got 0").
  */
-import { LOSS_AGG_MODES } from '../core/algos/aggLoss';
-import { KL_PENALTIES } from '../core/algos/kl';
-import { listPolicyLosses } from '../core/algos/policyLoss';
+import {
+  type ConfigFieldDef,
+  type ExternalChoices,
+  fieldsOfScope,
+  isUpstreamKey,
+  NULL_SPELLING,
+} from '../core/config/fields';
 import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import { BEHAVIOURS, type Behaviour } from '../harness/harness';
 import { HARNESSES, type HarnessName } from '../harness/registry';
 import { MODEL_PRESETS, type ModelPreset } from './models';
-import { objectiveEstimators } from './objective';
 import { ROLLOUT_DEVICES, ROLLOUT_ENGINES, type RolloutDevice, resolveRolloutChoice } from './rolloutEngines';
 
 export interface TrainConfig {
@@ -27,10 +32,11 @@ export interface TrainConfig {
     enable_rollout_level_advantage: boolean;
     rollout_correction: {
       rollout_is: 'token' | 'sequence' | null;
-      rollout_is_threshold: number | null;
+      /** a number, or "lo_hi" (IcePop) */
+      rollout_is_threshold: number | string | null;
       rollout_is_batch_normalize: boolean;
       rollout_rs: string | null;
-      rollout_rs_threshold: string | null;
+      rollout_rs_threshold: number | string | null;
       bypass_mode: boolean;
     };
   };
@@ -147,98 +153,14 @@ type DeepPartial<T> = T extends (infer U)[]
     ? { [K in keyof T]?: DeepPartial<T[K]> }
     : T;
 
+/** The run's config at the table's defaults. */
 export function defaultTrainConfig(): TrainConfig {
-  return {
-    algorithm: {
-      adv_estimator: 'grpo',
-      norm_adv_by_std_in_grpo: true,
-      gamma: 1.0,
-      enable_rollout_level_advantage: true,
-      rollout_correction: {
-        rollout_is: null,
-        rollout_is_threshold: 2.0,
-        rollout_is_batch_normalize: false,
-        rollout_rs: null,
-        rollout_rs_threshold: null,
-        bypass_mode: false,
-      },
-    },
-    data: { train_batch_size: 8, max_prompt_length: 1024, max_response_length: 256, shuffle: true },
-    actor_rollout_ref: {
-      model: { path: 'sft' },
-      actor: {
-        ppo_mini_batch_size: 4,
-        ppo_micro_batch_size_per_gpu: 8,
-        ppo_epochs: 1,
-        shuffle: false,
-        loss_agg_mode: 'token-mean',
-        loss_scale_factor: null,
-        clip_ratio: 0.2,
-        clip_ratio_low: 0.2,
-        clip_ratio_high: 0.2,
-        clip_ratio_c: 3.0,
-        entropy_coeff: 0,
-        use_kl_loss: false,
-        kl_loss_coef: 0.001,
-        kl_loss_type: 'low_var_kl',
-        policy_loss: { loss_mode: 'per_rollout_mean' },
-        optim: {
-          lr: 1e-4,
-          lr_warmup_steps: -1,
-          lr_warmup_steps_ratio: 0.0,
-          lr_scheduler_type: 'constant',
-          min_lr_ratio: 0.0,
-          weight_decay: 0.01,
-          betas: [0.9, 0.999],
-          clip_grad: 1.0,
-        },
-      },
-      rollout: {
-        n: 4,
-        temperature: 1.0,
-        top_p: 1.0,
-        max_model_len: 1024,
-        name: 'policy',
-        val_kwargs: { n: 1, temperature: 0, top_p: 1.0, do_sample: false },
-      },
-    },
-    agentlightning: {
-      trace_aggregator: {
-        level: 'trajectory',
-        trajectory_max_prompt_length: 1024,
-        trajectory_max_response_length: 1024,
-      },
-      async_rollout: { enabled: false, async_train_batch_size: 12 },
-      reward_fillna_value: 0.0,
-      max_ppo_update_times: null,
-    },
-    trainer: {
-      total_training_steps: 20,
-      test_freq: 5,
-      save_freq: 0,
-      val_before_train: true,
-      balance_batch: true,
-    },
-    lab: {
-      harness: 'instruction',
-      behaviours: [],
-      seed: 0,
-      backend: 'cpu',
-      model: 'tiny',
-      workers: 2,
-      train_tasks: 256,
-      val_tasks: 16,
-      max_turns: null,
-      reward_dtype: 'bfloat16',
-      token_source: 'engine',
-      max_staleness: null,
-      rollout_timeout_ms: 120_000,
-      pass_k: 1,
-      keep_traces: true,
-      rollout_device: 'auto',
-      rollout_precision: 'f32',
-    },
-  };
+  const c: Record<string, unknown> = {};
+  for (const f of CONFIG_FIELDS) {
+    const d = f.def.default;
+    setPath(c, f.path, Array.isArray(d) ? [...d] : d);
+  }
+  return c as unknown as TrainConfig;
 }
 
 export type FieldKind = 'int' | 'float' | 'bool' | 'enum' | 'string' | 'list';
@@ -257,511 +179,56 @@ export interface ConfigField {
   max?: number;
   /** enum choices (and list item choices), from the registries */
   choices?: () => readonly string[];
-  /** a number or a string (rollout_rs_threshold takes both upstream) */
+  /** a number or a string (the rollout-correction thresholds: a bound or "lo_hi") */
   numberOrString?: boolean;
   /** length of a fixed-size numeric list (betas) */
   tuple?: number;
   /** an upstream (verl / Agent Lightning) key; false for lab.* */
   upstream: boolean;
   help: string;
+  /** the config table's field */
+  def: ConfigFieldDef;
 }
 
-const F = (f: Omit<ConfigField, 'upstream'> & { upstream?: boolean }): ConfigField => ({
-  upstream: !f.path.startsWith('lab.'),
-  ...f,
-});
+/** Choices whose registries live above core. */
+const EXTERNAL_CHOICES: Record<ExternalChoices, () => readonly string[]> = {
+  harness: () => Object.keys(HARNESSES),
+  behaviour: () => BEHAVIOURS,
+  'model-preset': () => Object.keys(MODEL_PRESETS),
+  'rollout-engine': () => Object.keys(ROLLOUT_ENGINES),
+  'rollout-device': () => ROLLOUT_DEVICES,
+  'weight-precision': () => WEIGHT_PRECISIONS,
+};
 
-/** Every leaf of TrainConfig, in the order help text lists them. */
-export const CONFIG_FIELDS: readonly ConfigField[] = [
-  F({
-    path: 'lab.harness',
-    flag: 'harness',
-    kind: 'enum',
-    choices: () => Object.keys(HARNESSES),
-    help: 'the harness whose tasks are trained on',
-  }),
-  F({
-    path: 'lab.behaviours',
-    flag: 'behaviour',
-    kind: 'list',
-    choices: () => BEHAVIOURS,
-    help: 'history behaviours of the harness (comma list)',
-  }),
-  F({ path: 'lab.seed', flag: 'seed', kind: 'int', help: 'run seed (tasks, shuffles, sampling)' }),
-  F({
-    path: 'lab.backend',
-    flag: 'backend',
-    kind: 'enum',
-    choices: () => ['cpu', 'webgpu', 'auto'],
-    help: 'policy engine backend',
-  }),
-  F({
-    path: 'lab.model',
-    flag: 'model-preset',
-    kind: 'enum',
-    choices: () => Object.keys(MODEL_PRESETS),
-    help: "model shape for actor_rollout_ref.model.path 'init'",
-  }),
-  F({ path: 'lab.workers', flag: 'workers', kind: 'int', min: 1, max: 64, help: 'harness workers' }),
-  F({ path: 'lab.train_tasks', flag: 'train-tasks', kind: 'int', min: 1, help: 'training task set size' }),
-  F({ path: 'lab.val_tasks', flag: 'val-tasks', kind: 'int', min: 1, help: 'validation task set size' }),
-  F({
-    path: 'lab.max_turns',
-    flag: 'max-turns',
-    kind: 'int',
-    min: 1,
-    nullable: true,
-    help: "harness turn limit (null: the harness's own)",
-  }),
-  F({
-    path: 'lab.reward_dtype',
-    flag: 'reward-dtype',
-    kind: 'enum',
-    choices: () => ['bfloat16', 'float32'],
-    help: "rewards/advantages dtype (Agent Lightning's adapter: bfloat16)",
-  }),
-  F({
-    path: 'lab.token_source',
-    flag: 'token-source',
-    kind: 'enum',
-    choices: () => ['engine', 'retokenize'],
-    help: 'training ids: recorded engine ids or the re-encoded chat template',
-  }),
-  F({
-    path: 'lab.max_staleness',
-    flag: 'max-staleness',
-    kind: 'int',
-    min: 0,
-    nullable: true,
-    help: 'async: drop rollouts with a call older than this many versions (null: keep all)',
-  }),
-  F({
-    path: 'lab.rollout_timeout_ms',
-    flag: 'rollout-timeout-ms',
-    kind: 'int',
-    min: 1,
-    max: 2 ** 31 - 1,
-    help: 'per-rollout time limit of a harness worker',
-  }),
-  F({ path: 'lab.pass_k', flag: 'pass-k', kind: 'int', min: 1, help: 'k of the validation pass@k' }),
-  F({
-    path: 'lab.keep_traces',
-    flag: 'keep-traces',
-    kind: 'bool',
-    help: "keep each step's batch as a trace",
-  }),
-  F({
-    path: 'algorithm.adv_estimator',
-    flag: 'adv-estimator',
-    kind: 'enum',
-    choices: objectiveEstimators,
-    help: 'advantage estimator',
-  }),
-  F({
-    path: 'algorithm.norm_adv_by_std_in_grpo',
-    flag: 'norm-adv-by-std-in-grpo',
-    kind: 'bool',
-    help: 'GRPO: divide by the group std (false: Dr. GRPO)',
-  }),
-  F({
-    path: 'algorithm.gamma',
-    flag: 'gamma',
-    kind: 'float',
-    min: 0,
-    max: 1,
-    help: 'discount (REINFORCE++)',
-  }),
-  F({
-    path: 'algorithm.enable_rollout_level_advantage',
-    flag: 'enable-rollout-level-advantage',
-    kind: 'bool',
-    help: 'estimator on one row per rollout, broadcast to its rows',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.rollout_is',
-    flag: 'rollout-is',
-    kind: 'enum',
-    nullable: true,
-    choices: () => ['token', 'sequence'],
-    help: 'truncated importance sampling level',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.rollout_is_threshold',
-    flag: 'rollout-is-threshold',
-    kind: 'float',
-    min: 0,
-    minExclusive: true,
-    nullable: true,
-    help: 'IS truncation threshold',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.rollout_is_batch_normalize',
-    flag: 'rollout-is-batch-normalize',
-    kind: 'bool',
-    help: 'divide IS weights by their batch mean',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.rollout_rs',
-    flag: 'rollout-rs',
-    kind: 'string',
-    nullable: true,
-    help: 'rejection sampling option(s), comma list (token_k1, seq_mean_k3, …)',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.rollout_rs_threshold',
-    flag: 'rollout-rs-threshold',
-    kind: 'string',
-    numberOrString: true,
-    nullable: true,
-    help: 'rejection threshold(s) ("lo_hi" for k1)',
-  }),
-  F({
-    path: 'algorithm.rollout_correction.bypass_mode',
-    flag: 'bypass-mode',
-    kind: 'bool',
-    help: 'use the rollout log-probs as old_log_prob (no recomputation)',
-  }),
-  F({ path: 'data.train_batch_size', flag: 'train-batch-size', kind: 'int', min: 1, help: 'tasks per step' }),
-  F({
-    path: 'data.max_prompt_length',
-    flag: 'max-prompt-length',
-    kind: 'int',
-    min: 1,
-    help: 'transition level',
-  }),
-  F({
-    path: 'data.max_response_length',
-    flag: 'max-response-length',
-    kind: 'int',
-    min: 1,
-    help: 'per-call response cap (and the transition-level row limit)',
-  }),
-  F({ path: 'data.shuffle', flag: 'shuffle', kind: 'bool', help: 'shuffle the task set each epoch' }),
-  F({
-    path: 'actor_rollout_ref.model.path',
-    flag: 'model',
-    kind: 'string',
-    help: "initial weights: 'sft' (shipped SFT checkpoint), 'init', or a checkpoint file",
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.ppo_mini_batch_size',
-    flag: 'ppo-mini-batch-size',
-    kind: 'int',
-    min: 1,
-    help: 'tasks per optimizer step (× rollout.n rows)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu',
-    flag: 'ppo-micro-batch-size-per-gpu',
-    kind: 'int',
-    min: 1,
-    help: 'rows per engine batch (gradient accumulation)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.ppo_epochs',
-    flag: 'ppo-epochs',
-    kind: 'int',
-    min: 1,
-    help: 'PPO epochs',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.shuffle',
-    flag: 'actor-shuffle',
-    kind: 'bool',
-    help: 'shuffle mini-batches',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.loss_agg_mode',
-    flag: 'loss-agg-mode',
-    kind: 'enum',
-    choices: () => LOSS_AGG_MODES,
-    help: 'loss aggregation',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.loss_scale_factor',
-    flag: 'loss-scale-factor',
-    kind: 'float',
-    min: 0,
-    minExclusive: true,
-    nullable: true,
-    help: 'seq-mean-token-sum-norm divisor (null: padded width)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.clip_ratio',
-    flag: 'clip-ratio',
-    kind: 'float',
-    min: 0,
-    help: 'PPO clip',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.clip_ratio_low',
-    flag: 'clip-ratio-low',
-    kind: 'float',
-    min: 0,
-    nullable: true,
-    help: 'lower clip (null: clip_ratio)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.clip_ratio_high',
-    flag: 'clip-ratio-high',
-    kind: 'float',
-    min: 0,
-    nullable: true,
-    help: 'upper clip (null: clip_ratio)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.clip_ratio_c',
-    flag: 'clip-ratio-c',
-    kind: 'float',
-    min: 1,
-    minExclusive: true,
-    help: 'dual-clip bound',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.entropy_coeff',
-    flag: 'entropy-coeff',
-    kind: 'float',
-    min: 0,
-    max: 0,
-    help: 'entropy bonus (only 0: the engine backpropagates through chosen-token log-probs only)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.use_kl_loss',
-    flag: 'use-kl-loss',
-    kind: 'bool',
-    help: 'KL loss to the initial policy',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.kl_loss_coef',
-    flag: 'kl-loss-coef',
-    kind: 'float',
-    min: 0,
-    help: 'KL loss weight',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.kl_loss_type',
-    flag: 'kl-loss-type',
-    kind: 'enum',
-    choices: () => KL_PENALTIES,
-    help: 'KL estimator',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.policy_loss.loss_mode',
-    flag: 'loss-mode',
-    kind: 'enum',
-    choices: () => listPolicyLosses().map((p) => p.name),
-    help: "policy loss (Agent Lightning's default: per_rollout_mean)",
-  }),
-  F({ path: 'actor_rollout_ref.actor.optim.lr', flag: 'lr', kind: 'float', min: 0, help: 'learning rate' }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.lr_warmup_steps',
-    flag: 'lr-warmup-steps',
-    kind: 'int',
-    min: -1,
-    help: 'warmup steps (-1: lr_warmup_steps_ratio × total steps)',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.lr_warmup_steps_ratio',
-    flag: 'lr-warmup-steps-ratio',
-    kind: 'float',
-    min: 0,
-    max: 1,
-    help: 'warmup fraction',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.lr_scheduler_type',
-    flag: 'lr-scheduler-type',
-    kind: 'enum',
-    choices: () => ['constant', 'cosine'],
-    help: 'after warmup: constant or cosine decay',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.min_lr_ratio',
-    flag: 'min-lr-ratio',
-    kind: 'float',
-    min: 0,
-    max: 1,
-    help: 'cosine floor',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.weight_decay',
-    flag: 'weight-decay',
-    kind: 'float',
-    min: 0,
-    help: 'AdamW weight decay',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.betas',
-    flag: 'betas',
-    kind: 'list',
-    tuple: 2,
-    help: 'AdamW betas "b1,b2"',
-  }),
-  F({
-    path: 'actor_rollout_ref.actor.optim.clip_grad',
-    flag: 'clip-grad',
-    kind: 'float',
-    min: 0,
-    help: 'global gradient-norm clip (0: none)',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.n',
-    flag: 'rollout-n',
-    kind: 'int',
-    min: 1,
-    help: 'rollouts per task',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.temperature',
-    flag: 'temperature',
-    kind: 'float',
-    min: 0,
-    minExclusive: true,
-    help: 'sampling temperature (the trainer recomputes log-probs at it)',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.top_p',
-    flag: 'top-p',
-    kind: 'float',
-    min: 0,
-    minExclusive: true,
-    max: 1,
-    help: 'nucleus sampling',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.max_model_len',
-    flag: 'max-model-len',
-    kind: 'int',
-    min: 2,
-    help: "the engine's context window",
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.name',
-    flag: 'rollout-name',
-    kind: 'enum',
-    choices: () => Object.keys(ROLLOUT_ENGINES),
-    help: "rollout engine (policy: the trainer's own, colocated; the others sample apart and get weights each step)",
-  }),
-  F({
-    path: 'lab.rollout_device',
-    flag: 'rollout-device',
-    kind: 'enum',
-    choices: () => ROLLOUT_DEVICES,
-    help: 'rollout engine device (auto: its first here; ORT wasm/webgpu, transformers.js cpu in Node, wasm/webgpu in the page)',
-  }),
-  F({
-    path: 'lab.rollout_precision',
-    flag: 'rollout-precision',
-    kind: 'enum',
-    choices: () => WEIGHT_PRECISIONS,
-    help: 'rollout engine weights: f32, f16 or int8 (weight-only; a controlled engine/trainer mismatch)',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.val_kwargs.n',
-    flag: 'val-n',
-    kind: 'int',
-    min: 1,
-    help: 'samples per val task',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.val_kwargs.temperature',
-    flag: 'val-temperature',
-    kind: 'float',
-    min: 0,
-    help: 'validation temperature (0: greedy)',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.val_kwargs.top_p',
-    flag: 'val-top-p',
-    kind: 'float',
-    min: 0,
-    minExclusive: true,
-    max: 1,
-    help: 'validation nucleus',
-  }),
-  F({
-    path: 'actor_rollout_ref.rollout.val_kwargs.do_sample',
-    flag: 'val-do-sample',
-    kind: 'bool',
-    help: 'sample at validation (false: greedy)',
-  }),
-  F({
-    path: 'agentlightning.trace_aggregator.level',
-    flag: 'trace-aggregator-level',
-    kind: 'enum',
-    choices: () => ['transition', 'trajectory'],
-    help: 'sample merging level',
-  }),
-  F({
-    path: 'agentlightning.trace_aggregator.trajectory_max_prompt_length',
-    flag: 'trajectory-max-prompt-length',
-    kind: 'int',
-    min: 1,
-    help: 'trajectory level: first-prompt limit (longer rows are dropped)',
-  }),
-  F({
-    path: 'agentlightning.trace_aggregator.trajectory_max_response_length',
-    flag: 'trajectory-max-response-length',
-    kind: 'int',
-    min: 1,
-    help: 'trajectory level: response part limit (truncated)',
-  }),
-  F({
-    path: 'agentlightning.async_rollout.enabled',
-    flag: 'async',
-    kind: 'bool',
-    help: 'asynchronous rollouts',
-  }),
-  F({
-    path: 'agentlightning.async_rollout.async_train_batch_size',
-    flag: 'async-train-batch-size',
-    kind: 'int',
-    min: 1,
-    help: 'async: groups in flight (> train_batch_size)',
-  }),
-  F({
-    path: 'agentlightning.reward_fillna_value',
-    flag: 'reward-fillna-value',
-    kind: 'float',
-    help: 'reward of rollouts that reported none',
-  }),
-  F({
-    path: 'agentlightning.max_ppo_update_times',
-    flag: 'max-ppo-update-times',
-    kind: 'int',
-    min: 1,
-    nullable: true,
-    help: 'cap on mini-batches per step',
-  }),
-  F({
-    path: 'trainer.total_training_steps',
-    flag: 'total-training-steps',
-    kind: 'int',
-    min: 0,
-    help: 'RL steps',
-  }),
-  F({
-    path: 'trainer.test_freq',
-    flag: 'test-freq',
-    kind: 'int',
-    min: 0,
-    help: 'validate every k steps (0: never)',
-  }),
-  F({
-    path: 'trainer.save_freq',
-    flag: 'save-freq',
-    kind: 'int',
-    min: 0,
-    help: 'checkpoint every k steps (0: never)',
-  }),
-  F({ path: 'trainer.val_before_train', flag: 'val-before-train', kind: 'bool', help: 'validate at step 0' }),
-  F({
-    path: 'trainer.balance_batch',
-    flag: 'balance-batch',
-    kind: 'bool',
-    help: 'reorder rows by sequence length (decides mini-batches and rollout-level representatives)',
-  }),
-];
+function runField(d: ConfigFieldDef): ConfigField {
+  const { choices, choicesFrom } = d;
+  return {
+    path: d.key,
+    flag: d.flag,
+    kind: d.kind === 'threshold' ? 'string' : d.kind,
+    nullable: d.nullable,
+    min: d.min,
+    minExclusive: d.minExclusive,
+    max: d.max,
+    // a run trains on its own rollouts as on recorded ones: what a trace cannot feed, a run cannot either
+    choices: choicesFrom
+      ? EXTERNAL_CHOICES[choicesFrom]
+      : choices
+        ? () =>
+            choices()
+              .filter((c) => !c.unavailable)
+              .map((c) => c.value)
+        : undefined,
+    numberOrString: d.kind === 'threshold' ? true : undefined,
+    tuple: d.tuple,
+    upstream: isUpstreamKey(d.key),
+    help: d.help,
+    def: d,
+  };
+}
+
+/** Every leaf of TrainConfig (the table's `run` scope), in the order help text lists them. */
+export const CONFIG_FIELDS: readonly ConfigField[] = fieldsOfScope('run').map(runField);
 
 export class TrainConfigError extends Error {
   constructor(
@@ -852,7 +319,7 @@ function checkValue(f: ConfigField, v: unknown): unknown {
       return v;
     }
     case 'string':
-      if (f.numberOrString && typeof v === 'number' && Number.isFinite(v)) return String(v);
+      if (f.numberOrString && typeof v === 'number' && Number.isFinite(v)) return v;
       if (typeof v !== 'string' || v === '')
         throw new TrainConfigError(f.path, `must be a non-empty string, got ${describeValue(v)}`);
       return v;
@@ -878,7 +345,8 @@ function checkValue(f: ConfigField, v: unknown): unknown {
 /** Parses a string (CLI flag, dotlist override, URL field) into a value of the field's kind. */
 export function parseFieldValue(f: ConfigField, raw: string): unknown {
   const s = raw.trim();
-  if (f.nullable && (s === 'null' || s === 'None' || s === '~')) return null;
+  if (f.nullable && (s === NULL_SPELLING || s === 'None' || s === '~')) return null;
+  if (f.numberOrString && s !== '' && Number.isFinite(Number(s))) return Number(s);
   switch (f.kind) {
     case 'int':
     case 'float': {

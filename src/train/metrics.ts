@@ -1,47 +1,12 @@
 /**
- * Step metrics beyond verl's (ours are under `lab/`), and the two log formats verl users' tools read: the
- * file logger (`{"step": N, "data": {…}}` JSONL, verl/utils/tracking.py FileLogger; NaN and ±∞ as null, as
- * orjson writes them) and the console logger (`step:N - key:value - …`).
+ * Step metrics beyond verl's (ours are under `lab/`). The two log formats verl users' tools read (file logger,
+ * console logger) are verlLog.ts's.
  */
 import { retokenizeCall } from '../core/tokenize/retokenize';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
 
 export type Metrics = Record<string, number>;
-
-/** One file-logger line (with its newline). */
-export function fileLoggerLine(step: number, data: Metrics): string {
-  const clean: Record<string, number | null> = {};
-  for (const [k, v] of Object.entries(data)) clean[k] = Number.isFinite(v) ? v : null;
-  return `${JSON.stringify({ step, data: clean })}\n`;
-}
-
-/** verl's console line. */
-export function consoleLine(step: number, data: Metrics): string {
-  const parts = Object.keys(data)
-    .sort()
-    .map((k) => `${k}:${Number.isInteger(data[k]) ? data[k] : Number(data[k].toPrecision(6))}`);
-  return [`step:${step}`, ...parts].join(' - ');
-}
-
-/** Parses a file-logger JSONL text (for readers and tests); a bad line is an error naming it. */
-export function parseFileLogger(text: string): { step: number; data: Record<string, number | null> }[] {
-  const out: { step: number; data: Record<string, number | null> }[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (e) {
-      throw new Error(`metrics line ${i + 1}: not JSON (${(e as Error).message})`);
-    }
-    const o = v as { step?: unknown; data?: unknown };
-    if (typeof o?.step !== 'number' || typeof o.data !== 'object' || o.data === null)
-      throw new Error(`metrics line ${i + 1}: expected {"step": N, "data": {…}}`);
-    out.push({ step: o.step, data: o.data as Record<string, number | null> });
-  });
-  return out;
-}
 
 /** The class of a failed rollout, from its reason (worker pool, proxy and harness messages). */
 export function failureClass(error: string | undefined): string {

@@ -25,6 +25,8 @@ import {
   type MicroBatchGradient,
   prepareTrainerBatch,
   resolveTrainerOptions,
+  settingsOf,
+  TRAINER_OPTIONS,
   type TrainerAdvantages,
   type TrainerBatch,
   type TrainerOptions,
@@ -32,7 +34,7 @@ import {
 } from '../core/pipeline';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
-import type { TrainConfig } from './config';
+import { getPath, type TrainConfig } from './config';
 
 /** Estimators a training run can use: every registered one whose inputs a run has (not ReMax's greedy baselines). */
 export function objectiveEstimators(): string[] {
@@ -44,44 +46,20 @@ export function objectiveEstimators(): string[] {
 export type { TrainingBatch };
 
 /**
- * TrainConfig → core's TrainerOptions: the one place the run's upstream keys meet the pipeline's. The loss mode is
- * `policy_loss.loss_mode: per_rollout_mean` when chosen (it replaces the aggregation), else `loss_agg_mode`; the
- * mini-batch is `ppo_mini_batch_size × rollout.n` rows (as Agent Lightning and verl count it); sample-building
- * limits are the trajectory ones at trajectory level and `data.*` at transition level.
+ * TrainConfig → core's TrainerOptions: the one place the run's upstream keys meet the pipeline's. Every
+ * analysis setting the run also has takes the run's value under the same key (core's config table); the two
+ * the run has no key for are its own: the mini-batch is `ppo_mini_batch_size × rollout.n` rows (as Agent
+ * Lightning and verl count it) and the trimming seed is the step's. Core resolves the rest as upstream does
+ * (the level's sample-building lengths, the loss mode of loss_agg_mode + policy_loss.loss_mode, null clip
+ * ratios).
  */
 export function trainerOptions(cfg: TrainConfig, trimSeed = 0): TrainerOptions {
-  const ta = cfg.agentlightning.trace_aggregator;
-  const trajectory = ta.level === 'trajectory';
-  const a = cfg.actor_rollout_ref.actor;
-  const alg = cfg.algorithm;
-  const rc = alg.rollout_correction;
-  return resolveTrainerOptions({
-    traceAggregatorLevel: ta.level,
-    maxPromptLength: trajectory ? ta.trajectory_max_prompt_length : cfg.data.max_prompt_length,
-    maxResponseLength: trajectory ? ta.trajectory_max_response_length : cfg.data.max_response_length,
-    rewardFillnaValue: cfg.agentlightning.reward_fillna_value,
-    tokenSource: cfg.lab.token_source,
-    advEstimator: alg.adv_estimator,
-    normAdvByStdInGrpo: alg.norm_adv_by_std_in_grpo,
-    gamma: alg.gamma,
-    enableRolloutLevelAdvantage: alg.enable_rollout_level_advantage,
-    rewardDtype: cfg.lab.reward_dtype,
-    lossMode: a.policy_loss.loss_mode === 'per_rollout_mean' ? 'per_rollout_mean' : a.loss_agg_mode,
-    lossScaleFactor: a.loss_scale_factor,
-    clipRatio: a.clip_ratio,
-    clipRatioLow: a.clip_ratio_low ?? a.clip_ratio,
-    clipRatioHigh: a.clip_ratio_high ?? a.clip_ratio,
-    clipRatioC: a.clip_ratio_c,
-    ppoMiniBatchSize: a.ppo_mini_batch_size * cfg.actor_rollout_ref.rollout.n,
-    maxPpoUpdateTimes: cfg.agentlightning.max_ppo_update_times,
-    trimSeed: trimSeed % 2 ** 31,
-    balanceBatch: cfg.trainer.balance_batch,
-    rolloutIs: rc.rollout_is,
-    rolloutIsThreshold: rc.rollout_is_threshold,
-    rolloutIsBatchNormalize: rc.rollout_is_batch_normalize,
-    rolloutRs: rc.rollout_rs,
-    rolloutRsThreshold: rc.rollout_rs_threshold,
-  });
+  const partial: Record<string, unknown> = {};
+  for (const o of TRAINER_OPTIONS) if (o.field.scopes.includes('run')) partial[o.name] = getPath(cfg, o.key);
+  partial.ppoMiniBatchSize =
+    cfg.actor_rollout_ref.actor.ppo_mini_batch_size * cfg.actor_rollout_ref.rollout.n;
+  partial.trimSeed = trimSeed % 2 ** 31;
+  return resolveTrainerOptions(partial as Partial<TrainerOptions>);
 }
 
 /** The rows a step trains on (core's steps 1–4), plus how they were selected. */
@@ -218,14 +196,11 @@ export class ActorMetrics {
 
 /** Share of rollouts (with a trace) whose calls merged into one row at trajectory level (1 − unmerged / traced). */
 export function mergeRateOf(rollouts: Rollout[], cfg: TrainConfig): number {
-  const ta = cfg.agentlightning.trace_aggregator;
-  const o: TrainerOptions = {
-    ...trainerOptions(cfg),
+  const o = resolveTrainerOptions({
+    ...settingsOf(trainerOptions(cfg)),
     traceAggregatorLevel: 'trajectory',
-    maxPromptLength: ta.trajectory_max_prompt_length,
-    maxResponseLength: ta.trajectory_max_response_length,
     tokenSource: 'engine',
-  };
+  });
   try {
     const b = buildRows(rollouts, o);
     const traced = b.metrics['training/n_rollouts_w_trace'];

@@ -18,10 +18,10 @@ import { parseJsonlTrace } from '../core/trace/io';
 import { formatIssue, type Rollout } from '../core/trace/types';
 import type { TrainConfig } from './config';
 import type { Metrics } from './metrics';
-import { parseFileLogger } from './metrics';
 import { buildStepRows } from './objective';
 import { hashSeed } from './rng';
 import type { TrainStorage } from './storage';
+import { parseFileLogger } from './verlLog';
 
 function mean(xs: number[]): number {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN;

@@ -21,14 +21,7 @@ import { getHarness } from '../harness/registry';
 import { encodeTrainCheckpoint, type RunState } from './checkpoint';
 import type { TrainConfig } from './config';
 import type { TrainEvent } from './events';
-import {
-  consoleLine,
-  fileLoggerLine,
-  type Metrics,
-  retokenizationMismatchRate,
-  rolloutMetrics,
-  validationMetrics,
-} from './metrics';
+import { type Metrics, retokenizationMismatchRate, rolloutMetrics, validationMetrics } from './metrics';
 import { annotateTrainerLogProbs, mergeRateOf } from './objective';
 import { hashSeed, permutation } from './rng';
 import type { RolloutEngine } from './rolloutEngine';
@@ -36,6 +29,7 @@ import type { GroupRequest, RolloutSource } from './source';
 import { type PhaseHook, type PhaseName, type StepOutcome, trainOnRollouts } from './step';
 import type { TrainStorage } from './storage';
 import { tick } from './tick';
+import { fileLoggerLine, formatConsoleLine } from './verlLog';
 
 export interface TrainRunOptions {
   config: TrainConfig;
@@ -77,6 +71,9 @@ export class TrainRun {
   private readonly tasks: TaskBase[];
   private readonly valTasks: TaskBase[];
   private paused = false;
+  /** when the current pause began (null: running), and the paused time before it */
+  private pausedSince: number | null = null;
+  private pausedTotalMs = 0;
   private resumeWaiters: (() => void)[] = [];
   private stopping = false;
   /** rejects once stop() is called; raced against every wait on rollouts */
@@ -121,12 +118,15 @@ export class TrainRun {
   pause(): void {
     if (this.paused) return;
     this.paused = true;
+    this.pausedSince = this.now();
     if (this.phase === 'gen') void this.o.source.pause('run paused').catch(() => {});
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
+    if (this.pausedSince !== null) this.pausedTotalMs += this.now() - this.pausedSince;
+    this.pausedSince = null;
     if (this.phase === 'gen') this.o.source.resume();
     for (const w of this.resumeWaiters.splice(0)) w();
   }
@@ -140,6 +140,11 @@ export class TrainRun {
 
   get isPaused(): boolean {
     return this.paused;
+  }
+
+  /** Time spent paused so far (a step's wall time less this is its timing_s/step). */
+  private pausedMs(): number {
+    return this.pausedTotalMs + (this.pausedSince !== null ? this.now() - this.pausedSince : 0);
   }
 
   private async checkpointGate(): Promise<void> {
@@ -372,7 +377,7 @@ export class TrainRun {
   private async log(step: number, data: Metrics): Promise<void> {
     this.history.push({ step, data });
     await this.o.storage?.appendFile('metrics.jsonl', fileLoggerLine(step, data));
-    if (this.o.consoleLog) this.emit({ type: 'log', level: 'info', message: consoleLine(step, data) });
+    if (this.o.consoleLog) this.emit({ type: 'log', level: 'info', message: formatConsoleLine(step, data) });
   }
 
   /** One full step: collect, pause + drain, train, sync weights, resume; metrics and trace kept. */
@@ -381,6 +386,7 @@ export class TrainRun {
     const step = this.state.step + 1;
     const timing: Metrics = {};
     const tStep = this.now();
+    const pausedAtStart = this.pausedMs();
     const hook = this.timed(step, timing);
     await this.checkpointGate();
     await this.o.rolloutEngine.ready?.();
@@ -461,7 +467,10 @@ export class TrainRun {
       Object.assign(metrics, await this.validate(step, timing));
     if (cfg.trainer.save_freq > 0 && (last || step % cfg.trainer.save_freq === 0))
       await this.save(step, timing);
-    timing['timing_s/step'] = (this.now() - tStep) / 1000;
+    // a pause is not the step's time: it is reported on its own
+    const pausedS = (this.pausedMs() - pausedAtStart) / 1000;
+    timing['timing_s/step'] = (this.now() - tStep) / 1000 - pausedS;
+    metrics['lab/paused_s'] = pausedS;
     Object.assign(metrics, timing);
     this.stepSeconds.push(timing['timing_s/step']);
     await this.log(step, metrics);

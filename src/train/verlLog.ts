@@ -11,7 +11,8 @@
  * gateway outside the cluster reads the file.
  */
 
-export type StepMetrics = { step: number; data: Record<string, number> };
+/** One step's metrics as a log line carries them; null stands for a non-finite value (orjson writes NaN as null). */
+export type StepMetrics<V = number | null> = { step: number; data: Record<string, V> };
 
 export const FILE_LOGGER_MARKER = '[harness-lab:verl-file-logger] ';
 
@@ -64,7 +65,7 @@ function parsePyNumber(s: string): number | undefined {
  * Reads a console-logger line; null when the line is not one. Non-finite values are dropped (JSON cannot carry
  * them), and so is any field that is not `key:number`.
  */
-export function parseConsoleLine(line: string): StepMetrics | null {
+export function parseConsoleLine(line: string): StepMetrics<number> | null {
   const m = CONSOLE_RE.exec(line);
   if (!m) return null;
   const data: Record<string, number> = {};
@@ -79,8 +80,13 @@ export function parseConsoleLine(line: string): StepMetrics | null {
   return { step: Number(m[1]), data };
 }
 
-/** Reads one file-logger JSON line; throws with the reason when it is not `{"step": int, "data": {…}}`. */
-export function parseFileLoggerLine(text: string): StepMetrics {
+/**
+ * Reads one file-logger JSON line; throws with the reason when it is not `{"step": int, "data": {…}}`. Nulls
+ * (non-finite values) are dropped unless `keepNull`.
+ */
+export function parseFileLoggerLine(text: string): StepMetrics<number>;
+export function parseFileLoggerLine(text: string, keepNull: true): StepMetrics;
+export function parseFileLoggerLine(text: string, keepNull = false): StepMetrics {
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -94,13 +100,33 @@ export function parseFileLoggerLine(text: string): StepMetrics {
     throw new Error(`file-logger line: step must be a non-negative integer, got ${JSON.stringify(o.step)}`);
   if (typeof o.data !== 'object' || o.data === null || Array.isArray(o.data))
     throw new Error('file-logger line: data must be an object');
-  const data: Record<string, number> = {};
+  const data: Record<string, number | null> = {};
   for (const [k, x] of Object.entries(o.data as Record<string, unknown>)) {
     if (typeof x === 'number' && Number.isFinite(x)) data[k] = x;
     else if (typeof x === 'boolean') data[k] = x ? 1 : 0;
-    // null (NaN), strings and nested values are not scalar metrics
+    else if (x === null && keepNull) data[k] = null;
+    // strings and nested values are not scalar metrics
   }
   return { step: o.step, data };
+}
+
+/** Reads a file-logger JSONL text (metrics.jsonl), nulls kept; a bad line is an error naming its number. */
+export function parseFileLogger(text: string): StepMetrics[] {
+  const out: StepMetrics[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    try {
+      out.push(parseFileLoggerLine(line, true));
+    } catch (e) {
+      throw new Error(`metrics line ${i + 1}: ${(e as Error).message}`);
+    }
+  });
+  return out;
+}
+
+/** One file-logger line with its newline, for appending to metrics.jsonl. */
+export function fileLoggerLine(step: number, data: Record<string, number>): string {
+  return `${formatFileLoggerLine(step, data)}\n`;
 }
 
 /** A log line the launcher forwarded from the file logger, or null. */

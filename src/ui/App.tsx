@@ -4,7 +4,7 @@ import { AdvantagesPanel } from './advantages/AdvantagesPanel';
 import { describeGpu, useGpu } from './gpuStatus';
 import { ImportBar } from './ImportBar';
 import { useLab, warmLabWorker } from './lab/labStore';
-import { resolveOptions } from './lab/options';
+import { resolveOptions, useActiveRunSettings } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { ModelsPanel } from './models/ModelsPanel';
 import { RemotePanel } from './remote/RemotePanel';
@@ -59,7 +59,8 @@ function useSampleLoader() {
  * of its own (rendering nothing), so a view change re-renders it alone, not the whole page.
  */
 function ComputeSync() {
-  const key = useView((v) => JSON.stringify(resolveOptions(v)));
+  const run = useActiveRunSettings();
+  const key = useView((v) => JSON.stringify(resolveOptions(v, run)));
   const trace = useLab((s) => s.trace);
   const compute = useLab((s) => s.compute);
   useEffect(() => {

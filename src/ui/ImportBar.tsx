@@ -3,7 +3,7 @@ import type { TraceIssue } from '../core/trace/types';
 import { ExportButtons } from './components/ExportButtons';
 import { rolloutsCsv, rolloutsJson } from './lab/exportView';
 import { useLab } from './lab/labStore';
-import { resolveOptions } from './lab/options';
+import { resolveOptions, useActiveRunSettings } from './lab/options';
 import { changedOptions, describeChanges, isStale, useWeightSign } from './lab/present';
 import type { Sample } from './lab/samples';
 import { useView } from './store';
@@ -182,10 +182,11 @@ function FileLinkNote() {
   const res = useLab((s) => s.result);
   const view = useView();
   const sign = useWeightSign();
+  const run = useActiveRunSettings();
   if (kind !== 'file') return null;
   const ctx = () => {
     if (!trace || !res) throw new Error('nothing computed yet');
-    return { trace, res, options: resolveOptions(view), sign, source: name };
+    return { trace, res, options: resolveOptions(view, run), sign, source: name };
   };
   return (
     <p className="note file-note" data-testid="file-link-note">

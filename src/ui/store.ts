@@ -1,10 +1,12 @@
 import { create } from 'zustand';
+import { lossModeKeys, NULL_SPELLING } from '../core/config/fields';
 import {
-  DEFAULT_TRAINER_OPTIONS,
+  DEFAULT_TRAINER_SETTINGS,
+  getOptionSpec,
   type OptionSpec,
   resolveTrainerOptionsLenient,
   TRAINER_OPTIONS,
-  type TrainerOptions,
+  type TrainerSettings,
 } from '../core/pipeline/options';
 import { DEFAULT_WEIGHT_SIGN, WEIGHT_SIGNS, type WeightSignName } from '../core/pipeline/sign';
 import { COLOR_BY, type ColorBy } from './tokens/quantities';
@@ -49,7 +51,7 @@ export interface UiView {
  * where they are used (lab/options.ts). The Train tab's config form is one field per training-config leaf
  * (train/formConfig.ts), keyed by its upstream path.
  */
-export type ViewState = UiView & TrainerOptions;
+export type ViewState = UiView & TrainerSettings;
 /** ViewState plus the Train tab's form fields (held in the same store, set through `setForm`). */
 export type UrlState = ViewState & TrainFormFields;
 
@@ -84,11 +86,11 @@ const uiSchema: Schema<UiView> = {
   trainStep: { key: 'tstep', codec: codecs.int, default: -1 },
 };
 
-/** "none" stands for null in the URL. */
-const orNone = <T>(c: Codec<T>): Codec<T | null> => ({
-  parse: (r) => (r === 'none' ? null : c.parse(r)),
-  format: (v) => (v === null ? 'none' : c.format(v)),
-  expects: `${c.expects ?? 'a value'} or none`,
+/** `null` stands for null in the URL, as in flags and overrides (core's config table). */
+const orNull = <T>(c: Codec<T>): Codec<T | null> => ({
+  parse: (r) => (r === NULL_SPELLING ? null : c.parse(r)),
+  format: (v) => (v === null ? NULL_SPELLING : c.format(v)),
+  expects: `${c.expects ?? 'a value'} or ${NULL_SPELLING}`,
 });
 const specCodec: Codec<number | string> = {
   parse: (r) => (r.trim() !== '' && Number.isFinite(Number(r)) ? Number(r) : r),
@@ -101,19 +103,19 @@ function codecOf(o: OptionSpec): Codec<unknown> {
     int: codecs.int,
     number: codecs.number,
     bool: codecs.bool,
-    'nullable-int': orNone(codecs.int),
-    'nullable-number': orNone(codecs.number),
-    spec: orNone(specCodec),
+    'nullable-int': orNull(codecs.int),
+    'nullable-number': orNull(codecs.number),
+    spec: orNull(specCodec),
   }[o.kind] as Codec<unknown>;
-  return o.kind === 'enum' && o.nullable ? (orNone(codecs.string) as Codec<unknown>) : c;
+  return o.kind === 'enum' && o.nullable ? (orNull(codecs.string) as Codec<unknown>) : c;
 }
 
 const optionSchema = Object.fromEntries(
   TRAINER_OPTIONS.map((o) => [
     o.name,
-    { key: o.urlKey, codec: codecOf(o), default: DEFAULT_TRAINER_OPTIONS[o.name] },
+    { key: o.urlKey, codec: codecOf(o), default: DEFAULT_TRAINER_SETTINGS[o.name] },
   ]),
-) as unknown as Schema<TrainerOptions>;
+) as unknown as Schema<TrainerSettings>;
 
 export const viewSchema: Schema<UrlState> = {
   ...uiSchema,
@@ -155,11 +157,54 @@ export const useUrlNotes = create<UrlNotes>((set) => ({
   dismiss: () => set({ problems: [] }),
 }));
 
-function readHash(hash: string): UrlState {
-  const { state, problems } = decodeHashChecked(viewSchema, hash);
+/**
+ * Links written before the config table still open: `none` (the old spelling of null) is read as `null`, and
+ * the old `loss=<mode>` becomes the two upstream keys it selects (`pl=` policy_loss.loss_mode, `agg=`
+ * loss_agg_mode); each translation is named in a note.
+ */
+export function translateLegacyHash(hash: string): { hash: string; notes: HashProblem[] } {
+  const params = new URLSearchParams(hash.replace(/^#/, ''));
+  const notes: HashProblem[] = [];
+  for (const o of TRAINER_OPTIONS) {
+    const raw = params.get(o.urlKey);
+    const nullable = o.nullable || o.kind.startsWith('nullable') || o.kind === 'spec';
+    if (raw === 'none' && nullable) {
+      params.set(o.urlKey, NULL_SPELLING);
+      notes.push({
+        key: o.urlKey,
+        raw,
+        message: `an older link's spelling of null; read as ${NULL_SPELLING}`,
+      });
+    }
+  }
+  const loss = params.get('loss');
+  if (loss !== null) {
+    params.delete('loss');
+    const k = lossModeKeys(loss);
+    const pl = getOptionSpec('policyLossMode').urlKey;
+    const agg = getOptionSpec('lossAggMode').urlKey;
+    if (!params.has(pl)) params.set(pl, k.policyLossMode);
+    if (k.lossAggMode !== null && !params.has(agg)) params.set(agg, k.lossAggMode);
+    notes.push({
+      key: 'loss',
+      raw: loss,
+      message: `an older link's loss mode; read as ${pl}=${k.policyLossMode}${
+        k.lossAggMode !== null ? ` ${agg}=${k.lossAggMode}` : ''
+      } (policy_loss.loss_mode and loss_agg_mode)`,
+    });
+  }
+  return { hash: params.toString(), notes };
+}
+
+function readHash(rawHash: string): UrlState {
+  const legacy = translateLegacyHash(rawHash);
+  const hash = legacy.hash;
+  const decoded = decodeHashChecked(viewSchema, hash);
+  const state = decoded.state;
+  const problems = [...legacy.notes, ...decoded.problems];
   // values of the right form that core still refuses (an unknown loss mode, an estimator a trace cannot feed)
   const params = new URLSearchParams(hash.replace(/^#/, ''));
-  const partial: Partial<Record<keyof TrainerOptions, unknown>> = {};
+  const partial: Partial<Record<keyof TrainerSettings, unknown>> = {};
   for (const o of TRAINER_OPTIONS) partial[o.name] = state[o.name];
   for (const r of resolveTrainerOptionsLenient(partial).replaced) {
     const spec = TRAINER_OPTIONS.find((o) => o.name === r.name);
@@ -168,7 +213,7 @@ function readHash(hash: string): UrlState {
     problems.push({
       key: spec.urlKey,
       raw: params.get(spec.urlKey) ?? String(state[r.name]),
-      message: `${reason}; showing ${String(DEFAULT_TRAINER_OPTIONS[r.name] ?? 'none')}`,
+      message: `${reason}; showing ${String(DEFAULT_TRAINER_SETTINGS[r.name] ?? NULL_SPELLING)}`,
     });
   }
   useUrlNotes.setState({

@@ -19,9 +19,9 @@ import { decodeTrainCheckpoint, type RunState } from '../../src/train/checkpoint
 import { resolveTrainConfig } from '../../src/train/config';
 import type { TrainEvent } from '../../src/train/events';
 import { createLocalRun } from '../../src/train/local';
-import { parseFileLogger } from '../../src/train/metrics';
 import type { DeferredRolloutEngine } from '../../src/train/rolloutEngine';
 import { MemoryStorage, opfsStorage } from '../../src/train/storage';
+import { parseFileLogger } from '../../src/train/verlLog';
 import { context } from './gpuContext';
 
 let ctx: GpuContext;

@@ -249,11 +249,11 @@ describe('the explorer reads right and looks right', () => {
     await page.locator('[data-testid^="rollout-weight-"]').first().waitFor();
     expect(await page.locator('[data-testid^="rollout-delta-"]').count()).toBe(0);
     const before = coreWeights(defaultRollouts, 'push');
-    await page.getByLabel('Loss mode', { exact: true }).selectOption('token-mean');
+    await page.getByLabel('Policy loss', { exact: true }).selectOption('vanilla');
     const after = coreWeights(defaultRollouts, 'push', { lossMode: 'token-mean' });
     await expect.poll(async () => sameWeights(await shownWeights(page), after)).toEqual([]);
     expect(await page.getByTestId('change-note').textContent()).toContain(
-      'loss mode per_rollout_mean → token-mean',
+      'policy loss per_rollout_mean → vanilla',
     );
     const deltas = await page
       .locator('[data-testid^="rollout-delta-"]')
@@ -520,24 +520,26 @@ describe('the explorer reads right and looks right', () => {
   it('names each setting of a bad link instead of falling back silently', async () => {
     const page = await open(
       browser,
-      '#tab=advantages&loss=mean-of-nothing&sample=no-such-sample&r=no-such-rollout&c=two&frobnicate=1',
+      '#tab=advantages&pl=mean-of-nothing&sample=no-such-sample&r=no-such-rollout&c=two&frobnicate=1',
       errors,
     );
     const notes = page.getByTestId('url-notes');
     await expect.poll(() => page.getByTestId('url-note').count()).toBe(5);
     const text = await notes.textContent();
-    expect(text).toMatch(/loss=mean-of-nothing.*must be one of token-mean.*showing per_rollout_mean/);
+    expect(text).toMatch(
+      /pl=mean-of-nothing.*must be one of vanilla, per_rollout_mean.*showing per_rollout_mean/,
+    );
     expect(text).toMatch(/sample=no-such-sample names no bundled sample; showing/);
     expect(text).toMatch(/r=no-such-rollout names no rollout of this trace/);
     expect(text).toMatch(/c=two expects an integer/);
     expect(text).toMatch(/frobnicate=1 is not a setting/);
     // and the view is the one it says
-    expect(await page.getByLabel('Loss mode', { exact: true }).inputValue()).toBe('per_rollout_mean');
+    expect(await page.getByLabel('Policy loss', { exact: true }).inputValue()).toBe('per_rollout_mean');
     await screenshot(page, 'bad-link');
     await notes.getByRole('button', { name: 'Dismiss' }).click();
     expect(await notes.count()).toBe(0);
     // a good link has no note
-    const good = await open(browser, '#tab=advantages&loss=token-mean', errors);
+    const good = await open(browser, '#tab=advantages&pl=vanilla&agg=token-mean', errors);
     await good.locator('[data-testid^="rollout-weight-"]').first().waitFor();
     expect(await good.getByTestId('url-notes').count()).toBe(0);
     await page.close();

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LOSS_AGG_MODES } from '../../src/core/algos/aggLoss';
 import { listLossModes } from '../../src/core/algos/lossModes';
+import { listPolicyLosses } from '../../src/core/algos/policyLoss';
+import { lossModeKeys } from '../../src/core/config/fields';
 import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
 import { getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { computeTrainerView } from '../../src/core/pipeline/trainer';
@@ -29,6 +32,14 @@ const rollouts: Rollout[] = sample.rollouts;
 const sampleJsonl = toJsonlTrace(rollouts);
 
 const LOSS_MODES = listLossModes().map((m) => m.name);
+
+/** Chooses a loss mode with the page's two controls (policy_loss.loss_mode, then loss_agg_mode under vanilla). */
+async function selectLossMode(page: Page, mode: string): Promise<void> {
+  const k = lossModeKeys(mode);
+  await page.getByLabel('Policy loss', { exact: true }).selectOption(k.policyLossMode);
+  if (k.lossAggMode !== null)
+    await page.getByLabel('Loss aggregation', { exact: true }).selectOption(k.lossAggMode);
+}
 
 /**
  * Core's per-rollout total weights on a trace: the trainer view with core's default options (what the page opens
@@ -89,10 +100,9 @@ describe('trace stepper and advantage explorer in Chromium', () => {
 
   /** Switches every loss mode and compares each rollout's displayed weight with core's number. */
   async function checkAllModes(page: Page, rs: Rollout[], choice: Partial<TrainerOptions> = {}) {
-    const select = page.getByLabel('Loss mode', { exact: true });
     const def = DEFAULT_TRAINER_OPTIONS.lossMode;
     for (const mode of [...LOSS_MODES.filter((m) => m !== def), def]) {
-      await select.selectOption(mode);
+      await selectLossMode(page, mode);
       const want = expectedWeights(rs, mode, choice);
       await expect
         .poll(
@@ -110,18 +120,20 @@ describe('trace stepper and advantage explorer in Chromium', () => {
         )
         .toEqual([]);
       // the default is left out of the URL; within a burst the URL is written up to 100 ms later: poll
-      if (mode === def) await expect.poll(() => page.url()).not.toContain('loss=');
-      else await expect.poll(() => page.url()).toContain(`loss=${mode}`);
+      if (mode === def) await expect.poll(() => page.url()).not.toContain('pl=');
+      else await expect.poll(() => page.url()).toContain(`agg=${mode}`);
     }
   }
 
   it('shows core’s per-rollout weights under every loss mode, with the reference stack named', async () => {
     const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
-    const select = page.getByLabel('Loss mode', { exact: true });
-    const offered = await select
-      .locator('option')
-      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
-    expect(offered).toEqual(LOSS_MODES);
+    const offered = async (label: string) =>
+      page
+        .getByLabel(label, { exact: true })
+        .locator('option')
+        .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    expect(await offered('Policy loss')).toEqual(listPolicyLosses().map((p) => p.name));
+    expect(await offered('Loss aggregation')).toEqual([...LOSS_AGG_MODES]);
     expect(await page.getByTestId('reference-stack').textContent()).toContain(
       'Agent Lightning 1.0.x + verl 0.8.0',
     );
@@ -145,7 +157,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
       traceAggregatorLevel: 'transition',
       rewardDtype: 'float32',
     });
-    await select.selectOption('per_rollout_mean');
+    await selectLossMode(page, 'per_rollout_mean');
     await screenshot(page, 'advantages');
     await page.close();
   });
@@ -232,7 +244,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     const page = await openPage(browser, `${baseUrl}#tab=advantages`, errors);
     await page.getByLabel('Advantage estimator', { exact: true }).selectOption('rloo');
     await page.getByLabel('Rollout-level advantage', { exact: true }).uncheck();
-    await page.getByLabel('Loss mode', { exact: true }).selectOption('seq-mean-token-mean');
+    await selectLossMode(page, 'seq-mean-token-mean');
     await page.getByLabel('Aggregation level', { exact: true }).selectOption('transition');
     await page.getByLabel('Clip ratio high', { exact: true }).fill('0.28');
     const target = rollouts[rollouts.length - 1];
@@ -261,7 +273,10 @@ describe('trace stepper and advantage explorer in Chromium', () => {
     expect(await second.getByLabel('Advantage estimator', { exact: true }).inputValue()).toBe('rloo');
     expect(await second.getByLabel('Rollout-level advantage', { exact: true }).isChecked()).toBe(false);
     expect(await second.getByLabel('Normalize by std', { exact: true }).isChecked()).toBe(true);
-    expect(await second.getByLabel('Loss mode', { exact: true }).inputValue()).toBe('seq-mean-token-mean');
+    expect(await second.getByLabel('Policy loss', { exact: true }).inputValue()).toBe('vanilla');
+    expect(await second.getByLabel('Loss aggregation', { exact: true }).inputValue()).toBe(
+      'seq-mean-token-mean',
+    );
     expect(await second.getByLabel('Aggregation level', { exact: true }).inputValue()).toBe('transition');
     expect(await second.getByLabel('Token source', { exact: true }).inputValue()).toBe('engine');
     expect(await second.getByLabel('Clip ratio high', { exact: true }).inputValue()).toBe('0.28');

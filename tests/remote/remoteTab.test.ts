@@ -58,7 +58,7 @@ describe('the Remote tab', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     // the explorer's settings in the URL, as a researcher would have them after the Advantages tab
-    await openRemote(page, '#adv=rloo&loss=seq-mean-token-mean&rla=0');
+    await openRemote(page, '#adv=rloo&pl=vanilla&agg=seq-mean-token-mean&rla=0');
     expect(page.url()).not.toContain('token=');
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
     expect(await page.getByTestId('remote-conn').textContent()).toMatch(

@@ -12,7 +12,8 @@ import { chromiumArgs, chromiumPath } from './chromium.mjs';
 const file = process.argv[2];
 await build({ logLevel: 'warn' });
 const server = await preview({ preview: { host: '127.0.0.1', port: 0 }, logLevel: 'warn' });
-const url = `http://127.0.0.1:${server.httpServer.address().port}/#tab=advantages`;
+// policy_loss.loss_mode vanilla: the aggregation control chooses the loss mode
+const url = `http://127.0.0.1:${server.httpServer.address().port}/#tab=advantages&pl=vanilla`;
 const browser = await chromium.launch({
   executablePath: chromiumPath(),
   args: chromiumArgs(),
@@ -22,7 +23,7 @@ try {
   // start-up: from navigation to the first sample's token chips on screen
   const first = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   const s0 = Date.now();
-  await first.goto(url.replace('#tab=advantages', ''));
+  await first.goto(url.replace('#tab=advantages&pl=vanilla', ''));
   await first.getByTestId('call-tokens').locator('.tok').first().waitFor({ timeout: 60_000 });
   console.log(`start-up to first token chips: ${Date.now() - s0} ms`);
   await first.close();
@@ -46,7 +47,7 @@ try {
     new PerformanceObserver((l) => {
       for (const e of l.getEntries()) longTasks.push(e.duration);
     }).observe({ type: 'longtask', buffered: false });
-    const select = [...document.querySelectorAll('label')].find((l) => l.textContent === 'Loss mode');
+    const select = [...document.querySelectorAll('label')].find((l) => l.textContent === 'Loss aggregation');
     const el = document.getElementById(select.htmlFor);
     const modes = [...el.options].map((o) => o.value);
     const shown = () => document.querySelector('[data-testid="adv-main"]')?.getAttribute('data-result-loss');

@@ -126,11 +126,24 @@ describe('lab analyze', () => {
     const jsonl = join(dir, 'trace.jsonl');
     writeFileSync(jsonl, '');
     await expect(analyze.run([jsonl, '--adv', 'nope'])).rejects.toThrow(UsageError);
-    await expect(analyze.run([jsonl, '--adv', 'nope'])).rejects.toThrow(/algorithm.adv_estimator \(--adv\)/);
+    await expect(analyze.run([jsonl, '--adv', 'nope'])).rejects.toThrow(
+      /algorithm.adv_estimator \(--adv-estimator\)/,
+    );
     await expect(analyze.run([jsonl, '--loss-mode', 'mean'])).rejects.toThrow(/--loss-mode.*must be one of/);
-    await expect(analyze.run([jsonl, '--loss-agg', 'mean'])).rejects.toThrow(/--loss-mode.*must be one of/);
+    await expect(analyze.run([jsonl, '--loss-agg', 'mean'])).rejects.toThrow(
+      /--loss-agg-mode.*must be one of/,
+    );
+    // the flag means policy_loss.loss_mode here as in lab train; an aggregation mode says where it goes
+    await expect(analyze.run([jsonl, '--loss-mode', 'token-mean'])).rejects.toThrow(
+      /token-mean is a loss_agg_mode: --loss-agg-mode token-mean --loss-mode vanilla/,
+    );
+    // a run's setting is refused with what the analysis reads instead
+    await expect(analyze.run([jsonl, '--ppo-mini-batch-size', '4'])).rejects.toThrow(
+      /ppo_mini_batch_size, a setting of a training run.*--mini-batch-rows/,
+    );
+    await expect(analyze.run([jsonl, '--mini-batch-rows', 'none'])).rejects.toThrow(/null is spelled 'null'/);
     await expect(analyze.run([jsonl, '--level', 'step'])).rejects.toThrow(
-      /trace_aggregator.level \(--level\)/,
+      /trace_aggregator.level \(--trace-aggregator-level\)/,
     );
     await expect(analyze.run([jsonl, '--reward-dtype', 'fp16'])).rejects.toThrow(/bfloat16, float32/);
     await expect(analyze.run([jsonl, '--token-source', 'retokenize', '--tokenizer', 'none'])).rejects.toThrow(
@@ -139,7 +152,7 @@ describe('lab analyze', () => {
     await expect(analyze.run([jsonl, '--sign', 'up'])).rejects.toThrow(/--sign must be one of push.*grad/);
     await expect(analyze.run([join(dir, 'missing.jsonl')])).rejects.toThrow(/does not exist/);
     await expect(analyze.run([jsonl, '--frobnicate'])).rejects.toThrow(/unknown flag --frobnicate/);
-    await expect(analyze.run([jsonl, '--max-prompt-length', '-3'])).rejects.toThrow(/must be ≥ 1/);
+    await expect(analyze.run([jsonl, '--trajectory-max-prompt-length', '-3'])).rejects.toThrow(/must be ≥ 1/);
     await expect(analyze.run([jsonl, '--clip-ratio-c', '1'])).rejects.toThrow(/clip_ratio_c/);
     await expect(analyze.run([jsonl, '--gamma', 'x'])).rejects.toThrow(/--gamma expects a number/);
     // an estimator a trace cannot feed: a clear error, not a stack trace
@@ -159,13 +172,46 @@ describe('lab analyze', () => {
     expect(a.trainer.metrics['training/rollout_level_advantage/n_rollouts']).toBe(8);
     // every row over max_prompt_length: the trainer skips the step, and says so
     out = [];
+    expect(await analyze.run([jsonl, '--trajectory-max-prompt-length', '2'])).toBe(0);
+    expect(out.join('\n')).toMatch(/nothing to train on: the trainer skips this step/);
+    // data.max_prompt_length is the transition level's: at trajectory level it is noted as unread
+    out = [];
+    errors = [];
     expect(await analyze.run([jsonl, '--max-prompt-length', '2'])).toBe(0);
+    expect(out.join('\n')).not.toMatch(/nothing to train on/);
+    expect(errors.join('\n')).toMatch(
+      /--max-prompt-length sets data.max_prompt_length, which these settings do not read/,
+    );
+    out = [];
+    expect(await analyze.run([jsonl, '--max-prompt-length', '2', '--level', 'transition'])).toBe(0);
     expect(out.join('\n')).toMatch(/nothing to train on: the trainer skips this step/);
     // pass@k with a one-rollout group raises upstream: reported as upstream's ValueError
     const single = join(dir, 'single.jsonl');
     writeFileSync(single, toJsonlTrace(rollouts.slice(0, 1)));
     expect(await analyze.run([single, '--adv', 'grpo_passk'])).toBe(1);
     expect(errors.join('\n')).toMatch(/the trainer raises ValueError: Pass@k requires at least 2 samples/);
+  });
+
+  it('reads a trace with the tokenizer its rollouts name, and says when it has to guess', async () => {
+    const { toJsonlTrace } = await import('../../src/core/trace/io');
+    const named = join(dir, 'named.jsonl');
+    writeFileSync(
+      named,
+      toJsonlTrace(
+        rollouts.slice(0, 4).map((r) => ({ ...r, metadata: { ...r.metadata, tokenizer: 'policy' } })),
+      ),
+    );
+    expect(await analyze.run([named, '--json', '--no-retokenization'])).toBe(0);
+    expect((JSON.parse(out.join('\n')) as Analysis).options.tokenizer).toBe('policy');
+    expect(errors.join('\n')).not.toMatch(/names no tokenizer/);
+    out = [];
+    const unnamed = join(dir, 'unnamed.jsonl');
+    writeFileSync(unnamed, toJsonlTrace(rollouts.slice(0, 4)));
+    expect(await analyze.run([unnamed, '--json', '--no-retokenization'])).toBe(0);
+    expect((JSON.parse(out.join('\n')) as Analysis).options.tokenizer).toBe('qwen3');
+    expect(errors.join('\n')).toMatch(
+      /the trace names no tokenizer \(metadata.tokenizer\); reading its ids as qwen3/,
+    );
   });
 
   it('reports malformed lines and keeps the valid ones', async () => {

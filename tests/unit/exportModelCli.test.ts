@@ -26,11 +26,36 @@ describe('lab export-model', () => {
     await saveCheckpointFile(ck, encodeCheckpoint(cfg, initParams(cfg)));
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
     const code = await command.run(['--checkpoint', ck, '--precision', 'f16', '--out', join(dir, 'm')]);
+    const said = log.mock.calls.map((c) => String(c[0])).join('\n');
     log.mockRestore();
     expect(code).toBe(0);
+    expect(said).toMatch(/the weights of .*p\.safetensors/);
+    expect(said).not.toMatch(/RANDOM/);
     const m = await readModelFolder(await nodeFolderReader(join(dir, 'm')));
     expect(m.weightPrecision).toBe('f16');
     expect(m.config).toMatchObject({ n_positions: 32, n_layer: 1, n_embd: 16, n_head: 2, vocab_size: 1024 });
+  });
+
+  it('says so when it exports random weights (no --checkpoint)', async () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    const code = await command.run([
+      '--out',
+      join(dir, 'r'),
+      '--context',
+      '16',
+      '--layers',
+      '1',
+      '--width',
+      '16',
+      '--heads',
+      '2',
+    ]);
+    const said = log.mock.calls.map((c) => String(c[0])).join('\n');
+    log.mockRestore();
+    expect(code).toBe(0);
+    expect(said).toMatch(
+      /RANDOM weights \(the seeded initialisation, seed 1; --checkpoint FILE exports trained ones\)/,
+    );
   });
 
   it('refuses bad flags with a usage error naming them', async () => {

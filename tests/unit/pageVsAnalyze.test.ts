@@ -6,6 +6,8 @@ import { loadTokenizer } from '../../src/cli/tokenizers';
 import type { Analysis } from '../../src/core/analyze';
 import {
   DEFAULT_TRAINER_OPTIONS,
+  DEFAULT_TRAINER_SETTINGS,
+  resolveTrainerOptions,
   TRAINER_OPTIONS,
   type TrainerOptions,
 } from '../../src/core/pipeline/options';
@@ -28,9 +30,9 @@ function flagsFor(o: TrainerOptions): string[] {
   const out: string[] = [];
   for (const spec of TRAINER_OPTIONS) {
     const v = o[spec.name];
-    if (v === DEFAULT_TRAINER_OPTIONS[spec.name]) continue;
+    if (v === DEFAULT_TRAINER_SETTINGS[spec.name]) continue;
     if (spec.kind === 'bool') out.push(v ? `--${spec.flag}` : `--no-${spec.flag}`);
-    else out.push(`--${spec.flag}`, v === null ? 'none' : String(v));
+    else out.push(`--${spec.flag}`, v === null ? 'null' : String(v));
   }
   return out;
 }
@@ -90,7 +92,7 @@ describe('the page’s worker pipeline and `lab analyze --json` give the same nu
   for (const c of cases)
     it(c.name, async () => {
       const { paths, trace } = sample(c.files);
-      const o: TrainerOptions = { ...DEFAULT_TRAINER_OPTIONS, ...c.options };
+      const o = resolveTrainerOptions(c.options);
       const page = compute(trace, o, undefined, newBuildCache());
       const a = await analyzeJson(paths, o);
       expect(a.options).toMatchObject(o);

@@ -169,9 +169,12 @@ describe('the trainer pipeline (Agent Lightning 1.0 order)', () => {
   it('refuses options upstream would not run, naming the upstream key and the flag', () => {
     expect(() => resolveTrainerOptions({ advEstimator: 'remax' })).toThrow(TrainerOptionError);
     expect(() => resolveTrainerOptions({ advEstimator: 'remax' })).toThrow(
-      /algorithm.adv_estimator \(--adv\).*reward_baselines/,
+      /algorithm.adv_estimator \(--adv-estimator\).*reward_baselines/,
     );
     expect(() => resolveTrainerOptions({ lossMode: 'mean' })).toThrow(/--loss-mode.*token-mean/);
+    expect(() => resolveTrainerOptions({ policyLossMode: 'token-mean' })).toThrow(
+      /policy_loss.loss_mode \(--loss-mode\): must be one of vanilla, per_rollout_mean/,
+    );
     expect(() => resolveTrainerOptions({ maxPromptLength: 0 })).toThrow(/trajectory_max_prompt_length.*≥ 1/);
     expect(() => resolveTrainerOptions({ clipRatioC: 1 })).toThrow(/clip_ratio_c/);
     expect(() => resolveTrainerOptions({ bogus: 1 } as never)).toThrow(/unknown trainer option 'bogus'/);
@@ -186,6 +189,21 @@ describe('the trainer pipeline (Agent Lightning 1.0 order)', () => {
       rewardDtype: 'bfloat16',
       clipRatioC: 3,
     });
+    // at transition level Agent Lightning's trainer.py builds samples with data.max_prompt_length /
+    // data.max_response_length (verl's 512 / 512), not the trajectory limits
+    const t = resolveTrainerOptions({ traceAggregatorLevel: 'transition' });
+    expect([t.maxPromptLength, t.maxResponseLength]).toEqual([512, 512]);
+    expect(
+      resolveTrainerOptions({ traceAggregatorLevel: 'transition', dataMaxResponseLength: 64 })
+        .maxResponseLength,
+    ).toBe(64);
+    // null clip bounds fall back to clip_ratio, as verl's actor does
+    expect(resolveTrainerOptions({ clipRatio: 0.3, clipRatioLow: null }).clipRatioLow).toBe(0.3);
+    // the loss mode the two upstream keys select
+    expect(
+      resolveTrainerOptions({ policyLossMode: 'vanilla', lossAggMode: 'seq-mean-token-mean' }).lossMode,
+    ).toBe('seq-mean-token-mean');
+    expect(resolveTrainerOptions({ lossAggMode: 'seq-mean-token-mean' }).lossMode).toBe('per_rollout_mean');
   });
 
   it('seq-mean-token-sum-norm divides by max_response_length (the padded width), not the longest row', () => {

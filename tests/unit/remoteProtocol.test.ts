@@ -30,6 +30,10 @@ import {
   parseFileLoggerLine,
 } from '../../src/train/verlLog';
 import { paramsFromView } from '../../src/ui/remote/prefill';
+import { viewSchema } from '../../src/ui/store';
+import { decodeHash } from '../../src/ui/urlState';
+
+const viewDefaults = decodeHash(viewSchema, '');
 
 const templates = jobTemplates(HARNESS_CATALOGUE);
 
@@ -236,15 +240,18 @@ describe("verl's console and file loggers", () => {
 
 describe('the template form pre-filled from the Advantages settings', () => {
   const view = {
+    ...viewDefaults,
     advEstimator: 'rloo',
     normAdvByStdInGrpo: false,
     enableRolloutLevelAdvantage: false,
-    lossMode: 'seq-mean-token-sum-norm',
+    lossAggMode: 'seq-mean-token-sum-norm',
+    policyLossMode: 'vanilla',
     traceAggregatorLevel: 'transition' as const,
     clipRatioLow: 0.1,
     clipRatioHigh: 0.28,
-    maxPromptLength: 8192,
-    maxResponseLength: 8192,
+    trajectoryMaxPromptLength: 8192,
+    trajectoryMaxResponseLength: 8192,
+    dataMaxResponseLength: 8192,
   };
   it('takes every setting the template accepts and keeps defaults for the rest', () => {
     const cpu = paramsFromView(view, templates['agl-cpu']);
@@ -268,11 +275,11 @@ describe('the template form pre-filled from the Advantages settings', () => {
   });
   it("maps Agent Lightning's per_rollout_mean to the policy loss, and an estimator not offered to the default", () => {
     const p = paramsFromView(
-      { ...view, lossMode: 'per_rollout_mean', advEstimator: 'remax' },
+      { ...view, policyLossMode: 'per_rollout_mean', advEstimator: 'remax' },
       templates['agl-cpu'],
     ).params;
     expect(p.policy_loss_mode).toBe('per_rollout_mean');
-    expect(p.loss_agg_mode).toBe('token-mean');
+    expect(p.loss_agg_mode).toBe('seq-mean-token-sum-norm');
     expect(p.adv_estimator).toBe('grpo');
   });
 });

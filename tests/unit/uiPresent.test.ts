@@ -79,10 +79,10 @@ describe('what the page says about a result', () => {
   it('names what changed between two results, with core’s labels', () => {
     const c = changedOptions(DEFAULT_TRAINER_OPTIONS, {
       ...DEFAULT_TRAINER_OPTIONS,
-      lossMode: 'token-mean',
+      policyLossMode: 'vanilla',
       ppoMiniBatchSize: 4,
     });
-    expect(describeChanges(c)).toBe('loss mode per_rollout_mean → token-mean, mini-batch rows none → 4');
+    expect(describeChanges(c)).toBe('mini-batch rows null → 4, policy loss per_rollout_mean → vanilla');
   });
 
   it('explains all-zero weights by groups whose rollouts got one reward, and only then', () => {

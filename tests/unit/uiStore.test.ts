@@ -1,14 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRAINER_OPTIONS, TRAINER_OPTIONS } from '../../src/core/pipeline/options';
+import {
+  DEFAULT_TRAINER_OPTIONS,
+  DEFAULT_TRAINER_SETTINGS,
+  TRAINER_OPTIONS,
+} from '../../src/core/pipeline/options';
 import { controlSpecs, resolveOptions } from '../../src/ui/lab/options';
-import { type UrlState, viewSchema } from '../../src/ui/store';
+import { translateLegacyHash, type UrlState, viewSchema } from '../../src/ui/store';
 import { formFromConfig, formKey, trainTabDefaults } from '../../src/ui/train/formConfig';
 import { decodeHash, decodeHashChecked, encodeHash } from '../../src/ui/urlState';
 
 describe('the page view in the URL', () => {
   it('round-trips every control, the selection and the colouring', () => {
     const v: UrlState = {
-      ...DEFAULT_TRAINER_OPTIONS,
+      ...DEFAULT_TRAINER_SETTINGS,
       ...formFromConfig(trainTabDefaults()),
       [formKey('algorithm.adv_estimator')]: 'rloo',
       [formKey('actor_rollout_ref.rollout.n')]: '8',
@@ -22,18 +26,22 @@ describe('the page view in the URL', () => {
       sign: 'grad',
       tokenSource: 'retokenize',
       traceAggregatorLevel: 'transition',
-      maxPromptLength: 2048 + 7,
-      maxResponseLength: 1024,
+      trajectoryMaxPromptLength: 2048 + 7,
+      trajectoryMaxResponseLength: 1024,
+      dataMaxPromptLength: 300,
+      dataMaxResponseLength: 200,
       advEstimator: 'rloo',
       normAdvByStdInGrpo: false,
       enableRolloutLevelAdvantage: false,
       rewardDtype: 'float32',
-      lossMode: 'seq-mean-token-sum-norm',
+      lossAggMode: 'seq-mean-token-sum-norm',
+      policyLossMode: 'vanilla',
       clipRatioLow: 0.1,
       clipRatioHigh: 0.28,
       clipRatioC: 10,
       lossScaleFactor: 64,
       ppoMiniBatchSize: 8,
+      maxPpoUpdateTimes: null,
       rolloutIs: 'token',
       rolloutRs: 'token_k1,seq_max_k2',
       rolloutRsThreshold: '0.5_2,1.5',
@@ -59,6 +67,8 @@ describe('the page view in the URL', () => {
       'level=',
       'maxp=',
       'maxr=',
+      'dmaxp=',
+      'dmaxr=',
       'run=',
       'trun=',
       'tcmp=',
@@ -69,14 +79,29 @@ describe('the page view in the URL', () => {
       'actor_rollout_ref.rollout.n=8',
     ])
       expect(hash).toContain(k);
-    for (const k of ['adv=', 'std=', 'rla=', 'loss=', 'clo=', 'chi=', 'dtype=', 'cc=', 'lsf=', 'mb=', 'ris='])
+    for (const k of [
+      'adv=',
+      'std=',
+      'rla=',
+      'pl=',
+      'agg=',
+      'clo=',
+      'chi=',
+      'dtype=',
+      'cc=',
+      'lsf=',
+      'mb=',
+      'ris=',
+    ])
       expect(hash).toContain(k);
     // every trainer option has its own URL field, defaults left out
     expect(new Set(TRAINER_OPTIONS.map((o) => o.urlKey)).size).toBe(TRAINER_OPTIONS.length);
-    expect(encodeHash(viewSchema, { ...v, ...DEFAULT_TRAINER_OPTIONS })).not.toContain('adv=');
+    expect(encodeHash(viewSchema, { ...v, ...DEFAULT_TRAINER_SETTINGS })).not.toContain('adv=');
+    // null is spelled as in flags and overrides
+    expect(encodeHash(viewSchema, { ...v, clipRatioLow: null })).toContain('clo=null');
   });
   it('falls back to core’s defaults for values core does not accept', () => {
-    const v = decodeHash(viewSchema, '#adv=nonsense&loss=mean-of-nothing&tokens=x&level=y&maxp=-3&cc=0.5');
+    const v = decodeHash(viewSchema, '#adv=nonsense&pl=mean-of-nothing&tokens=x&level=y&maxp=-3&cc=0.5');
     const o = resolveOptions(v);
     expect(o.advEstimator).toBe('grpo');
     expect(o.lossMode).toBe(DEFAULT_TRAINER_OPTIONS.lossMode);
@@ -91,11 +116,11 @@ describe('the page view in the URL', () => {
   it('names every parameter of a link it cannot use, with what it shows instead', () => {
     const { state, problems } = decodeHashChecked(
       viewSchema,
-      '#tab=graphs&c=two&sign=up&loss=token-mean&frobnicate=1&std=maybe',
+      '#tab=graphs&c=two&sign=up&agg=token-mean&frobnicate=1&std=maybe',
     );
     expect(state.tab).toBe('trace');
     expect(state.sign).toBe('push');
-    expect(state.lossMode).toBe('token-mean');
+    expect(state.lossAggMode).toBe('token-mean');
     const byKey = Object.fromEntries(problems.map((p) => [p.key, p]));
     expect(Object.keys(byKey).sort()).toEqual(['c', 'frobnicate', 'sign', 'std', 'tab']);
     expect(byKey.tab.message).toMatch(/expects one of trace, advantages.*; showing trace/);
@@ -115,15 +140,32 @@ describe('the page view in the URL', () => {
     const remax = est.options.find((o) => o.value === 'remax');
     expect(remax?.disabled).toBe(true);
     expect(remax?.title).toMatch(/reward_baselines/);
-    const loss = specs.find((s) => s.field === 'lossMode');
-    if (loss?.kind !== 'select') throw new Error('loss control missing');
-    expect(loss.options.map((o) => o.value)).toEqual([
+    const agg = specs.find((s) => s.field === 'lossAggMode');
+    if (agg?.kind !== 'select') throw new Error('aggregation control missing');
+    expect(agg.options.map((o) => o.value)).toEqual([
       'token-mean',
       'seq-mean-token-sum',
       'seq-mean-token-mean',
       'seq-mean-token-sum-norm',
-      'per_rollout_mean',
     ]);
+    // per_rollout_mean (the default policy loss) ignores the aggregation: shown disabled, and the formula shown
+    // is the policy loss's
+    expect(agg.disabled).toBe(true);
+    const pl = specs.find((s) => s.field === 'policyLossMode');
+    if (pl?.kind !== 'select') throw new Error('policy loss control missing');
+    expect(pl.options.map((o) => o.value)).toEqual(['vanilla', 'per_rollout_mean']);
+    expect(pl.formula?.text).toBeTruthy();
+    expect(agg.formula).toBeUndefined();
+    const vanilla = controlSpecs({
+      ...DEFAULT_TRAINER_OPTIONS,
+      policyLossMode: 'vanilla',
+      lossMode: 'token-mean',
+    });
+    const agg2 = vanilla.find((s) => s.field === 'lossAggMode');
+    expect(agg2?.kind === 'select' && !agg2.disabled && agg2.formula?.text).toBeTruthy();
+    // the level decides which lengths are read
+    const dmaxp = specs.find((s) => s.field === 'dataMaxPromptLength');
+    expect(dmaxp?.kind === 'number' && dmaxp.disabled).toBe(true);
     // gamma is REINFORCE++'s: disabled for GRPO
     const gamma = specs.find((s) => s.field === 'gamma');
     expect(gamma?.kind === 'number' && gamma.disabled).toBe(true);
@@ -131,5 +173,27 @@ describe('the page view in the URL', () => {
       (s) => s.field === 'gamma',
     );
     expect(g2?.kind === 'number' && g2.disabled).toBe(false);
+  });
+  it('opens links written before the config table, translated and with a note for each', () => {
+    const { hash, notes } = translateLegacyHash(
+      '#adv=rloo&loss=seq-mean-token-mean&mb=none&lsf=none&tab=advantages',
+    );
+    const { state, problems } = decodeHashChecked(viewSchema, hash);
+    expect(problems).toEqual([]);
+    expect(state.policyLossMode).toBe('vanilla');
+    expect(state.lossAggMode).toBe('seq-mean-token-mean');
+    expect(state.ppoMiniBatchSize).toBeNull();
+    expect(state.lossScaleFactor).toBeNull();
+    expect(resolveOptions(state).lossMode).toBe('seq-mean-token-mean');
+    expect(notes.map((n) => n.key).sort()).toEqual(['loss', 'lsf', 'mb']);
+    expect(notes.find((n) => n.key === 'loss')?.message).toMatch(
+      /older link.*pl=vanilla agg=seq-mean-token-mean/,
+    );
+    expect(notes.find((n) => n.key === 'mb')?.message).toMatch(/spelling of null/);
+    // per_rollout_mean is a policy loss: the aggregation stays the user's
+    const p = translateLegacyHash('#loss=per_rollout_mean');
+    expect(decodeHashChecked(viewSchema, p.hash).state.policyLossMode).toBe('per_rollout_mean');
+    // a current link is left as it is
+    expect(translateLegacyHash('#pl=vanilla&agg=token-mean').notes).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { encodeTrainCheckpoint } from '../../src/train/checkpoint';
 import { CONFIG_FIELDS, resolveTrainConfig } from '../../src/train/config';
 import type { TrainEvent } from '../../src/train/events';
-import { fileLoggerLine } from '../../src/train/metrics';
+import { fileLoggerLine } from '../../src/train/verlLog';
 import { completionGroups, taskHistory } from '../../src/ui/train/completions';
 import { configFromForm, formFromConfig, formKey, trainTabDefaults } from '../../src/ui/train/formConfig';
 import { parseFromTrainWorker, parseToTrainWorker } from '../../src/ui/train/protocol';
@@ -147,6 +147,11 @@ describe('run records', () => {
     expect(() => bad({ preset: { slug: 'length-bias', variant: 'a b', group: 'g' } })).toThrow(
       /run\.json: preset\.variant must be a name/,
     );
+    // an imported run says so, and what it came from
+    const withImport = { ...meta, imported: { file: 'run-a.zip', at: 1_700_000_000_000 } };
+    expect(parseRunMeta(JSON.parse(JSON.stringify(withImport)))).toEqual(withImport);
+    expect(() => bad({ imported: { file: '' } })).toThrow(/run\.json: imported must be \{file, at\}/);
+    expect(parseRunMeta(JSON.parse(JSON.stringify(meta))).imported).toBeUndefined();
     // a run.json from before presets has none
     const { preset: _p, ...old } = JSON.parse(JSON.stringify(meta));
     expect(parseRunMeta(old).preset).toBeNull();

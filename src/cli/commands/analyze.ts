@@ -17,15 +17,16 @@ import {
   WEIGHT_SIGNS,
   type WeightSignName,
 } from '../../core/pipeline/sign';
+import { tokenizerNamedBy } from '../../core/tokenize/named';
 import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError, textOnlyCalls, tokenizeTextOnly } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
-import { parseArgs, UsageError } from '../args';
+import { type FlagSpec, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
 import { readTraceFile } from '../traceFile';
-import { trainerFlagSpec, trainerFlagsUsage, trainerOptionsFromFlags } from '../trainerFlags';
+import { trainerFlagSpec, trainerFlags, trainerFlagsUsage } from '../trainerFlags';
 
 const SHOW_ISSUES = 20;
 
@@ -150,7 +151,7 @@ async function readTrace(file: string): Promise<TraceBatch | string> {
 function printNoRowsTo(
   out: (line: string) => void,
   trace: TraceBatch,
-  options: ReturnType<typeof trainerOptionsFromFlags>,
+  options: ReturnType<typeof trainerFlags>['options'],
   tokenizer: ReturnType<typeof loadTokenizer> | undefined,
 ): void {
   const entries = whyNoRows(trace.rollouts, resolveTrainerOptions(options), null, tokenizer);
@@ -159,6 +160,16 @@ function printNoRowsTo(
   if (entries.length > SHOW_NO_ROWS) out(`  … and ${entries.length - SHOW_NO_ROWS} more`);
 }
 
+/** `lab analyze`'s own flags (the trainer settings' flags come from core's config table). */
+export const ANALYZE_FLAGS: FlagSpec = {
+  tokenizer: { type: 'string' },
+  examples: { type: 'number' },
+  'per-token': { type: 'bool' },
+  'no-retokenization': { type: 'bool' },
+  sign: { type: 'string' },
+  json: { type: 'bool' },
+};
+
 export const command: Command = {
   summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
@@ -166,20 +177,15 @@ export const command: Command = {
     `[--sign ${WEIGHT_SIGNS.map((s) => s.name).join('|')}] [--examples N] [--per-token] [--json] ` +
     trainerFlagsUsage() +
     '\n\nWeights are the push −∂L/∂logπ (positive = the update raises the token’s log-prob) unless --sign grad asks ' +
-    'for ∂L/∂logπ. Token texts and merge-failure classes use the Qwen3 tokenizer, as the page does, unless ' +
-    '--tokenizer names another (or none).',
+    "for ∂L/∂logπ. Token texts and merge-failure classes use the tokenizer the trace names in its rollouts' " +
+    "metadata.tokenizer (a run's traces: policy), as the page does, else Qwen3 with a note, unless --tokenizer " +
+    'names another (or none).',
   async run(argv) {
-    const { positionals, flags } = parseArgs(argv, {
-      ...trainerFlagSpec(),
-      tokenizer: { type: 'string' },
-      examples: { type: 'number' },
-      'per-token': { type: 'bool' },
-      'no-retokenization': { type: 'bool' },
-      sign: { type: 'string' },
-      json: { type: 'bool' },
-    });
+    const own = ANALYZE_FLAGS;
+    const { positionals, flags } = parseArgs(argv, trainerFlagSpec(own));
     if (positionals.length === 0) throw new UsageError('expected a trace file');
-    const options = trainerOptionsFromFlags(flags);
+    const { options, unread } = trainerFlags(flags, own);
+    for (const u of unread) console.error(`lab analyze: note: ${u}`);
     if (options.tokenSource === 'retokenize' && flags.tokenizer === 'none')
       throw new UsageError('--token-source retokenize needs a tokenizer, and --tokenizer none was given');
     const signName = flags.sign === undefined ? DEFAULT_WEIGHT_SIGN : String(flags.sign);
@@ -200,18 +206,28 @@ export const command: Command = {
       parts.push({ name: file, trace: t });
     }
     const trace = parts.length === 1 ? parts[0].trace : combineTraces(parts);
-    // As the page: the Qwen3 tokenizer whenever the trace has token ids (merge-failure classes and snippets need
+    // As the page: a tokenizer whenever the trace has token ids (merge-failure classes and snippets need
     // one), unless another or none is named.
     const hasIds = trace.rollouts.some((r) => r.calls.some((c) => c.promptTokenIds || c.responseTokenIds));
     const textOnly = trace.rollouts.some((r) => textOnlyCalls(r) > 0);
+    // the vocabulary the trace names (a run's own traces: `policy`); a guess is said
+    const named = tokenizerNamedBy(trace);
     const tokName =
       flags.tokenizer === undefined
         ? hasIds || textOnly || options.tokenSource === 'retokenize'
-          ? 'qwen3'
+          ? named.name
           : null
         : flags.tokenizer === 'none'
           ? null
           : String(flags.tokenizer);
+    if (flags.tokenizer === undefined && tokName !== null && named.guessed)
+      console.error(
+        `lab analyze: note: ${
+          named.named.length > 1
+            ? `the rollouts name different tokenizers (${named.named.join(', ')})`
+            : 'the trace names no tokenizer (metadata.tokenizer)'
+        }; reading its ids as ${tokName} (--tokenizer names another)`,
+      );
     let tokenizer: ReturnType<typeof loadTokenizer> | undefined;
     if (tokName !== null) {
       try {

@@ -74,8 +74,11 @@ export const command: Command = {
     await writeModelFolder(resolve(out), files);
     let bytes = 0;
     for (const b of files.values()) bytes += b.length;
+    const what = flags.checkpoint
+      ? `the weights of ${flags.checkpoint}`
+      : `RANDOM weights (the seeded initialisation, seed ${config.seed}; --checkpoint FILE exports trained ones)`;
     console.log(
-      `export-model: wrote ${files.size} files (${(bytes / 1e6).toFixed(2)} MB, ${precision} weights) to ${out}`,
+      `export-model: wrote ${files.size} files (${(bytes / 1e6).toFixed(2)} MB, ${precision} weights) to ${out}: ${what}`,
     );
     return 0;
   },

@@ -40,10 +40,17 @@ import { presetUsage, runTrainPreset } from './trainPreset';
 
 const PUBLIC = fileURLToPath(new URL('../../../public/', import.meta.url));
 
-function flagUsage(f: ConfigField): string {
+const FLAG_COLUMN = 48;
+
+/** One flag's help line; a flag with its values wider than the column puts the description on the next line. */
+export function flagUsage(f: ConfigField): string {
   const v =
     f.kind === 'bool' ? '' : ` ${f.kind === 'enum' ? (f.choices?.() ?? []).join('|') : f.kind.toUpperCase()}`;
-  return `  --${f.flag}${v}`.padEnd(48) + `${f.path}: ${f.help}`;
+  const head = `  --${f.flag}${v}`;
+  const text = `${f.path}: ${f.help}`;
+  return head.length + 2 <= FLAG_COLUMN
+    ? head.padEnd(FLAG_COLUMN) + text
+    : `${head}\n${' '.repeat(FLAG_COLUMN)}${text}`;
 }
 
 const usage = `lab train [--out DIR] [--resume DIR|FILE] [--config FILE.json] [--console] [--quiet] [FLAGS…] [key=value…]
@@ -56,7 +63,7 @@ ${presetUsage}
  bool flags take no value (--async); --no-<flag> sets one false. Config flags:
 ${CONFIG_FIELDS.map(flagUsage).join('\n')}`;
 
-function flagSpec() {
+export function trainFlagSpec() {
   const spec: Record<string, { type: 'bool' | 'string' | 'number'; multiple?: boolean }> = {
     out: { type: 'string' },
     resume: { type: 'string' },
@@ -147,7 +154,7 @@ export const command: Command = {
   summary: 'RL training of the policy on a harness (rollouts in worker threads, in-process proxy, verl keys)',
   usage,
   async run(argv) {
-    const { positionals, flags } = parseArgs(argv, flagSpec());
+    const { positionals, flags } = parseArgs(argv, trainFlagSpec());
     if (flags.preset !== undefined) {
       for (const f of ['resume', 'config'])
         if (flags[f] !== undefined) throw new UsageError(`--${f} does not apply with --preset`);

@@ -1,16 +1,15 @@
 /**
  * The job templates the gateway may submit: a registry keyed by template name. The Ray Jobs API runs any
- * command, so the page only ever sends a template name and parameter values; every parameter is declared here
- * with its bounds, and the choices come from core's registries (advantage estimators, loss aggregation modes,
- * policy losses) and from the harness catalogue the caller passes in. The gateway turns checked values into a
- * job (server/jobs.ts) without ever taking an entrypoint, environment or override from a request.
+ * command, so the page only ever sends a template name and parameter values. Every parameter sets one key of
+ * core's config table (core/config/fields.ts, `template` scope): kind, label, help, bounds and choices come from
+ * there (choices from core's registries, harnesses and behaviours from the catalogue the caller passes in); a
+ * template only names the parameter on the wire, may narrow the bounds, and sets its own default (a template is
+ * a preset of a job). The gateway turns checked values into a job (server/jobs.ts) without ever taking an
+ * entrypoint, environment or override from a request.
  *
  * Browser-safe: the page generates its template form from the same specs.
  */
-import type { TraceAggregatorLevel } from '../../core/aggregate/buildTrainingBatch';
-import { listAdvEstimators, traceUnavailable } from '../../core/algos/advantage';
-import { LOSS_AGG_MODES } from '../../core/algos/aggLoss';
-import { listPolicyLosses } from '../../core/algos/policyLoss';
+import { type ConfigFieldDef, configField } from '../../core/config/fields';
 import { checkParams, ParamError, type ParamSpec, type ParamValues } from './params';
 import { aglVerlSchedule, checkAglVerlParams } from './verlPlan';
 
@@ -35,137 +34,115 @@ export function isTemplateName(s: string): s is TemplateName {
   return (TEMPLATE_NAMES as readonly string[]).includes(s);
 }
 
-/*
- * `agentlightning.trace_aggregator.level` is a core union type, not a registry: a record keyed by it makes the
- * compiler demand an entry for every level core adds.
- */
-const LEVELS: Record<TraceAggregatorLevel, string> = {
-  trajectory: 'merge calls whose prompt extends the context into one row',
-  transition: 'one training row per call',
-};
+/** What a template adds to a config field: its wire name, narrower bounds, its default, a note on the help. */
+interface ParamUse {
+  name: string;
+  default?: string | number | boolean;
+  min?: number;
+  max?: number;
+  /** enum values (for choices from the caller's catalogue) */
+  values?: { value: string; label: string }[];
+  /** strings: what the value may look like (it goes into a Hydra override as it is) */
+  pattern?: string;
+  maxLength?: number;
+  note?: string;
+}
 
-/**
- * Estimators a trainer fed from recorded traces can run: ReMax needs greedy-baseline rewards that a rollout
- * never carries (the same rule as the page's estimator list).
- */
-function traceEstimators(): { value: string; label: string }[] {
-  return listAdvEstimators()
-    .filter((e) => traceUnavailable(e) === null)
-    .map((e) => ({ value: e.name, label: `${e.name} — ${e.label}` }));
+/** A template parameter from the config table's field for `key` (which must be in the `template` scope). */
+export function templateParam(key: string, use: ParamUse): ParamSpec {
+  const f: ConfigFieldDef = configField(key);
+  if (!f.scopes.includes('template')) throw new Error(`job templates: ${key} is not a template setting`);
+  const base = {
+    name: use.name,
+    label: f.label,
+    help: use.note ? `${f.help} — ${use.note}` : f.help,
+    upstream: f.key,
+  };
+  const bound = (which: 'min' | 'max'): number => {
+    const own = f[which];
+    const mine = use[which];
+    if (mine === undefined) {
+      if (own === undefined) throw new Error(`job templates: ${use.name} needs a ${which} (${key} has none)`);
+      return own;
+    }
+    if (own !== undefined && (which === 'min' ? mine < own : mine > own))
+      throw new Error(`job templates: ${use.name} ${which} ${mine} is outside ${key}'s bound ${own}`);
+    return mine;
+  };
+  switch (f.kind) {
+    case 'int':
+    case 'float': {
+      const def = (use.default ?? f.default) as number;
+      return {
+        ...base,
+        kind: f.kind === 'int' ? 'int' : 'number',
+        min: bound('min'),
+        max: bound('max'),
+        default: def,
+      };
+    }
+    case 'bool':
+      return { ...base, kind: 'bool', default: (use.default ?? f.default) as boolean };
+    case 'enum':
+    case 'list': {
+      const values =
+        use.values ??
+        (f.choices?.() ?? []).filter((c) => !c.unavailable).map((c) => ({ value: c.value, label: c.label }));
+      if (values.length === 0) throw new Error(`job templates: ${use.name} has no choices`);
+      const def = (use.default ?? f.default) as string;
+      return {
+        ...base,
+        kind: 'enum',
+        values,
+        default: values.some((v) => v.value === def) ? def : values[0].value,
+      };
+    }
+    case 'string':
+      if (!use.pattern || !use.maxLength)
+        throw new Error(`job templates: ${use.name} needs a pattern and maxLength`);
+      return {
+        ...base,
+        kind: 'string',
+        pattern: use.pattern,
+        maxLength: use.maxLength,
+        default: (use.default ?? f.default) as string,
+      };
+    default:
+      throw new Error(`job templates: ${key} (${f.kind}) cannot be a template parameter`);
+  }
 }
 
 function algorithmParams(): ParamSpec[] {
   return [
-    {
-      kind: 'enum',
-      name: 'adv_estimator',
-      label: 'Advantage estimator',
-      help: 'verl estimator, computed on the rows the trace aggregator builds',
-      upstream: 'algorithm.adv_estimator',
-      values: traceEstimators(),
-      default: 'grpo',
-    },
-    {
-      kind: 'bool',
-      name: 'norm_adv_by_std_in_grpo',
-      label: 'Divide by group std (GRPO)',
-      help: 'off = Dr. GRPO',
-      upstream: 'algorithm.norm_adv_by_std_in_grpo',
-      default: true,
-    },
-    {
-      kind: 'bool',
-      name: 'enable_rollout_level_advantage',
-      label: 'Rollout-level advantage',
-      help: 'one advantage per rollout, broadcast to its rows (Agent Lightning)',
-      upstream: 'algorithm.enable_rollout_level_advantage',
-      default: true,
-    },
-    {
-      kind: 'enum',
-      name: 'loss_agg_mode',
-      label: 'Loss aggregation',
-      help: 'how token losses are averaged',
-      upstream: 'actor_rollout_ref.actor.loss_agg_mode',
-      values: LOSS_AGG_MODES.map((m) => ({ value: m, label: m })),
-      default: 'token-mean',
-    },
-    {
-      kind: 'enum',
-      name: 'policy_loss_mode',
-      label: 'Policy loss',
-      help: 'per_rollout_mean divides advantages by the rollout’s trainable tokens × rows (Agent Lightning default)',
-      upstream: 'actor_rollout_ref.actor.policy_loss.loss_mode',
-      values: listPolicyLosses().map((p) => ({ value: p.name, label: `${p.name} — ${p.label}` })),
-      default: 'per_rollout_mean',
-    },
-    {
-      kind: 'enum',
-      name: 'trace_aggregator_level',
-      label: 'Trace aggregation',
-      help: 'how recorded calls become training rows',
-      upstream: 'agentlightning.trace_aggregator.level',
-      values: (Object.keys(LEVELS) as TraceAggregatorLevel[]).map((k) => ({
-        value: k,
-        label: `${k} — ${LEVELS[k]}`,
-      })),
-      default: 'trajectory',
-    },
-    {
-      kind: 'number',
-      name: 'clip_ratio_low',
-      label: 'Clip ratio low',
-      help: 'PPO ε below 1',
-      upstream: 'actor_rollout_ref.actor.clip_ratio_low',
-      min: 0,
-      max: 1,
-      default: 0.2,
-    },
-    {
-      kind: 'number',
-      name: 'clip_ratio_high',
-      label: 'Clip ratio high',
-      help: 'PPO ε above 1',
-      upstream: 'actor_rollout_ref.actor.clip_ratio_high',
-      min: 0,
-      max: 10,
-      default: 0.2,
-    },
+    templateParam('algorithm.adv_estimator', { name: 'adv_estimator' }),
+    templateParam('algorithm.norm_adv_by_std_in_grpo', { name: 'norm_adv_by_std_in_grpo' }),
+    templateParam('algorithm.enable_rollout_level_advantage', { name: 'enable_rollout_level_advantage' }),
+    templateParam('actor_rollout_ref.actor.loss_agg_mode', { name: 'loss_agg_mode' }),
+    templateParam('actor_rollout_ref.actor.policy_loss.loss_mode', { name: 'policy_loss_mode' }),
+    templateParam('agentlightning.trace_aggregator.level', { name: 'trace_aggregator_level' }),
+    templateParam('actor_rollout_ref.actor.clip_ratio_low', { name: 'clip_ratio_low' }),
+    templateParam('actor_rollout_ref.actor.clip_ratio_high', { name: 'clip_ratio_high' }),
   ];
 }
 
 function harnessParams(c: Catalogue): ParamSpec[] {
   if (c.harnesses.length === 0) throw new Error('job templates: the harness catalogue is empty');
   return [
-    {
-      kind: 'enum',
+    templateParam('lab.harness', {
       name: 'harness',
-      label: 'Harness',
-      help: 'the agent `lab agent` runs for each rollout, behind the thin Python agent class',
       values: c.harnesses.map((h) => ({ value: h, label: h })),
-      default: c.harnesses.includes('instruction') ? 'instruction' : c.harnesses[0],
-    },
-    {
-      kind: 'enum',
+      note: 'the agent `lab agent` runs for each rollout, behind the thin Python agent class',
+    }),
+    templateParam('lab.behaviours', {
       name: 'behaviour',
-      label: 'History behaviour',
-      help: 'how the harness rewrites its history between calls (none = keep it)',
       values: [{ value: 'none', label: 'none' }, ...c.behaviours.map((b) => ({ value: b, label: b }))],
       default: 'none',
-    },
+      note: 'one behaviour per job',
+    }),
   ];
 }
 
-const seedParam: ParamSpec = {
-  kind: 'int',
-  name: 'seed',
-  label: 'Seed',
-  help: 'task sampling and the run’s random draws',
-  upstream: 'data.seed',
-  min: 0,
-  max: 2 ** 31 - 1,
-  default: 0,
-};
+const seedParam = (): ParamSpec => templateParam('data.seed', { name: 'seed' });
 
 /** The context length of the agl-cpu template's policy (cli/aglCpu.ts builds it with this). */
 export const AGL_CPU_CONTEXT = 256;
@@ -179,68 +156,29 @@ export function jobTemplates(c: Catalogue): Record<TemplateName, JobTemplate> {
         'agl-server + agl-controller (local runner) + the project’s policy on an OpenAI-compatible Node server, trained by the lab train loop from the harness’s shipped SFT checkpoint; CPU only, any Ray cluster',
       params: [
         ...harnessParams(c),
-        {
-          kind: 'int',
+        templateParam('trainer.total_training_steps', {
           name: 'total_training_steps',
-          label: 'Steps',
-          help: 'training steps (each: enqueue, wait for every rollout, pause, update, push weights, resume)',
-          upstream: 'trainer.total_training_steps',
           min: 1,
           max: 100_000,
           default: 3,
-        },
-        {
-          kind: 'int',
-          name: 'train_batch_size',
-          label: 'Tasks per step',
-          help: 'tasks drawn from the harness’s train split per step',
-          upstream: 'data.train_batch_size',
-          min: 1,
-          max: 256,
-          default: 2,
-        },
-        {
-          kind: 'int',
-          name: 'rollout_n',
-          label: 'Rollouts per task',
-          help: 'the GRPO group size',
-          upstream: 'actor_rollout_ref.rollout.n',
-          min: 1,
-          max: 32,
-          default: 2,
-        },
+          note: 'each: enqueue, wait for every rollout, pause, update, push weights, resume',
+        }),
+        templateParam('data.train_batch_size', { name: 'train_batch_size', max: 256, default: 2 }),
+        templateParam('actor_rollout_ref.rollout.n', { name: 'rollout_n', max: 32, default: 2 }),
         ...algorithmParams(),
-        {
-          kind: 'number',
-          name: 'lr',
-          label: 'Learning rate',
-          help: 'AdamW',
-          upstream: 'actor_rollout_ref.actor.optim.lr',
-          min: 1e-7,
-          max: 1,
-          default: 1e-3,
-        },
-        {
-          kind: 'int',
+        templateParam('actor_rollout_ref.actor.optim.lr', { name: 'lr', min: 1e-7, max: 1, default: 1e-3 }),
+        templateParam('data.max_response_length', {
           name: 'max_response_length',
-          label: 'Max response tokens',
-          help: 'per call (the policy’s context is 256 tokens)',
-          upstream: 'data.max_response_length',
-          min: 1,
           max: 255,
           default: 48,
-        },
-        {
-          kind: 'int',
+          note: 'the policy’s context is 256 tokens',
+        }),
+        templateParam('agentlightning.trace_aggregator.trajectory_max_prompt_length', {
           name: 'max_prompt_length',
-          label: 'Max prompt tokens',
-          help: 'rows whose first prompt is longer are dropped (is_drop)',
-          upstream: 'agentlightning.trace_aggregator.trajectory_max_prompt_length',
-          min: 1,
           max: 255,
           default: 200,
-        },
-        seedParam,
+        }),
+        seedParam(),
       ],
       crossCheck: (p) => {
         const total = (p.max_prompt_length as number) + (p.max_response_length as number);
@@ -256,148 +194,63 @@ export function jobTemplates(c: Catalogue): Record<TemplateName, JobTemplate> {
       summary:
         'agl-server + agl-controller (local runner) + Agent Lightning’s verl trainer (vLLM rollouts) on a GPU Ray cluster',
       params: [
-        {
-          kind: 'string',
+        templateParam('actor_rollout_ref.model.path', {
           name: 'model_path',
-          label: 'Model',
-          help: 'Hugging Face id or a path on the cluster',
-          upstream: 'actor_rollout_ref.model.path',
           // no '=', ',', spaces, quotes, '$' or brackets: the value goes into a Hydra override as it is
           pattern: '/?[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*',
           maxLength: 300,
           default: 'Qwen/Qwen2.5-0.5B-Instruct',
-        },
-        {
-          kind: 'int',
-          name: 'nnodes',
-          label: 'Nodes',
-          help: 'GPU nodes',
-          upstream: 'trainer.nnodes',
-          min: 1,
-          max: 256,
-          default: 1,
-        },
-        {
-          kind: 'int',
-          name: 'n_gpus_per_node',
-          label: 'GPUs per node',
-          help: '',
-          upstream: 'trainer.n_gpus_per_node',
-          min: 1,
-          max: 16,
-          default: 1,
-        },
-        {
-          kind: 'int',
+        }),
+        templateParam('trainer.nnodes', { name: 'nnodes' }),
+        templateParam('trainer.n_gpus_per_node', { name: 'n_gpus_per_node', default: 1 }),
+        templateParam('actor_rollout_ref.rollout.tensor_model_parallel_size', {
           name: 'tensor_model_parallel_size',
-          label: 'vLLM tensor parallel',
-          help: 'GPUs per vLLM replica',
-          upstream: 'actor_rollout_ref.rollout.tensor_model_parallel_size',
-          min: 1,
-          max: 16,
           default: 1,
-        },
-        {
-          kind: 'number',
-          name: 'gpu_memory_utilization',
-          label: 'vLLM GPU memory share',
-          help: '',
-          upstream: 'actor_rollout_ref.rollout.gpu_memory_utilization',
-          min: 0.05,
-          max: 0.95,
-          default: 0.5,
-        },
+        }),
+        templateParam('actor_rollout_ref.rollout.gpu_memory_utilization', { name: 'gpu_memory_utilization' }),
         ...harnessParams(c),
-        {
-          kind: 'int',
+        templateParam('trainer.total_training_steps', {
           name: 'total_training_steps',
-          label: 'Steps',
-          help: '',
-          upstream: 'trainer.total_training_steps',
           min: 1,
           max: 1_000_000,
           default: 100,
-        },
-        {
-          kind: 'int',
-          name: 'train_batch_size',
-          label: 'Tasks per step',
-          help: '',
-          upstream: 'data.train_batch_size',
-          min: 1,
-          max: 65_536,
-          default: 16,
-        },
-        {
-          kind: 'int',
+        }),
+        templateParam('data.train_batch_size', { name: 'train_batch_size', max: 65_536, default: 16 }),
+        templateParam('actor_rollout_ref.actor.ppo_mini_batch_size', {
           name: 'ppo_mini_batch_size',
-          label: 'PPO mini-batch',
-          help: 'tasks per mini-batch (at most the tasks per step)',
-          upstream: 'actor_rollout_ref.actor.ppo_mini_batch_size',
-          min: 1,
           max: 65_536,
           default: 16,
-        },
-        {
-          kind: 'int',
+          note: 'at most the tasks per step',
+        }),
+        templateParam('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu', {
           name: 'micro_batch_size_per_gpu',
-          label: 'Micro-batch per GPU',
-          help: 'actor update and log-prob micro-batches',
-          upstream: 'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu',
-          min: 1,
           max: 1024,
           default: 4,
-        },
-        {
-          kind: 'int',
-          name: 'rollout_n',
-          label: 'Rollouts per task',
-          help: 'the GRPO group size',
-          upstream: 'actor_rollout_ref.rollout.n',
-          min: 1,
-          max: 64,
-          default: 8,
-        },
+          note: 'also the log-prob micro-batches',
+        }),
+        templateParam('actor_rollout_ref.rollout.n', { name: 'rollout_n', max: 64, default: 8 }),
         ...algorithmParams(),
-        {
-          kind: 'number',
+        templateParam('actor_rollout_ref.actor.optim.lr', {
           name: 'lr',
-          label: 'Learning rate',
-          help: '',
-          upstream: 'actor_rollout_ref.actor.optim.lr',
           min: 1e-9,
           max: 1e-2,
           default: 1e-6,
-        },
-        {
-          kind: 'int',
+        }),
+        templateParam('agentlightning.trace_aggregator.trajectory_max_prompt_length', {
           name: 'max_prompt_length',
-          label: 'Max prompt tokens',
-          help: 'data.max_prompt_length and the trajectory limit',
-          upstream: 'agentlightning.trace_aggregator.trajectory_max_prompt_length',
           min: 16,
           max: 262_144,
-          default: 2048,
-        },
-        {
-          kind: 'int',
+          note: 'also data.max_prompt_length',
+        }),
+        templateParam('agentlightning.trace_aggregator.trajectory_max_response_length', {
           name: 'max_response_length',
-          label: 'Max response tokens',
-          help: 'data.max_response_length and the trajectory limit',
-          upstream: 'agentlightning.trace_aggregator.trajectory_max_response_length',
           min: 16,
           max: 262_144,
           default: 2048,
-        },
-        {
-          kind: 'bool',
-          name: 'async_rollout',
-          label: 'Async rollouts',
-          help: 'keep more groups in flight than a batch',
-          upstream: 'agentlightning.async_rollout.enabled',
-          default: false,
-        },
-        seedParam,
+          note: 'also data.max_response_length',
+        }),
+        templateParam('agentlightning.async_rollout.enabled', { name: 'async_rollout' }),
+        seedParam(),
       ],
       crossCheck: checkAglVerlParams,
     },

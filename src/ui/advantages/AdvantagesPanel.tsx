@@ -7,7 +7,7 @@ import { Tex } from '../components/Tex';
 import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
 import { rolloutsCsv, rolloutsJson } from '../lab/exportView';
 import { useLab } from '../lab/labStore';
-import { controlSpecs, resolveOptions } from '../lab/options';
+import { controlSpecs, resolveOptions, useActiveRunSettings } from '../lab/options';
 import type { ComputeResult } from '../lab/pipeline';
 import {
   changedOptions,
@@ -17,6 +17,7 @@ import {
   useWeightSign,
   zeroWeightsReason,
 } from '../lab/present';
+import { SettingsInSight } from '../SettingsInSight';
 import { useView } from '../store';
 import { fmt } from '../tokens/colorScale';
 import { scaleFor } from '../tokens/quantities';
@@ -54,7 +55,8 @@ export function AdvantagesPanel() {
   const sign = useWeightSign();
   const selected = useSelectedRollout();
   const derived = useRolloutRows();
-  const opts = resolveOptions(view);
+  const run = useActiveRunSettings();
+  const opts = resolveOptions(view, run);
   const specs = controlSpecs(opts);
   const rollouts = trace?.rollouts ?? [];
   const rollout = selected >= 0 ? rollouts[selected] : undefined;
@@ -114,6 +116,7 @@ export function AdvantagesPanel() {
       {failedSource && <PreviousTraceNote />}
       <form className="side" aria-label="Algorithm options" onSubmit={(e) => e.preventDefault()}>
         <h2>Options</h2>
+        <SettingsInSight />
         <SignControl id="adv-sign" />
         <Controls specs={specs} values={opts} />
         {computeError && (

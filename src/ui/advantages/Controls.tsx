@@ -10,6 +10,8 @@ export type ControlSpec =
       field: Field<string>;
       label: string;
       options: { value: string; label: string; title?: string; disabled?: boolean }[];
+      /** the setting is not read under the other settings (shown, greyed) */
+      disabled?: boolean;
       help?: string;
       /** the chosen value's formula: TeX, and its plain-text form */
       formula?: { tex: string; text: string };
@@ -42,6 +44,7 @@ export function Controls(props: { specs: ControlSpec[]; values: Partial<ViewStat
               <select
                 id={id}
                 value={String(props.values[c.field])}
+                disabled={c.disabled}
                 onChange={(e) => set({ [c.field]: e.target.value })}
               >
                 {c.options.map((o) => (

@@ -5,6 +5,7 @@
  * computed (a user flicking through toggles sees the last one, never a queue).
  */
 
+import { tokenizerNamedBy } from '../../core/tokenize/named';
 import { retokenizationView } from '../../core/tokenize/retokenizationView';
 import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { renameDuplicateIds } from '../../core/trace/dedupe';
@@ -19,7 +20,7 @@ import {
   type ImportSummary,
   type ToWorker,
 } from './protocol';
-import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenizerFor, tokenTexts } from './tokenizerLoader';
+import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -176,7 +177,7 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
       if (c.responseTokenIds) ids.push(c.responseTokenIds);
     }
   // a trace names its vocabulary when it is not Qwen3's (the project's policy: its own training runs)
-  const wanted = own ? own.name : tokenizerFor(combined);
+  const wanted = own ? own.name : tokenizerNamedBy(combined).name;
   if (ids.length > 0 && tok?.name !== wanted) {
     try {
       tok = wanted === 'policy' ? await loadPolicyTokenizer() : await tokLoad;

@@ -10,18 +10,27 @@ import { getLossMode } from '../../core/algos/lossModes';
 import {
   estimatorReads,
   type OptionSpec,
-  resolveTrainerOptionsLenient,
   TRAINER_OPTIONS,
   type TrainerOptions,
 } from '../../core/pipeline/options';
 import type { ControlSpec } from '../advantages/Controls';
 import type { ViewState } from '../store';
+import { useLab } from './labStore';
+import { effectiveOptions, type RunSettings, runSettingsFor, useRunSettings } from './runSettings';
 
-/** The options the worker computes with: the URL's values checked against core's option specs. */
-export function resolveOptions(v: ViewState): TrainerOptions {
-  const partial: Partial<Record<keyof TrainerOptions, unknown>> = {};
-  for (const o of TRAINER_OPTIONS) partial[o.name] = v[o.name];
-  return resolveTrainerOptionsLenient(partial).options;
+/**
+ * The options the worker computes with: the URL's values checked against core's option specs, or the settings
+ * of the run whose batch is on screen (runSettings.ts).
+ */
+export function resolveOptions(v: ViewState, run: RunSettings | null = null): TrainerOptions {
+  return effectiveOptions(v, run);
+}
+
+/** The run settings that apply to the trace on screen (none when another trace is shown). */
+export function useActiveRunSettings(): RunSettings | null {
+  const active = useRunSettings((s) => s.active);
+  const source = useLab((s) => s.source);
+  return runSettingsFor(active, source);
 }
 
 function help(o: TrainerOptions, spec: OptionSpec): string {
@@ -29,11 +38,14 @@ function help(o: TrainerOptions, spec: OptionSpec): string {
     const e = getAdvEstimator(o.advEstimator);
     return e.tex ? `${spec.key} · ${e.source}` : e.formula;
   }
-  if (spec.name === 'lossMode') {
+  if (spec.name === selectsLossMode(o)) {
     const m = getLossMode(o.lossMode);
     return `${m.key} · ${m.source}`;
   }
-  if (!estimatorReads(o, spec)) return `${o.advEstimator} does not read ${spec.key}`;
+  if (spec.name === 'lossAggMode' && !estimatorReads(o, spec))
+    return `policy_loss.loss_mode ${o.policyLossMode} does not read ${spec.key}`;
+  if (spec.estimatorField && !estimatorReads(o, spec)) return `${o.advEstimator} does not read ${spec.key}`;
+  if (!estimatorReads(o, spec)) return `level ${o.traceAggregatorLevel} does not read ${spec.key}`;
   return `${spec.key}: ${spec.help}`;
 }
 
@@ -43,11 +55,16 @@ function formula(o: TrainerOptions, spec: OptionSpec): { tex: string; text: stri
     const e = getAdvEstimator(o.advEstimator);
     return e.tex ? { tex: e.tex, text: e.formula } : undefined;
   }
-  if (spec.name === 'lossMode') {
+  if (spec.name === selectsLossMode(o)) {
     const m = getLossMode(o.lossMode);
     return { tex: m.tex, text: m.formula };
   }
   return undefined;
+}
+
+/** The control whose value names the loss mode in use: the aggregation under vanilla, else the policy loss. */
+function selectsLossMode(o: TrainerOptions): keyof TrainerOptions {
+  return o.policyLossMode === 'vanilla' ? 'lossAggMode' : 'policyLossMode';
 }
 
 /** One control per option the page offers, in core's order. */
@@ -67,6 +84,7 @@ export function controlSpecs(o: TrainerOptions): ControlSpec[] {
           title: c.unavailable ?? c.title,
           disabled: Boolean(c.unavailable),
         })),
+        disabled: !estimatorReads(o, spec),
         help: help(o, spec),
         formula: formula(o, spec),
       } as ControlSpec);
@@ -78,14 +96,14 @@ export function controlSpecs(o: TrainerOptions): ControlSpec[] {
         disabled: !estimatorReads(o, spec),
         help: help(o, spec),
       });
-    else if (spec.kind === 'int' || spec.kind === 'number')
+    else if (spec.kind !== 'spec')
       out.push({
         kind: 'number',
         field: field as never,
         label: spec.label,
         min: spec.min ?? -1e9,
         max: spec.max ?? 1e9,
-        step: spec.kind === 'int' ? 1 : 0.01,
+        step: spec.kind.endsWith('int') ? 1 : 0.01,
         disabled: !estimatorReads(o, spec),
         help: help(o, spec),
       });

@@ -25,7 +25,7 @@ export interface OptionChange {
   to: string;
 }
 
-const show = (v: unknown) => (v === null ? 'none' : String(v));
+const show = (v: unknown) => (v === null ? 'null' : String(v));
 
 /** The options that differ between two results, with core's labels (registry order). */
 export function changedOptions(prev: TrainerOptions, cur: TrainerOptions): OptionChange[] {

@@ -42,17 +42,6 @@ export function loadPolicyTokenizer(): Promise<ChatTokenizer> {
   return policy;
 }
 
-/**
- * The vocabulary a trace's token ids belong to: `policy` when its rollouts say so in `metadata.tokenizer` (the
- * agl-cpu trainer records it when it enqueues them), else Qwen3.
- */
-export function tokenizerFor(trace: {
-  rollouts: { metadata: Record<string, unknown> }[];
-}): 'policy' | 'qwen3' {
-  const named = trace.rollouts.map((r) => r.metadata.tokenizer);
-  return named.length > 0 && named.every((n) => n === 'policy') ? 'policy' : 'qwen3';
-}
-
 /** The text each id decodes to on its own, for every id used in the given arrays. */
 export function tokenTexts(tok: ChatTokenizer, arrays: Iterable<ArrayLike<number>>): Map<number, string> {
   const out = new Map<number, string>();

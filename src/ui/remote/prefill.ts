@@ -1,44 +1,23 @@
 /**
- * "Run this on the cluster": a template's parameters pre-filled from the Advantages configuration in the URL
- * (estimator, std normalisation, rollout-level flag, loss mode, aggregation level, clip ratios, length limits).
- * A value the template does not accept (an estimator it does not offer, a length beyond the policy's context)
- * keeps the template's default; the caller shows which fields were taken.
+ * "Run this on the cluster": a template's parameters pre-filled from the Advantages settings in the URL. Each
+ * template parameter sets one key of core's config table; a parameter whose key the analysis also reads takes
+ * the page's value for that key. A value the template does not accept (an estimator it does not offer, a length
+ * beyond the policy's context) keeps the template's default; the caller shows which fields were taken.
  */
+import { findConfigField } from '../../core/config/fields';
+import type { TrainerSettings } from '../../core/pipeline/options';
 import { checkParam, defaultParams, type ParamValues } from '../../server/protocol/params';
 import type { JobTemplate } from '../../server/protocol/templates';
+import { resolveOptions } from '../lab/options';
 import type { ViewState } from '../store';
 
-export function paramsFromView(
-  v: Pick<
-    ViewState,
-    | 'advEstimator'
-    | 'normAdvByStdInGrpo'
-    | 'enableRolloutLevelAdvantage'
-    | 'lossMode'
-    | 'traceAggregatorLevel'
-    | 'clipRatioLow'
-    | 'clipRatioHigh'
-    | 'maxPromptLength'
-    | 'maxResponseLength'
-  >,
-  t: JobTemplate,
-): { params: ParamValues; taken: string[] } {
+export function paramsFromView(v: ViewState, t: JobTemplate): { params: ParamValues; taken: string[] } {
+  const o = resolveOptions(v);
   const params = defaultParams(t.params);
-  const wanted: Record<string, unknown> = {
-    adv_estimator: v.advEstimator,
-    norm_adv_by_std_in_grpo: v.normAdvByStdInGrpo,
-    enable_rollout_level_advantage: v.enableRolloutLevelAdvantage,
-    trace_aggregator_level: v.traceAggregatorLevel,
-    clip_ratio_low: v.clipRatioLow,
-    clip_ratio_high: v.clipRatioHigh,
-    max_prompt_length: v.maxPromptLength,
-    max_response_length: v.maxResponseLength,
-  };
-  // the page's loss mode is either a verl aggregation mode or Agent Lightning's per_rollout_mean policy loss
-  if (v.lossMode === 'per_rollout_mean') wanted.policy_loss_mode = 'per_rollout_mean';
-  else {
-    wanted.loss_agg_mode = v.lossMode;
-    wanted.policy_loss_mode = 'vanilla';
+  const wanted: Record<string, unknown> = {};
+  for (const spec of t.params) {
+    const option = spec.upstream ? findConfigField(spec.upstream)?.option : undefined;
+    if (option) wanted[spec.name] = o[option as keyof TrainerSettings];
   }
   const taken: string[] = [];
   for (const spec of t.params) {

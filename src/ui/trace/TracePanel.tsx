@@ -9,9 +9,10 @@ import { isTextField } from '../keyboard';
 import { callPositions, indexBatch, logProbGap, type TrainerValues, trainerValuesOf } from '../lab/derive';
 import { tokensCsv, tokensJson } from '../lab/exportView';
 import { useLab } from '../lab/labStore';
-import { resolveOptions } from '../lab/options';
+import { resolveOptions, useActiveRunSettings } from '../lab/options';
 import type { ComputeResult } from '../lab/pipeline';
 import { equalRewardReason, groupRewards, isStale, useWeightSign } from '../lab/present';
+import { SettingsInSight } from '../SettingsInSight';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
 import { COLOR_BY, type ColorBy, colorByLabel, scaleFor } from '../tokens/quantities';
@@ -184,7 +185,8 @@ export function TracePanel() {
     if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
     return s;
   }, [res, rollouts]);
-  const options = resolveOptions(view);
+  const run = useActiveRunSettings();
+  const options = resolveOptions(view, run);
   const noRowsOf = useMemo(() => {
     if (!res?.noRows) return undefined;
     const out: (NoRowsEntry | undefined)[] = [];
@@ -219,6 +221,7 @@ export function TracePanel() {
     <div className={failedSource ? 'trace-layout shows-previous' : 'trace-layout'} ref={panel}>
       {failedSource && <PreviousTraceNote />}
       <aside className="side">
+        <SettingsInSight />
         <h2>
           Rollouts <span className="muted">({rollouts.length})</span>
         </h2>

@@ -230,6 +230,11 @@ function RunsList(props: { selected: RunMeta | null }) {
                   >
                     <span className="swatch" style={{ background: r.color }} /> {r.name}
                   </button>
+                  {r.imported && (
+                    <div className="muted small" data-testid={`run-imported-${r.id}`}>
+                      imported from {r.imported.file}
+                    </div>
+                  )}
                   {r.parent && (
                     <div className="muted small">
                       duplicate of {r.parent.id} with {r.parent.change}

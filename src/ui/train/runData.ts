@@ -5,7 +5,7 @@
  */
 import { resolveTrainConfig, type TrainConfig } from '../../train/config';
 import { parseTrainEvent, type TrainEvent } from '../../train/events';
-import { parseFileLogger } from '../../train/metrics';
+import { parseFileLogger, type StepMetrics } from '../../train/verlLog';
 
 export const RUN_STATUSES = [
   'queued',
@@ -44,6 +44,8 @@ export interface RunMeta {
    * share (one press of Run); null otherwise
    */
   preset: RunPreset | null;
+  /** a run read from an exported archive: the file it came from and when (ms since the epoch) */
+  imported?: { file: string; at: number };
 }
 
 export interface RunPreset {
@@ -121,7 +123,22 @@ export function parseRunMeta(v: unknown, where = 'run.json'): RunMeta {
     parent,
     pruned: v.pruned === undefined ? 0 : (int('pruned') as number),
     preset: parseRunPreset(v.preset, where),
+    ...(v.imported === undefined ? {} : { imported: parseImported(v.imported, where) }),
   };
+}
+
+function parseImported(v: unknown, where: string): { file: string; at: number } {
+  const o = v as { file?: unknown; at?: unknown } | null;
+  if (
+    typeof o !== 'object' ||
+    o === null ||
+    typeof o.file !== 'string' ||
+    o.file === '' ||
+    typeof o.at !== 'number' ||
+    !Number.isFinite(o.at)
+  )
+    throw new Error(`${where}: imported must be {file, at}`);
+  return { file: o.file, at: o.at };
 }
 
 /**
@@ -148,7 +165,7 @@ export function metricsUpTo(text: string, step: number): string {
     .join('');
 }
 
-export type StepMetrics = { step: number; data: Record<string, number | null> };
+export type { StepMetrics };
 
 /** Reads metrics.jsonl: one entry per step (a step logged twice keeps its last line), sorted by step. */
 export function readMetrics(text: string): StepMetrics[] {

@@ -19,10 +19,10 @@ import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpo
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
 import { createLocalRun, type LocalRun } from '../../train/local';
-import { fileLoggerLine } from '../../train/metrics';
 import { initialWeights } from '../../train/models';
 import { presetStepMetrics } from '../../train/presetMetrics';
 import type { TrainStorage } from '../../train/storage';
+import { fileLoggerLine } from '../../train/verlLog';
 import { loadPolicyTokenizer } from '../lab/tokenizerLoader';
 import { type FromTrainWorker, parseToTrainWorker, type ToTrainWorker } from './protocol';
 import { eventsOfStep, metricsUpTo, PRESET_METRICS_FILE } from './runData';

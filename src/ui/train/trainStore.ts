@@ -6,6 +6,7 @@
  * export and import). The page thread only renders and writes small records; the worker trains.
  */
 import { create } from 'zustand';
+import { lossModeOf } from '../../core/config/fields';
 import { parseTraceText } from '../../core/trace/io';
 import type { Rollout } from '../../core/trace/types';
 import {
@@ -20,6 +21,7 @@ import type { TrainEvent } from '../../train/events';
 import type { TrainPreset } from '../../train/presets';
 import { useLab } from '../lab/labStore';
 import type { TraceTokenizer } from '../lab/protocol';
+import { useRunSettings } from '../lab/runSettings';
 import { useView } from '../store';
 import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue } from './formConfig';
@@ -45,6 +47,14 @@ import {
   stepOfPath,
   tracePath,
 } from './runFiles';
+
+/**
+ * The name of an A/B copy: the parent's, then its one change as `key=value` with the key's last segment
+ * (`… · lr=0.001`, `… · adv_estimator=rloo`); the value is never cut at its dots.
+ */
+export function copyName(parentName: string, path: string, value: string): string {
+  return `${parentName} · ${path.split('.').pop()}=${value}`;
+}
 
 type Progress = Extract<TrainEvent, { type: 'progress' }>;
 
@@ -426,7 +436,7 @@ export const useTrain = create<TrainState>((set, get) => {
         id,
         name:
           name ??
-          `${c.lab.harness} · ${c.algorithm.adv_estimator} · ${c.actor_rollout_ref.actor.policy_loss.loss_mode === 'per_rollout_mean' ? 'per_rollout_mean' : c.actor_rollout_ref.actor.loss_agg_mode} · seed ${c.lab.seed}`,
+          `${c.lab.harness} · ${c.algorithm.adv_estimator} · ${lossModeOf(c.actor_rollout_ref.actor.loss_agg_mode, c.actor_rollout_ref.actor.policy_loss.loss_mode)} · seed ${c.lab.seed}`,
         color: RUN_COLORS[n % RUN_COLORS.length],
         createdAt: Date.now(),
         status: 'queued',
@@ -538,12 +548,9 @@ export const useTrain = create<TrainState>((set, get) => {
       const c = cloneConfig(m.config);
       setConfigValue(c, path, value);
       checkConsistency(c);
-      const change = `${path}=${formatFieldValue(getPath(c, path))}`;
-      const newId = await get().start(
-        c,
-        { id, change },
-        `${m.name} · ${change.split('.').slice(-2).join('.')}`,
-      );
+      const shown = formatFieldValue(getPath(c, path));
+      const change = `${path}=${shown}`;
+      const newId = await get().start(c, { id, change }, copyName(m.name, path, shown));
       const v = useView.getState();
       const cmp = new Set(v.trainCompare.split(',').filter(Boolean));
       cmp.add(id);
@@ -592,14 +599,22 @@ export const useTrain = create<TrainState>((set, get) => {
             `step ${step} of ${m.name} has no kept trace (pruned by the storage budget, or not kept)`,
           );
         const tokenizer = await policyTokenizerFiles();
+        const source = `${m.name} · step ${step}`;
         useLab.getState().importSource({
           kind: 'file',
           file: new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/jsonl' }),
-          name: `${m.name} · step ${step}`,
+          name: source,
           tokenizer,
         });
+        // the run's settings apply to this batch only: held beside the URL's, not written into it
+        useRunSettings.getState().bring({
+          runId: id,
+          runName: m.name,
+          step,
+          source,
+          settings: explorerOptionsOf(m.config),
+        });
         useView.getState().set({
-          ...explorerOptionsOf(m.config),
           tab: 'trace',
           rollout: '',
           call: 0,
@@ -639,6 +654,7 @@ export const useTrain = create<TrainState>((set, get) => {
         color: RUN_COLORS[get().runs.length % RUN_COLORS.length],
         status:
           m.status === 'running' || m.status === 'paused' || m.status === 'queued' ? 'interrupted' : m.status,
+        imported: { file: name, at: Date.now() },
       };
       await saveMeta(imported);
       set({ runs: [...get().runs, imported] });

@@ -19,11 +19,11 @@ import { jobPackage } from '../../../src/server/jobs';
 import { checkTemplateParams, jobTemplates } from '../../../src/server/protocol/templates';
 import { AglGatewayClient, AglGatewaySource } from '../../../src/train/aglSource';
 import { resolveTrainConfig } from '../../../src/train/config';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { ColocatedRolloutEngine } from '../../../src/train/rolloutEngine';
 import { TrainRun } from '../../../src/train/run';
 import { type GroupRequest, HarnessRolloutSource, inlineRunner } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 const tok = loadTokenizer('policy');
 const model = resolveConfig({

@@ -8,9 +8,9 @@ import { resolveTrainConfig, type TrainConfigPatch } from '../../../src/train/co
 import type { TrainEvent } from '../../../src/train/events';
 import { parseTrainEvent } from '../../../src/train/events';
 import { createLocalRun } from '../../../src/train/local';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { inlineRunner } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 // Short runs of the whole loop on the CPU engine with a tiny freshly initialised policy (these test the loop,
 // not learning: see learning.test.ts). Rollouts run inline (no worker threads) unless a test needs the pool.
@@ -208,6 +208,19 @@ describe('the training loop', () => {
     // at most the step in progress completes while paused
     expect(events.filter((e) => e.type === 'step').length).toBeLessThanOrEqual(stepsAtPause + 1);
     run.resume();
+    // the step the pause fell in reports the pause on its own, not in timing_s/step
+    const spanning = () =>
+      events.find(
+        (e) => e.type === 'step' && ((e.metrics as Record<string, number | null>)['lab/paused_s'] ?? 0) > 0,
+      ) as { metrics: Record<string, number | null> } | undefined;
+    while (!spanning()) await new Promise((r) => setTimeout(r, 20));
+    const m = spanning()?.metrics ?? {};
+    expect(m['lab/paused_s']).toBeGreaterThanOrEqual(0.4);
+    expect(m['timing_s/step']).toBeGreaterThanOrEqual(0);
+    const first = events.find((e) => e.type === 'step') as
+      | { metrics: Record<string, number | null> }
+      | undefined;
+    if (first !== spanning()) expect(first?.metrics['lab/paused_s']).toBe(0);
     run.stop();
     const summary = await done;
     local.close();

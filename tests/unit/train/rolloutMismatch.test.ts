@@ -19,12 +19,12 @@ import {
   type TrainConfigPatch,
 } from '../../../src/train/config';
 import { createLocalRun } from '../../../src/train/local';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { type DeferredRolloutEngine, SamplerRolloutEngine } from '../../../src/train/rolloutEngine';
 import { ROLLOUT_ENGINES, resolveRolloutChoice } from '../../../src/train/rolloutEngines';
 import { nodeRolloutEnv } from '../../../src/train/rolloutEnvNode';
 import { inlineRunner } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 const tok = loadTokenizer('policy');
 const ck = decodeCheckpoint(

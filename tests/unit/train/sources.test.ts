@@ -7,7 +7,6 @@ import { CpuPolicy } from '../../../src/engine/policy/cpuPolicy';
 import { LlmProxy } from '../../../src/harness/proxy';
 import { resolveTrainConfig } from '../../../src/train/config';
 import { createLocalRun } from '../../../src/train/local';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { ColocatedRolloutEngine, CopyRolloutEngine } from '../../../src/train/rolloutEngine';
 import { TrainRun } from '../../../src/train/run';
 import {
@@ -17,6 +16,7 @@ import {
   type RolloutSource,
 } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 const tok = loadTokenizer('policy');
 const model = resolveConfig({

@@ -12,8 +12,8 @@ import { serveChannel } from '../../../src/harness/http';
 import { WorkerPool } from '../../../src/harness/pool';
 import { resolveTrainConfig } from '../../../src/train/config';
 import { createLocalRun } from '../../../src/train/local';
-import { parseFileLogger } from '../../../src/train/metrics';
 import { MemoryStorage } from '../../../src/train/storage';
+import { parseFileLogger } from '../../../src/train/verlLog';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,4 +1,5 @@
 import { policyLossGradient } from '../../algos/policyLoss';
+import { lossModeOf } from '../../config/fields';
 import { registerFamily } from '../registry';
 import type { Json } from '../types';
 import { nested, optNum, rowsFromMask, sameShape } from './tensors';
@@ -33,7 +34,7 @@ registerFamily('policy_loss', (c) => {
           : sameShape(rows, c.input.rollout_is_weights, 'rollout_is_weights'),
     },
     {
-      lossMode: lossMode === 'vanilla' ? String(p.loss_agg_mode) : lossMode,
+      lossMode: lossModeOf(String(p.loss_agg_mode), lossMode),
       clipRatio: optNum(p.clip_ratio) ?? 0.2,
       clipRatioLow: optNum(p.clip_ratio_low),
       clipRatioHigh: optNum(p.clip_ratio_high),
