@@ -27,6 +27,7 @@ const commands: Record<string, () => Promise<Command>> = {
   cluster: async () => (await import('./commands/cluster')).command,
   train: async () => (await import('./commands/train')).command,
   sft: async () => (await import('./commands/sft')).command,
+  simulate: async () => (await import('./commands/simulate')).command,
 };
 
 /** Every command with its one-line summary (each module is loaded for it: the summary lives beside the code). */

@@ -17,7 +17,6 @@ import {
   COLOCATED_MODES,
   type OffPolicyMetrics,
   PHASES,
-  type SimCallBar,
   type SimConfig,
   type SimPhase,
   type SimResult,
@@ -25,55 +24,6 @@ import {
   type SimTrace,
   type SimTrajectoryBar,
 } from './types';
-
-interface Group {
-  id: number;
-  /** the batch a step-bound mode submitted it for (sync, one_step_off), else 0 */
-  batch: number;
-  trajs: Traj[];
-  done: number;
-  state: 'running' | 'finished' | 'consumed' | 'dropped';
-  /** oldest policy version any of its calls used so far (Infinity before its first call) */
-  vmin: number;
-}
-
-interface Traj {
-  group: Group;
-  turnsLeft: number;
-  perTurn: number;
-  /** tokens left in the current call */
-  remaining: number;
-  /** tokens of the current call's context not in the engine's cache (prefilled on admission) */
-  prefill: number;
-  ctx: number;
-  generated: number;
-  vmin: number;
-  vmax: number;
-  resumed: boolean;
-  // on a replica
-  replica: number;
-  slot: number;
-  admitV: number;
-  prefillV: number;
-  callStart: number;
-  callVersion: number;
-  bars: SimCallBar[] | null;
-}
-
-interface Replica {
-  heap: MinHeap;
-  slots: (Traj | null)[];
-  free: number[];
-  V: number;
-  last: number;
-  c: number;
-  /** Σ over running sequences of (context at admission − V at admission): K = sumA + c·V */
-  sumA: number;
-  next: number;
-  occ: number;
-}
-
-const EPS = 1e-9;
 
 export class SimConfigError extends Error {
   constructor(
@@ -90,14 +40,29 @@ export function checkSimConfig(cfg: SimConfig): void {
   const colocated = COLOCATED_MODES.includes(cfg.mode);
   if (!colocated) {
     if (c.rollout_gpus >= c.gpus)
-      throw new SimConfigError('cluster.rollout_gpus', `(${c.rollout_gpus}) must leave trainer GPUs out of cluster.gpus (${c.gpus})`);
+      throw new SimConfigError(
+        'cluster.rollout_gpus',
+        `(${c.rollout_gpus}) must leave trainer GPUs out of cluster.gpus (${c.gpus})`,
+      );
     if (c.rollout_gpus < c.tp)
-      throw new SimConfigError('cluster.rollout_gpus', `(${c.rollout_gpus}) must hold at least one replica of cluster.tp (${c.tp}) GPUs`);
+      throw new SimConfigError(
+        'cluster.rollout_gpus',
+        `(${c.rollout_gpus}) must hold at least one replica of cluster.tp (${c.tp}) GPUs`,
+      );
   } else if (c.gpus < c.tp)
-    throw new SimConfigError('cluster.gpus', `(${c.gpus}) must hold at least one replica of cluster.tp (${c.tp}) GPUs`);
+    throw new SimConfigError(
+      'cluster.gpus',
+      `(${c.gpus}) must hold at least one replica of cluster.tp (${c.tp}) GPUs`,
+    );
   if (w.response_median > w.max_response_length)
-    throw new SimConfigError('workload.response_median', `(${w.response_median}) exceeds workload.max_response_length (${w.max_response_length})`);
-  if (cfg.mode === 'fully_async' && (s.require_batches * s.ppo_mini_batch_size * s.trigger_parameter_sync_step) !== w.train_batch_size)
+    throw new SimConfigError(
+      'workload.response_median',
+      `(${w.response_median}) exceeds workload.max_response_length (${w.max_response_length})`,
+    );
+  if (
+    cfg.mode === 'fully_async' &&
+    s.require_batches * s.ppo_mini_batch_size * s.trigger_parameter_sync_step !== w.train_batch_size
+  )
     throw new SimConfigError(
       'schedule.trigger_parameter_sync_step',
       `fully_async trains require_batches × ppo_mini_batch_size × trigger_parameter_sync_step prompts per step (${s.require_batches} × ${s.ppo_mini_batch_size} × ${s.trigger_parameter_sync_step}), which must equal workload.train_batch_size (${w.train_batch_size})`,
@@ -121,6 +86,47 @@ export function weightSyncSeconds(c: SimConfig['cluster']): number {
   return c.sync_latency_s + (c.model_params_b * 2) / c.sync_bandwidth_gb_s;
 }
 
+/** A growable deque of int32 ids (calls waiting for a replica), with push to the front for aborted calls. */
+class IdQueue {
+  private buf = new Int32Array(1024);
+  private head = 0;
+  size = 0;
+  private grow() {
+    const b = new Int32Array(this.buf.length * 2);
+    for (let i = 0; i < this.size; i++) b[i] = this.buf[(this.head + i) & (this.buf.length - 1)];
+    this.buf = b;
+    this.head = 0;
+  }
+  push(id: number) {
+    if (this.size === this.buf.length) this.grow();
+    this.buf[(this.head + this.size++) & (this.buf.length - 1)] = id;
+  }
+  unshift(id: number) {
+    if (this.size === this.buf.length) this.grow();
+    this.head = (this.head - 1) & (this.buf.length - 1);
+    this.buf[this.head] = id;
+    this.size++;
+  }
+  peek(): number {
+    return this.buf[this.head];
+  }
+  shift(): number {
+    const id = this.buf[this.head];
+    this.head = (this.head + 1) & (this.buf.length - 1);
+    this.size--;
+    return id;
+  }
+  at(i: number): number {
+    return this.buf[(this.head + i) & (this.buf.length - 1)];
+  }
+}
+
+const RUNNING = 0;
+const FINISHED = 1;
+const CONSUMED = 2;
+const DROPPED = 3;
+const NO_VERSION = 0x3fffffff;
+
 export function simulate(cfg: SimConfig): SimResult {
   checkSimConfig(cfg);
   const { cluster: C, workload: W, schedule: S, mode } = cfg;
@@ -128,11 +134,97 @@ export function simulate(cfg: SimConfig): SimResult {
   const rolloutGpus = colocated ? C.gpus : C.rollout_gpus;
   const trainerGpus = colocated ? C.gpus : C.gpus - C.rollout_gpus;
   const nRep = Math.max(1, Math.floor(rolloutGpus / C.tp));
+  const n = W.rollout_n;
   const rand = mulberry32(cfg.seed);
+  // Box–Muller, both values used
+  let spare = Number.NaN;
   const gauss = () => {
+    if (!Number.isNaN(spare)) {
+      const z = spare;
+      spare = Number.NaN;
+      return z;
+    }
     const u = 1 - rand();
-    const v = rand();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+    const v = 2 * Math.PI * rand();
+    const m = Math.sqrt(-2 * Math.log(u));
+    spare = m * Math.sin(v);
+    return m * Math.cos(v);
+  };
+  const base = C.decode_base_s;
+  const perSeq = C.decode_per_seq_s;
+  const perCtx = C.decode_per_ctx_token_s;
+  const maxSeqs = C.max_num_seqs;
+  const kvCap = C.kv_capacity_tokens;
+
+  // ── trajectories and groups: struct-of-arrays with recycled slots ────────────────────────────────────────
+  let tCap = 0;
+  let tGroup = new Int32Array(0);
+  let tTurns = new Int32Array(0);
+  let tPerTurn = new Int32Array(0);
+  let tVmin = new Int32Array(0);
+  let tVmax = new Int32Array(0);
+  let tCallVer = new Int32Array(0);
+  let tFlags = new Uint8Array(0); // 1: resumed, 2: traced
+  let tRemain = new Float64Array(0);
+  let tPrefill = new Float64Array(0);
+  let tCtx = new Float64Array(0);
+  let tAdmitV = new Float64Array(0);
+  let tPrefillV = new Float64Array(0);
+  let tCallStart = new Float64Array(0);
+  const tFree: number[] = [];
+  const growT = () => {
+    const cap = Math.max(1024, tCap * 2);
+    const gi = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+      const b = make(cap);
+      b.set(a);
+      return b;
+    };
+    tGroup = gi(tGroup, (k) => new Int32Array(k));
+    tTurns = gi(tTurns, (k) => new Int32Array(k));
+    tPerTurn = gi(tPerTurn, (k) => new Int32Array(k));
+    tVmin = gi(tVmin, (k) => new Int32Array(k));
+    tVmax = gi(tVmax, (k) => new Int32Array(k));
+    tCallVer = gi(tCallVer, (k) => new Int32Array(k));
+    tFlags = gi(tFlags, (k) => new Uint8Array(k));
+    tRemain = gi(tRemain, (k) => new Float64Array(k));
+    tPrefill = gi(tPrefill, (k) => new Float64Array(k));
+    tCtx = gi(tCtx, (k) => new Float64Array(k));
+    tAdmitV = gi(tAdmitV, (k) => new Float64Array(k));
+    tPrefillV = gi(tPrefillV, (k) => new Float64Array(k));
+    tCallStart = gi(tCallStart, (k) => new Float64Array(k));
+    for (let i = cap - 1; i >= tCap; i--) tFree.push(i);
+    tCap = cap;
+  };
+  let gCap = 0;
+  let gDone = new Int32Array(0);
+  let gState = new Uint8Array(0);
+  let gVmin = new Int32Array(0);
+  let gBatch = new Int32Array(0);
+  let gSerial = new Int32Array(0);
+  let gTrajs = new Int32Array(0);
+  const gFree: number[] = [];
+  const growG = () => {
+    const cap = Math.max(256, gCap * 2);
+    const a = new Int32Array(cap);
+    a.set(gDone);
+    gDone = a;
+    const st = new Uint8Array(cap).fill(CONSUMED);
+    st.set(gState);
+    gState = st;
+    const vm = new Int32Array(cap);
+    vm.set(gVmin);
+    gVmin = vm;
+    const bt = new Int32Array(cap);
+    bt.set(gBatch);
+    gBatch = bt;
+    const se = new Int32Array(cap);
+    se.set(gSerial);
+    gSerial = se;
+    const tj = new Int32Array(cap * n);
+    tj.set(gTrajs);
+    gTrajs = tj;
+    for (let i = cap - 1; i >= gCap; i--) gFree.push(i);
+    gCap = cap;
   };
 
   // ── state ────────────────────────────────────────────────────────────────────────────────────────────────
@@ -141,29 +233,23 @@ export function simulate(cfg: SimConfig): SimResult {
   /** ids ≥ nRep are timers: their continuation lives here */
   const timers: (() => void)[] = [];
   const freeTimers: number[] = [];
-  const reps: Replica[] = [];
-  for (let r = 0; r < nRep; r++)
-    reps.push({
-      heap: new MinHeap(Math.min(C.max_num_seqs, 1024)),
-      slots: new Array(C.max_num_seqs).fill(null),
-      free: Array.from({ length: C.max_num_seqs }, (_, i) => C.max_num_seqs - 1 - i),
-      V: 0,
-      last: 0,
-      c: 0,
-      sumA: 0,
-      next: Number.POSITIVE_INFINITY,
-      occ: 0,
-    });
-  let pending: Traj[] = [];
-  let pendHead = 0;
+  const heaps: MinHeap[] = [];
+  const rV = new Float64Array(nRep);
+  const rLast = new Float64Array(nRep);
+  const rC = new Int32Array(nRep);
+  /** Σ over running sequences of (context at admission − V at admission): K = sumA + c·V */
+  const rSumA = new Float64Array(nRep);
+  const rNext = new Float64Array(nRep).fill(Number.POSITIVE_INFINITY);
+  const rOcc = new Float64Array(nRep);
+  for (let r = 0; r < nRep; r++) heaps.push(new MinHeap(Math.min(maxSeqs, 1024)));
+  const pending = new IdQueue();
   let admitting = true;
   let running = 0;
   let rolloutVersion = 0;
   let trainerVersion = 0;
-  let nextGroupId = 0;
-  /** finished groups, oldest (by id) first */
+  let serial = 0;
+  /** finished groups, oldest (by submission) first: key serial, id slot */
   const finished = new MinHeap(1024);
-  const groupsById = new Map<number, Group>();
   let finishedCount = 0;
   /** started and not yet trained or dropped */
   let inSystem = 0;
@@ -171,7 +257,6 @@ export function simulate(cfg: SimConfig): SimResult {
   let inSystemLast = 0;
   let genTokens = 0;
   let waiter: (() => boolean) | null = null;
-  let drainWaiter: (() => void) | null = null;
   let done = false;
   const B = W.train_batch_size;
 
@@ -183,19 +268,40 @@ export function simulate(cfg: SimConfig): SimResult {
   let occAtStepStart = 0;
   let genAtStepStart = 0;
   let dropped = 0;
-  let stepTrained: { s: number; w: number; span: number; tokens: number }[] = [];
-  const tracing = cfg.trace_step > 0;
+  // trained trajectories of the step: count, sums, extremes, histogram of worst staleness
+  let sN = 0;
+  let sTokens = 0;
+  let sSum = 0;
+  let sMax = Number.NEGATIVE_INFINITY;
+  let sMin = Number.POSITIVE_INFINITY;
+  let wSum = 0;
+  let wMax = Number.NEGATIVE_INFINITY;
+  let wMin = Number.POSITIVE_INFINITY;
+  let spSum = 0;
+  let spMax = Number.NEGATIVE_INFINITY;
+  let hist: number[] = [];
   let traceOpen = false;
-  const trace: SimTrace | null = tracing
-    ? { step: cfg.trace_step, t0: 0, t1: 0, phases: [], trajectories: [], replicas: nRep }
-    : null;
-  const traced = new Set<Traj>();
-  const trainedInTrace = new Map<Traj, number>();
+  /** calls are recorded from a few steps before the traced one, so the trajectories it trains have their history */
+  let recording = false;
+  const LOOKBACK = 4;
+  const trace: SimTrace | null =
+    cfg.trace_step > 0
+      ? { step: cfg.trace_step, t0: 0, t1: 0, phases: [], trajectories: [], replicas: nRep }
+      : null;
+  /** traced trajectory serial → its bars (trajectory slots are recycled; the serial is not) */
+  const traced = new Map<number, SimTrajectoryBar>();
+  const tSerial: number[] = [];
+  let trajSerial = 0;
 
   const setInSystem = (d: number) => {
-    inSystemIntegral += inSystem * (now - inSystemLast);
-    inSystemLast = now;
     inSystem += d;
+  };
+  /** groups with a call started and not yet trained or dropped: Little's law's L (time-averaged) */
+  let started = 0;
+  const setStarted = (d: number) => {
+    inSystemIntegral += started * (now - inSystemLast);
+    inSystemLast = now;
+    started += d;
   };
 
   // ── timers ───────────────────────────────────────────────────────────────────────────────────────────────
@@ -206,226 +312,211 @@ export function simulate(cfg: SimConfig): SimResult {
   };
 
   // ── replicas ─────────────────────────────────────────────────────────────────────────────────────────────
-  const stepTime = (rep: Replica) =>
-    C.decode_base_s + C.decode_per_seq_s * rep.c + C.decode_per_ctx_token_s * (rep.sumA + rep.c * rep.V);
-  const advance = (rep: Replica, t: number) => {
-    const dt = t - rep.last;
+  const advance = (r: number, t: number) => {
+    const dt = t - rLast[r];
     if (dt <= 0) return;
-    rep.occ += rep.c * dt;
-    if (rep.c > 0) {
-      const a = stepTime(rep);
-      const k = C.decode_per_ctx_token_s * rep.c;
-      rep.V += k > 1e-15 ? (-a + Math.sqrt(a * a + 2 * k * dt)) / k : dt / a;
+    const c = rC[r];
+    if (c > 0) {
+      const V = rV[r];
+      const K = rSumA[r] + c * V;
+      // slot or KV-cache occupancy, whichever binds
+      rOcc[r] += Math.min(1, Math.max(c / maxSeqs, K / kvCap)) * dt;
+      const a = base + perSeq * c + perCtx * K;
+      const k = perCtx * c;
+      rV[r] = V + (k > 1e-15 ? (Math.sqrt(a * a + 2 * k * dt) - a) / k : dt / a);
     }
-    rep.last = t;
+    rLast[r] = t;
   };
   const schedule = (r: number) => {
-    const rep = reps[r];
-    if (rep.c === 0) {
-      rep.next = Number.POSITIVE_INFINITY;
+    const c = rC[r];
+    if (c === 0) {
+      rNext[r] = Number.POSITIVE_INFINITY;
       return;
     }
-    const dv = Math.max(0, rep.heap.peekKey() - rep.V);
-    const a = stepTime(rep);
-    const k = C.decode_per_ctx_token_s * rep.c;
-    rep.next = now + a * dv + 0.5 * k * dv * dv;
-    events.push(rep.next, r);
+    const V = rV[r];
+    let dv = heaps[r].peekKey() - V;
+    if (dv < 0) dv = 0;
+    const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
+    const t = now + a * dv + 0.5 * perCtx * c * dv * dv;
+    rNext[r] = t;
+    events.push(t, r);
   };
-  const admit = (r: number, tr: Traj) => {
-    const rep = reps[r];
-    const slot = rep.free.pop() as number;
-    rep.slots[slot] = tr;
-    tr.replica = r;
-    tr.slot = slot;
-    tr.admitV = rep.V;
-    // prefill stalls the sequence's start: its time in units of the replica's current step
-    const pre = tr.prefill / C.prefill_tokens_per_s;
-    tr.prefillV = pre / Math.max(stepTime(rep), C.decode_base_s);
-    rep.heap.push(rep.V + tr.prefillV + tr.remaining, slot);
-    rep.c++;
-    rep.sumA += tr.ctx - rep.V;
+  const admit = (r: number, id: number) => {
+    const c = rC[r];
+    const V = rV[r];
+    const step = base + perSeq * c + perCtx * (rSumA[r] + c * V);
+    tAdmitV[id] = V;
+    // prefill delays the sequence's first token: its time in units of the replica's current step
+    const pv = tPrefill[id] / C.prefill_tokens_per_s / step;
+    tPrefillV[id] = pv;
+    heaps[r].push(V + pv + tRemain[id], id);
+    rC[r] = c + 1;
+    rSumA[r] += tCtx[id] - V;
     running++;
-    tr.callStart = now;
-    tr.callVersion = rolloutVersion;
-    if (rolloutVersion < tr.vmin) tr.vmin = rolloutVersion;
-    if (rolloutVersion > tr.vmax) tr.vmax = rolloutVersion;
-    if (rolloutVersion < tr.group.vmin) tr.group.vmin = rolloutVersion;
+    tCallStart[id] = now;
+    tCallVer[id] = rolloutVersion;
+    if (rolloutVersion < tVmin[id]) tVmin[id] = rolloutVersion;
+    if (rolloutVersion > tVmax[id]) tVmax[id] = rolloutVersion;
+    const g = tGroup[id];
+    if (gVmin[g] === NO_VERSION) setStarted(1);
+    if (rolloutVersion < gVmin[g]) gVmin[g] = rolloutVersion;
   };
+  /** Admits waiting calls while the replica has a free sequence slot and KV-cache room for the call's context. */
   const fill = (r: number) => {
-    const rep = reps[r];
-    while (admitting && rep.c < C.max_num_seqs && pendHead < pending.length) {
-      const tr = pending[pendHead];
-      if (tr.group.state === 'dropped') {
-        pendHead++;
-        continue;
-      }
-      // room in the KV cache for its context (an empty replica takes any call)
-      if (rep.c > 0 && rep.sumA + rep.c * rep.V + tr.ctx > C.kv_capacity_tokens) break;
-      pendHead++;
-      admit(r, tr);
-    }
-    if (pendHead > 4096 && pendHead * 2 > pending.length) {
-      pending = pending.slice(pendHead);
-      pendHead = 0;
+    while (admitting && pending.size > 0 && rC[r] < maxSeqs) {
+      const id = pending.peek();
+      if (rC[r] > 0 && rSumA[r] + rC[r] * rV[r] + tCtx[id] > kvCap) break;
+      pending.shift();
+      admit(r, id);
     }
   };
   let rr = 0;
   const fillAll = () => {
-    if (!admitting || pendHead >= pending.length) return;
-    for (let i = 0; i < nRep && pendHead < pending.length; i++) {
+    if (!admitting || pending.size === 0) return;
+    for (let i = 0; i < nRep && pending.size > 0; i++) {
       const r = (rr + i) % nRep;
-      const rep = reps[r];
-      if (rep.c >= C.max_num_seqs) continue;
-      advance(rep, now);
-      if (rep.c > 0 && rep.sumA + rep.c * rep.V + pending[pendHead].ctx > C.kv_capacity_tokens) continue;
+      if (rC[r] >= maxSeqs) continue;
+      advance(r, now);
+      const before = rC[r];
       fill(r);
-      schedule(r);
+      if (rC[r] !== before) schedule(r);
     }
     rr = (rr + 1) % nRep;
   };
-  const closeBar = (tr: Traj, resumed: boolean) => {
-    if (!traceOpen && !traced.has(tr)) return;
-    if (!tr.bars) tr.bars = [];
-    tr.bars.push({ start_s: tr.callStart, end_s: now, version: tr.callVersion, resumed });
-    traced.add(tr);
+  const closeBar = (id: number, resumed: boolean) => {
+    if (!recording && (tFlags[id] & 2) === 0) return;
+    const key = tSerial[id];
+    let bar = traced.get(key);
+    if (!bar) {
+      bar = { group: gSerial[tGroup[id]], replica: -1, calls: [], trained_version: null };
+      traced.set(key, bar);
+      tFlags[id] |= 2;
+    }
+    bar.calls.push({ start_s: tCallStart[id], end_s: now, version: tCallVer[id], resumed });
   };
   const onReplica = (r: number) => {
-    const rep = reps[r];
-    advance(rep, now);
-    while (rep.c > 0 && rep.heap.peekKey() <= rep.V + 1e-6) {
-      const slot = rep.heap.pop();
-      const tr = rep.slots[slot] as Traj;
-      rep.slots[slot] = null;
-      rep.free.push(slot);
-      rep.c--;
-      rep.sumA -= tr.ctx - tr.admitV;
+    advance(r, now);
+    const heap = heaps[r];
+    const V = rV[r];
+    while (rC[r] > 0 && heap.peekKey() <= V + 1e-6) {
+      const id = heap.pop();
+      rC[r]--;
+      rSumA[r] -= tCtx[id] - tAdmitV[id];
       running--;
-      genTokens += tr.remaining;
-      tr.generated += tr.remaining;
-      tr.ctx += tr.remaining;
-      tr.remaining = 0;
-      tr.replica = -1;
-      closeBar(tr, tr.resumed);
-      tr.resumed = false;
-      callDone(tr);
+      const got = tRemain[id];
+      genTokens += got;
+      tCtx[id] += got;
+      tRemain[id] = 0;
+      closeBar(id, (tFlags[id] & 1) !== 0);
+      tFlags[id] &= ~1;
+      callDone(id);
     }
-    if (rep.c === 0) rep.sumA = 0;
+    if (rC[r] === 0) rSumA[r] = 0;
     fill(r);
     schedule(r);
     if (running === 0) poke();
-    if (running === 0 && drainWaiter) {
-      const f = drainWaiter;
-      drainWaiter = null;
-      f();
-    }
   };
   /** Partial rollout: stop every running call, keep its tokens, queue it (first) to resume under new weights. */
   const abortAll = () => {
-    const back: Traj[] = [];
+    const back: number[] = [];
     for (let r = 0; r < nRep; r++) {
-      const rep = reps[r];
-      advance(rep, now);
-      for (const slot of rep.heap.drain()) {
-        const tr = rep.slots[slot] as Traj;
-        rep.slots[slot] = null;
-        rep.free.push(slot);
-        const got = Math.max(0, Math.min(tr.remaining, Math.floor(rep.V - tr.admitV - tr.prefillV)));
-        tr.remaining -= got;
-        tr.generated += got;
+      advance(r, now);
+      const V = rV[r];
+      for (const id of heaps[r].drain()) {
+        const got = Math.max(0, Math.min(tRemain[id] - 1, Math.floor(V - tAdmitV[id] - tPrefillV[id])));
+        tRemain[id] -= got;
         genTokens += got;
-        tr.ctx += got;
-        tr.replica = -1;
-        closeBar(tr, tr.resumed);
+        tCtx[id] += got;
+        closeBar(id, (tFlags[id] & 1) !== 0);
         // the engine rebuilds the KV cache of the kept prefix
-        tr.prefill = tr.ctx;
-        tr.resumed = true;
-        if (tr.remaining <= 0) {
-          tr.remaining = 1;
-        }
-        back.push(tr);
+        tPrefill[id] = tCtx[id];
+        tFlags[id] |= 1;
+        back.push(id);
       }
-      rep.c = 0;
-      rep.sumA = 0;
-      rep.next = Number.POSITIVE_INFINITY;
+      rC[r] = 0;
+      rSumA[r] = 0;
+      rNext[r] = Number.POSITIVE_INFINITY;
     }
     running = 0;
-    pending = back.concat(pending.slice(pendHead));
-    pendHead = 0;
+    for (let i = back.length - 1; i >= 0; i--) pending.unshift(back[i]);
   };
 
   // ── trajectories and groups ──────────────────────────────────────────────────────────────────────────────
-  const submitGroup = (batch: number): Group => {
-    const g: Group = { id: nextGroupId++, batch, trajs: [], done: 0, state: 'running', vmin: Number.POSITIVE_INFINITY };
-    groupsById.set(g.id, g);
-    for (let i = 0; i < W.rollout_n; i++) {
-      const len = Math.max(
-        1,
-        Math.min(W.max_response_length, Math.round(W.response_median * Math.exp(W.response_sigma * gauss()))),
-      );
+  const freeTraj = (id: number) => {
+    tFlags[id] = 0;
+    tFree.push(id);
+  };
+  const submitGroup = (batch: number): number => {
+    if (gFree.length === 0) growG();
+    const g = gFree.pop() as number;
+    gDone[g] = 0;
+    gState[g] = RUNNING;
+    gVmin[g] = NO_VERSION;
+    gBatch[g] = batch;
+    gSerial[g] = serial++;
+    for (let i = 0; i < n; i++) {
+      if (tFree.length === 0) growT();
+      const id = tFree.pop() as number;
+      let len = Math.round(W.response_median * Math.exp(W.response_sigma * gauss()));
+      if (len > W.max_response_length) len = W.max_response_length;
+      if (len < 1) len = 1;
       const perTurn = Math.max(1, Math.ceil(len / W.turns));
-      const tr: Traj = {
-        group: g,
-        turnsLeft: W.turns,
-        perTurn,
-        remaining: perTurn,
-        prefill: W.prompt_tokens,
-        ctx: W.prompt_tokens,
-        generated: 0,
-        vmin: Number.POSITIVE_INFINITY,
-        vmax: Number.NEGATIVE_INFINITY,
-        resumed: false,
-        replica: -1,
-        slot: -1,
-        admitV: 0,
-        prefillV: 0,
-        callStart: 0,
-        callVersion: 0,
-        bars: null,
-      };
-      g.trajs.push(tr);
-      pending.push(tr);
+      tGroup[id] = g;
+      tTurns[id] = W.turns;
+      tPerTurn[id] = perTurn;
+      tRemain[id] = perTurn;
+      tPrefill[id] = W.prompt_tokens;
+      tCtx[id] = W.prompt_tokens;
+      tVmin[id] = NO_VERSION;
+      tVmax[id] = -1;
+      tFlags[id] = 0;
+      tSerial[id] = trajSerial++;
+      gTrajs[g * n + i] = id;
+      pending.push(id);
     }
     setInSystem(1);
     return g;
   };
-  const callDone = (tr: Traj) => {
-    if (tr.turnsLeft > 1) {
-      tr.turnsLeft--;
+  const callDone = (id: number) => {
+    if (tTurns[id] > 1) {
+      tTurns[id]--;
       const lat =
         W.tool_latency_s > 0
-          ? W.tool_latency_s * Math.exp(W.tool_latency_sigma * gauss() - (W.tool_latency_sigma ** 2) / 2)
+          ? W.tool_latency_s * Math.exp(W.tool_latency_sigma * gauss() - W.tool_latency_sigma ** 2 / 2)
           : 0;
       const next = () => {
-        tr.ctx += W.tool_output_tokens;
-        tr.prefill = W.tool_output_tokens;
-        tr.remaining = tr.perTurn;
-        pending.push(tr);
+        tCtx[id] += W.tool_output_tokens;
+        tPrefill[id] = W.tool_output_tokens;
+        tRemain[id] = tPerTurn[id];
+        pending.push(id);
         fillAll();
       };
       if (lat > 0) at(now + lat, next);
       else next();
       return;
     }
-    const g = tr.group;
-    g.done++;
-    if (g.done === g.trajs.length && g.state === 'running') {
-      g.state = 'finished';
-      finished.push(g.id, g.id);
+    const g = tGroup[id];
+    gDone[g]++;
+    if (gDone[g] === n && gState[g] === RUNNING) {
+      gState[g] = FINISHED;
+      finished.push(gSerial[g], g);
       finishedCount++;
-      const left = batchLeft.get(g.batch);
-      if (left !== undefined) batchLeft.set(g.batch, left - 1);
+      const left = batchLeft.get(gBatch[g]);
+      if (left !== undefined) batchLeft.set(gBatch[g], left - 1);
       poke();
     }
   };
   const poke = () => {
     if (waiter?.()) waiter = null;
   };
+  /** step-bound modes: groups of each batch still running */
+  const batchLeft = new Map<number, number>();
 
   // ── the trainer ──────────────────────────────────────────────────────────────────────────────────────────
-  const phaseDone = (phase: SimPhase, start: number, busy: boolean) => {
-    phaseAcc[phase] += now - start;
+  const phaseDone = (name: SimPhase, start: number, busy: boolean) => {
+    phaseAcc[name] += now - start;
     if (busy) trainerBusy += now - start;
-    if (traceOpen && trace && now > start) trace.phases.push({ phase, start_s: start, end_s: now });
+    if (traceOpen && trace && now > start) trace.phases.push({ phase: name, start_s: start, end_s: now });
   };
   const phase = (name: SimPhase, dur: number, then: () => void) => {
     const start = now;
@@ -434,7 +525,7 @@ export function simulate(cfg: SimConfig): SimResult {
       then();
     });
   };
-  /** Waits (the trainer's `gen` time) until `ready()` holds, re-checked whenever a group finishes. */
+  /** Waits (as phase `name`, not busy) until `ready()` holds; re-checked when a group finishes or the replicas empty. */
   const waitUntil = (name: SimPhase, ready: () => boolean, then: () => void) => {
     const start = now;
     const go = () => {
@@ -449,70 +540,88 @@ export function simulate(cfg: SimConfig): SimResult {
       return true;
     };
   };
-  const drain = (then: () => void) => {
-    const start = now;
-    const go = () => {
-      phaseDone('pause', start, false);
-      then();
-    };
-    if (running === 0) go();
-    else drainWaiter = () => at(now, go);
-  };
 
-  const threshold = mode === 'colocate_async' || mode === 'separate_async' ? S.max_off_policy_threshold : Number.POSITIVE_INFINITY;
+  const threshold =
+    mode === 'colocate_async' || mode === 'separate_async'
+      ? S.max_off_policy_threshold
+      : Number.POSITIVE_INFINITY;
   const waitStrategy = S.max_off_policy_strategy === 'wait' && Number.isFinite(threshold);
-  /** running groups that reached the threshold and must be trained before the version moves on */
+  /** wait strategy: a running group has reached the threshold, so it must be trained before the version moves on */
   const blockingGroups = () => {
-    if (!waitStrategy) return false;
-    for (const g of groupsById.values())
-      if (g.state === 'running' && Number.isFinite(g.vmin) && trainerVersion - g.vmin >= threshold) return true;
+    for (let g = 0; g < gCap; g++)
+      if (gState[g] === RUNNING && gVmin[g] !== NO_VERSION && trainerVersion - gVmin[g] >= threshold)
+        return true;
     return false;
   };
-  /** Enough finished groups for `k`, after dropping those past the threshold (drop strategy). */
+  const dropGroup = (g: number) => {
+    gState[g] = DROPPED;
+    dropped += n;
+    setInSystem(-1);
+    setStarted(-1);
+    for (let i = 0; i < n; i++) {
+      const id = gTrajs[g * n + i];
+      if ((tFlags[id] & 2) !== 0) traced.delete(tSerial[id]);
+      freeTraj(id);
+    }
+    gFree.push(g);
+  };
+  /** Enough finished groups for `k` after the sampler's eviction (drop: past the threshold, oldest first). */
   const sampleable = (k: number) => {
     if (finishedCount < k) return false;
-    if (!waitStrategy && Number.isFinite(threshold)) {
-      // drop the stale ones now, oldest first (verl's sampler evicts them before sampling)
-      const keep: Group[] = [];
+    if (Number.isFinite(threshold) && !waitStrategy) {
+      const keep: number[] = [];
       while (finished.size) {
-        const g = groupsById.get(finished.pop()) as Group;
-        if (trainerVersion - g.vmin > threshold) {
-          g.state = 'dropped';
-          groupsById.delete(g.id);
-          dropped += g.trajs.length;
+        const g = finished.pop();
+        if (trainerVersion - gVmin[g] > threshold) {
           finishedCount--;
-          setInSystem(-1);
+          dropGroup(g);
         } else keep.push(g);
       }
-      for (const g of keep) finished.push(g.id, g.id);
+      for (const g of keep) finished.push(gSerial[g], g);
+      if (finishedCount < k) return false;
     }
-    return finishedCount >= k && !blockingGroups();
+    return !waitStrategy || !blockingGroups();
   };
-  const takeGroups = (k: number): Group[] => {
-    const out: Group[] = [];
-    while (out.length < k && finished.size) {
-      const g = groupsById.get(finished.pop()) as Group;
-      out.push(g);
-    }
+  const takeGroups = (k: number): number[] => {
+    const out: number[] = [];
+    while (out.length < k && finished.size) out.push(finished.pop());
     return out;
   };
-  const consume = (gs: Group[]) => {
+  /** Trains on these groups: records each trajectory's staleness (verl's training/off_policy/*) and frees them. */
+  const consume = (gs: number[]) => {
     let tokens = 0;
+    const v = trainerVersion;
     for (const g of gs) {
-      g.state = 'consumed';
-      groupsById.delete(g.id);
+      gState[g] = CONSUMED;
       finishedCount--;
       setInSystem(-1);
-      for (const tr of g.trajs) {
-        const t = tr.ctx;
+      setStarted(-1);
+      for (let i = 0; i < n; i++) {
+        const id = gTrajs[g * n + i];
+        const t = tCtx[id];
         tokens += t;
-        stepTrained.push({ s: trainerVersion - tr.vmax, w: trainerVersion - tr.vmin, span: tr.vmax - tr.vmin + 1, tokens: t });
-        if (traceOpen || traced.has(tr)) {
-          traced.add(tr);
-          trainedInTrace.set(tr, trainerVersion);
+        const st = v - tVmax[id];
+        const w = v - tVmin[id];
+        const span = tVmax[id] - tVmin[id] + 1;
+        sN++;
+        sSum += st;
+        if (st > sMax) sMax = st;
+        if (st < sMin) sMin = st;
+        wSum += w;
+        if (w > wMax) wMax = w;
+        if (w < wMin) wMin = w;
+        spSum += span;
+        if (span > spMax) spMax = span;
+        hist[w] = (hist[w] ?? 0) + 1;
+        if (traceOpen && (tFlags[id] & 2) !== 0) {
+          const bar = traced.get(tSerial[id]);
+          if (bar) bar.trained_version = v;
         }
+        freeTraj(id);
       }
+      gFree.push(g);
     }
+    sTokens += tokens;
     return tokens;
   };
   const trainSeconds = (tokens: number) => tokens / (C.train_tokens_per_s_per_gpu * trainerGpus);
@@ -527,42 +636,25 @@ export function simulate(cfg: SimConfig): SimResult {
   };
   const endStep = (next: () => void) => {
     let occ = 0;
-    for (const rep of reps) {
-      advance(rep, now);
-      occ += rep.occ;
+    for (let r = 0; r < nRep; r++) {
+      advance(r, now);
+      occ += rOcc[r];
     }
     const wall = now - stepStart;
-    const n = stepTrained.length;
-    const stats = (f: (x: (typeof stepTrained)[number]) => number) => {
-      let sum = 0;
-      let mx = Number.NEGATIVE_INFINITY;
-      let mn = Number.POSITIVE_INFINITY;
-      for (const x of stepTrained) {
-        const v = f(x);
-        sum += v;
-        if (v > mx) mx = v;
-        if (v < mn) mn = v;
-      }
-      return n ? { mean: sum / n, max: mx, min: mn } : { mean: 0, max: 0, min: 0 };
-    };
-    const s = stats((x) => x.s);
-    const w = stats((x) => x.w);
-    const sp = stats((x) => x.span);
-    const hist: number[] = [];
-    for (const x of stepTrained) hist[x.w] = (hist[x.w] ?? 0) + 1;
+    const none = sN === 0;
     for (let i = 0; i < hist.length; i++) hist[i] ??= 0;
     const off: OffPolicyMetrics = {
-      'training/off_policy/trajectory_staleness/mean': s.mean,
-      'training/off_policy/trajectory_staleness/max': s.max,
-      'training/off_policy/trajectory_staleness/min': s.min,
-      'training/off_policy/trajectory_staleness_worst/mean': w.mean,
-      'training/off_policy/trajectory_staleness_worst/max': w.max,
-      'training/off_policy/trajectory_staleness_worst/min': w.min,
-      'training/off_policy/trajectory_spans/mean': sp.mean,
-      'training/off_policy/trajectory_spans/max': sp.max,
+      'training/off_policy/trajectory_staleness/mean': none ? 0 : sSum / sN,
+      'training/off_policy/trajectory_staleness/max': none ? 0 : sMax,
+      'training/off_policy/trajectory_staleness/min': none ? 0 : sMin,
+      'training/off_policy/trajectory_staleness_worst/mean': none ? 0 : wSum / sN,
+      'training/off_policy/trajectory_staleness_worst/max': none ? 0 : wMax,
+      'training/off_policy/trajectory_staleness_worst/min': none ? 0 : wMin,
+      'training/off_policy/trajectory_spans/mean': none ? 0 : spSum / sN,
+      'training/off_policy/trajectory_spans/max': none ? 0 : spMax,
       'training/off_policy/evicted_samples': dropped,
     };
-    const rolloutUtil = wall > 0 ? (occ - occAtStepStart) / (C.max_num_seqs * nRep * wall) : 0;
+    const rolloutUtil = wall > 0 ? (occ - occAtStepStart) / (nRep * wall) : 0;
     const trainerUtil = wall > 0 ? trainerBusy / wall : 0;
     steps.push({
       step: steps.length + 1,
@@ -579,21 +671,33 @@ export function simulate(cfg: SimConfig): SimResult {
       off_policy: off,
       staleness_hist: hist,
       dropped_samples: dropped,
-      trained_trajectories: n,
+      trained_trajectories: sN,
       generated_tokens: genTokens - genAtStepStart,
-      trained_tokens: stepTrained.reduce((a, x) => a + x.tokens, 0),
+      trained_tokens: sTokens,
     });
     if (trace && traceOpen && steps.length === cfg.trace_step) {
       trace.t1 = now;
       traceOpen = false;
+      recording = false;
     }
+    if (trace && steps.length + 1 + LOOKBACK >= cfg.trace_step) recording = true;
     occAtStepStart = occ;
     genAtStepStart = genTokens;
     stepStart = now;
     phaseAcc = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<SimPhase, number>;
     trainerBusy = 0;
     dropped = 0;
-    stepTrained = [];
+    sN = 0;
+    sTokens = 0;
+    sSum = 0;
+    sMax = Number.NEGATIVE_INFINITY;
+    sMin = Number.POSITIVE_INFINITY;
+    wSum = 0;
+    wMax = Number.NEGATIVE_INFINITY;
+    wMin = Number.POSITIVE_INFINITY;
+    spSum = 0;
+    spMax = Number.NEGATIVE_INFINITY;
+    hist = [];
     if (steps.length + 1 === cfg.trace_step) openTrace();
     if (steps.length >= cfg.steps) {
       done = true;
@@ -603,9 +707,10 @@ export function simulate(cfg: SimConfig): SimResult {
   };
 
   if (cfg.trace_step === 1) openTrace();
+  if (trace && cfg.trace_step <= 1 + LOOKBACK) recording = true;
 
   // ── the modes ────────────────────────────────────────────────────────────────────────────────────────────
-  const trainBatch = (gs: Group[], then: () => void) => {
+  const trainBatch = (gs: number[], then: () => void) => {
     const tokens = consume(gs);
     phase('old_log_prob', olpSeconds(tokens), () =>
       phase('other', C.other_s, () => phase('update_actor', trainSeconds(tokens), then)),
@@ -615,58 +720,58 @@ export function simulate(cfg: SimConfig): SimResult {
     trainerVersion++;
     rolloutVersion = trainerVersion;
   };
-
-  /** step-bound modes: groups of each batch still running */
-  const batchLeft = new Map<number, number>();
-  const submitBatch = (k: number): Group[] => {
-    const gs: Group[] = [];
-    for (let i = 0; i < B; i++) gs.push(submitGroup(k));
+  const submitBatch = (k: number) => {
+    for (let i = 0; i < B; i++) submitGroup(k);
     batchLeft.set(k, B);
     fillAll();
-    return gs;
   };
-  /** the batch's groups leave the finished queue (they are all of it: a step-bound mode runs one batch at a time) */
-  const takeBatch = (gs: Group[]) => {
-    for (let i = 0; i < gs.length; i++) finished.pop();
-    batchLeft.delete(gs[0].batch);
+  /** a step-bound mode's batch: every finished group (one batch runs at a time) */
+  const takeBatch = (k: number) => {
+    batchLeft.delete(k);
+    return takeGroups(B);
   };
+
   if (mode === 'sync') {
     const stepLoop = () => {
-      const mine = submitBatch(steps.length + 1);
-      waitUntil('gen', () => batchLeft.get(mine[0].batch) === 0, () => {
-        takeBatch(mine);
-        trainBatch(mine, () =>
-          phase('update_weights', syncSeconds, () => {
-            bump();
-            endStep(stepLoop);
-          }),
-        );
-      });
+      const k = steps.length + 1;
+      submitBatch(k);
+      waitUntil(
+        'gen',
+        () => batchLeft.get(k) === 0,
+        () =>
+          trainBatch(takeBatch(k), () =>
+            phase('update_weights', syncSeconds, () => {
+              bump();
+              endStep(stepLoop);
+            }),
+          ),
+      );
     };
     stepLoop();
   } else if (mode === 'one_step_off') {
-    const batches = new Map<number, Group[]>();
-    batches.set(1, submitBatch(1));
+    submitBatch(1);
     const stepLoop = () => {
       const k = steps.length + 1;
-      const mine = batches.get(k) as Group[];
-      waitUntil('gen', () => batchLeft.get(k) === 0, () => {
-        takeBatch(mine);
-        batches.delete(k);
-        const train = () =>
-          trainBatch(mine, () => {
-            trainerVersion++;
-            endStep(stepLoop);
-          });
-        // verl syncs the weights (the trainer's current version) and launches the next batch, then trains
-        if (k < cfg.steps)
-          phase('update_weights', syncSeconds, () => {
-            rolloutVersion = trainerVersion;
-            batches.set(k + 1, submitBatch(k + 1));
-            train();
-          });
-        else train();
-      });
+      waitUntil(
+        'gen',
+        () => batchLeft.get(k) === 0,
+        () => {
+          const gs = takeBatch(k);
+          const train = () =>
+            trainBatch(gs, () => {
+              trainerVersion++;
+              endStep(stepLoop);
+            });
+          // verl syncs the trainer's current weights, launches the next batch's generation, then trains
+          if (k < cfg.steps)
+            phase('update_weights', syncSeconds, () => {
+              rolloutVersion = trainerVersion;
+              submitBatch(k + 1);
+              train();
+            });
+          else train();
+        },
+      );
     };
     stepLoop();
   } else if (mode === 'fully_async' || mode === 'separate_async') {
@@ -689,6 +794,11 @@ export function simulate(cfg: SimConfig): SimResult {
       if (added) fillAll();
     };
     refill();
+    const pendingLive = () => {
+      let k = 0;
+      for (let i = 0; i < pending.size; i++) if (gState[tGroup[pending.at(i)]] === RUNNING) k++;
+      return k;
+    };
     const sync = () => {
       const afterSync = () => {
         bump();
@@ -696,7 +806,7 @@ export function simulate(cfg: SimConfig): SimResult {
         holdNew = false;
         // fully_async: at most (1 + staleness_threshold) × a step's samples per sync, less those still unused
         startedSinceSync = 0;
-        budget = recipe ? Math.max(0, Math.floor((1 + S.staleness_threshold) * B) - inSystem) : budget;
+        if (recipe) budget = Math.max(0, Math.floor((1 + S.staleness_threshold) * B) - inSystem);
         endStep(() => {
           refill();
           fillAll();
@@ -720,22 +830,20 @@ export function simulate(cfg: SimConfig): SimResult {
         );
       }
     };
-    const pendingLive = () => {
-      let n = 0;
-      for (let i = pendHead; i < pending.length; i++) if (pending[i].group.state === 'running') n++;
-      return n;
-    };
     const local = (i: number) => {
-      waitUntil('gen', () => sampleable(localB), () => {
-        const gs = takeGroups(localB);
-        const tokens = consume(gs);
-        refill();
-        phase('old_log_prob', olpSeconds(tokens), () =>
-          phase('other', C.other_s / updates, () =>
-            phase('update_actor', trainSeconds(tokens), () => (i + 1 < updates ? local(i + 1) : sync())),
-          ),
-        );
-      });
+      waitUntil(
+        'gen',
+        () => sampleable(localB),
+        () => {
+          const tokens = consume(takeGroups(localB));
+          refill();
+          phase('old_log_prob', olpSeconds(tokens), () =>
+            phase('other', C.other_s / updates, () =>
+              phase('update_actor', trainSeconds(tokens), () => (i + 1 < updates ? local(i + 1) : sync())),
+            ),
+          );
+        },
+      );
     };
     local(0);
   } else if (mode === 'colocate_async' || mode === 'agl_async') {
@@ -744,38 +852,39 @@ export function simulate(cfg: SimConfig): SimResult {
       admitting = true;
       while (inSystem < target) submitGroup(0);
       fillAll();
-      waitUntil('gen', () => sampleable(B), () => {
-        const gs = takeGroups(B);
-        const train = () =>
-          trainBatch(gs, () =>
-            phase('update_weights', syncSeconds, () => {
-              bump();
-              endStep(stepLoop);
-            }),
-          );
-        if (mode === 'colocate_async') {
-          abortAll();
+      waitUntil(
+        'gen',
+        () => sampleable(B),
+        () => {
+          const gs = takeGroups(B);
+          const train = () =>
+            trainBatch(gs, () =>
+              phase('update_weights', syncSeconds, () => {
+                bump();
+                endStep(stepLoop);
+              }),
+            );
           admitting = false;
-          train();
-        } else {
-          // Agent Lightning: the proxy refuses new calls and the running ones finish before the update
-          admitting = false;
-          drain(train);
-        }
-      });
+          if (mode === 'colocate_async') {
+            abortAll();
+            train();
+          } else {
+            // Agent Lightning: the proxy refuses new calls and the running ones finish before the update
+            waitUntil('pause', () => running === 0, train);
+          }
+        },
+      );
     };
     stepLoop();
   }
 
   // ── the event loop ───────────────────────────────────────────────────────────────────────────────────────
   let guard = 0;
-  let stale = 0;
   while (!done && events.size) {
     const t = events.peekKey();
     const id = events.pop();
     if (id < nRep) {
-      if (t !== reps[id].next) {
-        stale++;
+      if (t !== rNext[id]) {
         continue;
       }
       now = t;
@@ -788,21 +897,18 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     if (++guard > 5e8) throw new Error('simulation did not finish');
   }
-  (globalThis as any).__simEvents = [guard, stale, timers.length];
-  if (!done) throw new SimConfigError('mode', `the ${mode} schedule stalled at step ${steps.length + 1} (nothing left to run)`);
-  setInSystem(0);
+  if (!done)
+    throw new SimConfigError(
+      'mode',
+      `the ${mode} schedule stalled at step ${steps.length + 1} (nothing left to run)`,
+    );
+  setStarted(0);
 
   if (trace) {
-    for (const tr of traced) {
-      if (!tr.bars?.length) continue;
-      const bar: SimTrajectoryBar = {
-        group: tr.group.id,
-        replica: -1,
-        calls: tr.bars,
-        trained_version: trainedInTrace.get(tr) ?? null,
-      };
-      trace.trajectories.push(bar);
-    }
+    const { t0, t1 } = trace;
+    trace.trajectories = [...traced.values()].filter(
+      (t) => t.trained_version !== null || t.calls.some((c) => c.end_s > t0 && c.start_s < t1),
+    );
   }
 
   const total = steps.length ? steps[steps.length - 1].end_s : 0;

@@ -192,7 +192,7 @@ export interface SimSummary {
   dropped_samples: number;
   generated_tokens_per_s: number;
   trained_tokens_per_s: number;
-  /** time-average prompts in the system (in flight + finished, not yet trained), for the closed form */
+  /** time-average prompts in the system (a call started, not yet trained or dropped): Little's law's L */
   mean_prompts_in_system: number;
   staleness_hist: number[];
 }
