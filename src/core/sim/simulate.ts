@@ -344,7 +344,8 @@ export function simulate(cfg: SimConfig): SimResult {
   const admit = (r: number, id: number) => {
     const c = rC[r];
     const V = rV[r];
-    const step = base + perSeq * c + perCtx * (rSumA[r] + c * V);
+    // the step this call joins (it counts itself), so an idle replica with no fixed cost is not a division by zero
+    const step = base + perSeq * (c + 1) + perCtx * (rSumA[r] + c * V + tCtx[id]);
     tAdmitV[id] = V;
     // prefill delays the sequence's first token: its time in units of the replica's current step
     const pv = tPrefill[id] / C.prefill_tokens_per_s / step;
