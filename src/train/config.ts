@@ -105,6 +105,8 @@ export interface TrainConfig {
     val_before_train: boolean;
     /** reorder the trained rows by sequence length before advantages and mini-batching (upstream default true) */
     balance_batch: boolean;
+    /** verl 0.9's trainer.v1 sampler: async staleness control in policy versions (null: keep all) */
+    v1: { sampler: { max_off_policy_threshold: number | null; max_off_policy_strategy: 'drop' | 'wait' } };
   };
   lab: {
     harness: HarnessName;
@@ -124,8 +126,6 @@ export interface TrainConfig {
     reward_dtype: 'bfloat16' | 'float32';
     /** 'engine': the recorded ids (what Agent Lightning trains on); 'retokenize': chat template re-encoded */
     token_source: 'engine' | 'retokenize';
-    /** async: drop rollouts with a call more than this many policy versions old (null: keep all, as upstream) */
-    max_staleness: number | null;
     /** per-rollout wall-clock limit of a harness worker */
     rollout_timeout_ms: number;
     /** validation pass@k: k samples per val task are drawn when val_kwargs.n ≥ k */
@@ -218,6 +218,7 @@ export function defaultTrainConfig(): TrainConfig {
       save_freq: 0,
       val_before_train: true,
       balance_batch: true,
+      v1: { sampler: { max_off_policy_threshold: null, max_off_policy_strategy: 'drop' } },
     },
     lab: {
       harness: 'instruction',
@@ -231,7 +232,6 @@ export function defaultTrainConfig(): TrainConfig {
       max_turns: null,
       reward_dtype: 'bfloat16',
       token_source: 'engine',
-      max_staleness: null,
       rollout_timeout_ms: 120_000,
       pass_k: 1,
       keep_traces: true,
@@ -328,12 +328,19 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
     help: 'training ids: recorded engine ids or the re-encoded chat template',
   }),
   F({
-    path: 'lab.max_staleness',
-    flag: 'max-staleness',
+    path: 'trainer.v1.sampler.max_off_policy_threshold',
+    flag: 'max-off-policy-threshold',
     kind: 'int',
     min: 0,
     nullable: true,
-    help: 'async: drop rollouts with a call older than this many versions (null: keep all)',
+    help: 'async: most policy versions a group may span from its first call to training (null: keep all)',
+  }),
+  F({
+    path: 'trainer.v1.sampler.max_off_policy_strategy',
+    flag: 'max-off-policy-strategy',
+    kind: 'enum',
+    choices: () => ['drop', 'wait'],
+    help: 'async, past the threshold: drop the group, or wait for in-flight groups reaching it and train them first',
   }),
   F({
     path: 'lab.rollout_timeout_ms',
@@ -959,8 +966,11 @@ export function checkConsistency(c: TrainConfig): void {
       'agentlightning.async_rollout.async_train_batch_size',
       `(${ar.async_train_batch_size}) must be > data.train_batch_size (${c.data.train_batch_size})`,
     );
-  if (c.lab.max_staleness !== null && !ar.enabled)
-    throw new TrainConfigError('lab.max_staleness', 'applies only with agentlightning.async_rollout.enabled');
+  if (c.trainer.v1.sampler.max_off_policy_threshold !== null && !ar.enabled)
+    throw new TrainConfigError(
+      'trainer.v1.sampler.max_off_policy_threshold',
+      'applies only with agentlightning.async_rollout.enabled',
+    );
   const rc = c.algorithm.rollout_correction;
   if (rc.rollout_rs !== null && rc.rollout_rs_threshold === null)
     throw new TrainConfigError(
