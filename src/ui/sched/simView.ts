@@ -149,13 +149,7 @@ export function simStepTimeline(r: SimResult): { timeline: StepTimeline; hiddenT
       t1: ms(t.t1),
       trainedVersion: trained,
       phases: t.phases.map((p) => ({ phase: p.phase, startMs: ms(p.start_s), endMs: ms(p.end_s) })),
-      lanes: shown.map((l) =>
-        l.map((b) => ({
-          ...b,
-          startMs: Math.max(b.startMs, ms(t.t0)),
-          calls: b.calls.filter((c) => c.endMs > ms(t.t0)),
-        })),
-      ),
+      lanes: shown,
       valLanes: [],
       stats: {
         rollouts: inStep.length,
