@@ -24,6 +24,7 @@ const commands: Record<string, () => Promise<Command>> = {
   train: async () => (await import('./commands/train')).command,
   sft: async () => (await import('./commands/sft')).command,
   logprobs: async () => (await import('./commands/logprobs')).command,
+  simulate: async () => (await import('./commands/simulate')).command,
 };
 
 /** Every command with its one-line summary (each module is loaded for it: the summary lives beside the code). */

@@ -111,6 +111,8 @@ export interface TrainConfig {
     val_before_train: boolean;
     /** reorder the trained rows by sequence length before advantages and mini-batching (upstream default true) */
     balance_batch: boolean;
+    /** verl 0.9's trainer.v1 sampler: async staleness control in policy versions (null: keep all) */
+    v1: { sampler: { max_off_policy_threshold: number | null; max_off_policy_strategy: 'drop' | 'wait' } };
   };
   lab: {
     harness: HarnessName;
@@ -130,8 +132,6 @@ export interface TrainConfig {
     reward_dtype: 'bfloat16' | 'float32';
     /** 'engine': the recorded ids (what Agent Lightning trains on); 'retokenize': chat template re-encoded */
     token_source: 'engine' | 'retokenize';
-    /** async: drop rollouts with a call more than this many policy versions old (null: keep all, as upstream) */
-    max_staleness: number | null;
     /** per-rollout wall-clock limit of a harness worker */
     rollout_timeout_ms: number;
     /** validation pass@k: k samples per val task are drawn when val_kwargs.n ≥ k */
@@ -427,8 +427,11 @@ export function checkConsistency(c: TrainConfig): void {
       'agentlightning.async_rollout.async_train_batch_size',
       `(${ar.async_train_batch_size}) must be > data.train_batch_size (${c.data.train_batch_size})`,
     );
-  if (c.lab.max_staleness !== null && !ar.enabled)
-    throw new TrainConfigError('lab.max_staleness', 'applies only with agentlightning.async_rollout.enabled');
+  if (c.trainer.v1.sampler.max_off_policy_threshold !== null && !ar.enabled)
+    throw new TrainConfigError(
+      'trainer.v1.sampler.max_off_policy_threshold',
+      'applies only with agentlightning.async_rollout.enabled',
+    );
   const rc = c.algorithm.rollout_correction;
   if (rc.rollout_rs !== null && rc.rollout_rs_threshold === null)
     throw new TrainConfigError(

@@ -69,6 +69,42 @@ export function rolloutMetrics(rollouts: Rollout[], version: number, prefix = 'l
   m[`${prefix}/staleness/rollout_mean`] = mean(rolloutStale);
   m[`${prefix}/n_rollouts_spanning_versions`] = versions;
   m[`${prefix}/gen_tokens`] = genTokens;
+  Object.assign(m, offPolicyMetrics(rollouts, version));
+  return m;
+}
+
+/**
+ * verl 0.9's `training/off_policy/*` over the trained trajectories (rollouts with a versioned call):
+ * `trajectory_staleness` = trained version − the newest version a trajectory used, `trajectory_staleness_worst` =
+ * trained version − the oldest, `trajectory_spans` = versions from its oldest to its newest (1: one version).
+ */
+export function offPolicyMetrics(rollouts: Rollout[], version: number): Metrics {
+  const st: number[] = [];
+  const worst: number[] = [];
+  const spans: number[] = [];
+  for (const r of rollouts) {
+    const vs = r.calls.map((c) => c.engine?.policyVersion).filter((v): v is number => v !== undefined);
+    if (vs.length === 0) continue;
+    const lo = Math.min(...vs);
+    const hi = Math.max(...vs);
+    st.push(version - hi);
+    worst.push(version - lo);
+    spans.push(hi - lo + 1);
+  }
+  const m: Metrics = {};
+  const put = (name: string, xs: number[], stats: ('mean' | 'max' | 'min')[]) => {
+    for (const s of stats)
+      m[`training/off_policy/${name}/${s}`] = xs.length
+        ? s === 'mean'
+          ? mean(xs)
+          : s === 'max'
+            ? Math.max(...xs)
+            : Math.min(...xs)
+        : Number.NaN;
+  };
+  put('trajectory_staleness', st, ['mean', 'max', 'min']);
+  put('trajectory_staleness_worst', worst, ['mean', 'max', 'min']);
+  put('trajectory_spans', spans, ['mean', 'max']);
   return m;
 }
 

@@ -7,7 +7,9 @@
  *   async: keep `async_train_batch_size` groups in flight, train on the first `train_batch_size` groups that
  *          complete, carry the rest over (their agents wait on 429s during the update and continue under the
  *          new weights, so one rollout can hold calls from several policy versions; staleness is recorded per
- *          call and rollout, `lab.max_staleness` drops groups beyond a cap).
+ *          call and rollout and as verl 0.9's `training/off_policy/*`; `trainer.v1.sampler.max_off_policy_threshold`
+ *          caps it: `max_off_policy_strategy` drop evicts groups beyond it, wait trains the in-flight groups
+ *          reaching it first).
  * Validation every `trainer.test_freq` steps, checkpoints every `trainer.save_freq`, metrics under verl's names
  * in verl's file-logger format, each step's batch kept as a trace, every phase timed and reported as an event.
  * The same code runs in Node and in the page: engines, the source's workers, storage and the clock are given.
@@ -255,13 +257,22 @@ export class TrainRun {
     const complete: GroupRequest[] = [];
     const metrics: Metrics = {};
     let droppedStale = 0;
+    const sampler = cfg.trainer.v1.sampler;
+    const cap = sampler.max_off_policy_threshold;
+    const waitFor = cap !== null && sampler.max_off_policy_strategy === 'wait';
+    // wait: groups still running that have reached the threshold (first call ≈ the version they were submitted at)
+    const reaching = () =>
+      waitFor &&
+      active.some(
+        (g) => byId.has(g.dataId) && !complete.includes(g) && this.state.policyVersion - (g.step - 1) >= cap,
+      );
     const t0 = this.now();
     await this.timed(step, timing)('gen', async () => {
       src.resume();
       if (this.paused) await src.pause('run paused');
       src.submit(fresh);
       // rollouts that finished during the previous update are queued in the source and come first
-      while (complete.length < want) {
+      while (complete.length < want || reaching()) {
         const r = await Promise.race([src.next(), this.stopped]);
         await tick();
         this.rolloutsDone++;
@@ -272,9 +283,9 @@ export class TrainRun {
         this.got.set(r.dataId, list);
         const g = byId.get(r.dataId);
         if (!g || list.length < g.rolloutIds.length) continue;
-        const cap = cfg.lab.max_staleness;
         const stale =
           cap !== null &&
+          !waitFor &&
           list.some((x) =>
             x.calls.some((c) => this.state.policyVersion - (c.engine?.policyVersion ?? 0) > cap),
           );
@@ -297,6 +308,8 @@ export class TrainRun {
       }
     });
     this.genSeconds += (this.now() - t0) / 1000;
+    // wait: the oldest groups first, so those that reached the threshold are trained now
+    if (waitFor) complete.sort((a, b) => a.step - b.step);
     const chosen = complete.slice(0, want);
     const chosenIds = new Set(chosen.map((g) => g.dataId));
     this.carry = active.filter((g) => !chosenIds.has(g.dataId) && byId.has(g.dataId));
@@ -315,6 +328,7 @@ export class TrainRun {
         0,
       );
       metrics['lab/async/n_dropped_stale_groups'] = droppedStale;
+      metrics['training/off_policy/evicted_samples'] = droppedStale * cfg.actor_rollout_ref.rollout.n;
     }
     return { rollouts, metrics };
   }

@@ -8,6 +8,7 @@ import { resolveOptions, useActiveRunSettings } from './lab/options';
 import { loadSamples, sampleNamed, useSamples } from './lab/samples';
 import { ModelsPanel } from './models/ModelsPanel';
 import { RemotePanel } from './remote/RemotePanel';
+import { SchedulingView } from './sched/SchedulingView';
 import { type Tab, useView } from './store';
 import { type TabDef, Tabs } from './Tabs';
 import { TracePanel } from './trace/TracePanel';
@@ -37,6 +38,7 @@ const tabs: TabDef<Tab>[] = [
     render: () => <RemotePanel />,
   },
   { id: 'models', label: 'Models', render: () => <ModelsPanel /> },
+  { id: 'scheduling', label: 'Scheduling', render: () => <SchedulingView /> },
 ];
 
 /** Loads the sample the URL names (the first bundled one by default) at start-up and when it changes. */

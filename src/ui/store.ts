@@ -13,7 +13,7 @@ import { COLOR_BY, type ColorBy } from './tokens/quantities';
 import { type TrainFormFields, trainFormSchema } from './train/formConfig';
 import { type Codec, codecs, decodeHashChecked, encodeHash, type HashProblem, type Schema } from './urlState';
 
-export const TABS = ['trace', 'advantages', 'train', 'remote', 'models'] as const;
+export const TABS = ['trace', 'advantages', 'train', 'remote', 'models', 'scheduling'] as const;
 export type Tab = (typeof TABS)[number];
 
 export const TRACE_VIEWS = ['call', 'retok', 'merge'] as const;
@@ -43,6 +43,10 @@ export interface UiView {
   trainSmoothing: number;
   trainView: TrainView;
   trainStep: number;
+  /** the Scheduling tab: scenario, the mode drawn, and `key=value` overrides (comma list) */
+  sim: string;
+  simMode: string;
+  simSet: string;
 }
 
 /**
@@ -84,6 +88,9 @@ const uiSchema: Schema<UiView> = {
   },
   trainView: { key: 'tview', codec: codecs.oneOf(TRAIN_VIEWS), default: 'dashboard' },
   trainStep: { key: 'tstep', codec: codecs.int, default: -1 },
+  sim: { key: 'sim', codec: codecs.string, default: 'agentic-8gpu' },
+  simMode: { key: 'smode', codec: codecs.string, default: '' },
+  simSet: { key: 'sset', codec: codecs.string, default: '' },
 };
 
 /** `null` stands for null in the URL, as in flags and overrides (core's config table). */

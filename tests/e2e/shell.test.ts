@@ -12,7 +12,7 @@ describe('app shell in Chromium', () => {
     await browser?.close();
   });
 
-  it('shows the WebGPU status line and the five tabs', async () => {
+  it('shows the WebGPU status line and the six tabs', async () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -28,7 +28,14 @@ describe('app shell in Chromium', () => {
     expect(text).toMatch(/software fallback|hardware/);
     expect(text).toMatch(/storage binding \d+ (MiB|KiB)/);
     const tabs = page.getByRole('tab');
-    expect(await tabs.allTextContents()).toEqual(['Trace', 'Advantages', 'Train', 'Remote', 'Models']);
+    expect(await tabs.allTextContents()).toEqual([
+      'Trace',
+      'Advantages',
+      'Train',
+      'Remote',
+      'Models',
+      'Scheduling',
+    ]);
     await screenshot(page, 'shell');
     expect(errors).toEqual([]);
     await page.close();

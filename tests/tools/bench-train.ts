@@ -19,7 +19,7 @@
  *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --json FILE
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
@@ -33,6 +33,7 @@ import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
 import type { PolicyEngine } from '../../src/engine/policy/types';
 import { isHarnessName } from '../../src/harness/registry';
 import { resolveTrainConfig, type TrainConfig, type TrainConfigPatch } from '../../src/train/config';
+import type { TrainEvent } from '../../src/train/events';
 import { layoutRows, scatterWeights } from '../../src/train/layout';
 import { createLocalRun } from '../../src/train/local';
 import { sftCheckpointPath } from '../../src/train/models';
@@ -40,6 +41,7 @@ import { buildStepRows } from '../../src/train/objective';
 import { hashSeed } from '../../src/train/rng';
 import { nodeRolloutEnv } from '../../src/train/rolloutEnvNode';
 import { expertRollouts, expertRows, sftTrain } from '../../src/train/sft';
+import { measuredStepSeconds, predictLocalSteps } from '../../src/train/simFit';
 import { inlineRunner } from '../../src/train/source';
 import type { PhaseName } from '../../src/train/step';
 
@@ -55,6 +57,7 @@ const { flags } = parseArgs(process.argv.slice(2), {
   peer: { type: 'string' },
   repeat: { type: 'number' },
   json: { type: 'string' },
+  events: { type: 'string' },
 });
 const list = (v: unknown, d: string) =>
   String(v ?? d)
@@ -273,17 +276,20 @@ if (sections.has('async')) {
     `\n2. sync vs async on the same seed (cpu, ${phaseHarness}, ${phaseSteps} steps, 2 workers' worth of concurrency)`,
   );
   const rows: Record<string, unknown>[] = [];
+  const timelines: Partial<Record<'sync' | 'async', TrainEvent[]>> = {};
   for (const mode of ['sync', 'async'] as const) {
     const policy = new CpuPolicy(ck.config, {}, ck.params);
     const cfg = benchConfig(phaseHarness, 0, {
       trainer: { total_training_steps: phaseSteps },
       agentlightning: { async_rollout: { enabled: mode === 'async', async_train_batch_size: 12 } },
     });
+    const events: TrainEvent[] = [];
     const local = createLocalRun({
       config: cfg,
       policy,
       tokenizer: tok,
       makeRunner: (h) => inlineRunner(h, { concurrency: 4 }),
+      onEvent: (e) => events.push(e),
     });
     const t0 = performance.now();
     const per: Record<string, number[]> = {};
@@ -293,6 +299,17 @@ if (sections.has('async')) {
     }
     const wall = (performance.now() - t0) / 1000;
     local.close();
+    timelines[mode] = events;
+    if (flags.events) {
+      mkdirSync(String(flags.events), { recursive: true });
+      writeFileSync(
+        join(String(flags.events), `local-${mode}.jsonl`),
+        `${events
+          .filter((e) => e.type === 'phase' || e.type === 'rollout' || e.type === 'step')
+          .map((e) => JSON.stringify(e))
+          .join('\n')}\n`,
+      );
+    }
     const sum = (k: string) => (per[k] ?? []).reduce((a, b) => a + b, 0);
     const row = {
       mode,
@@ -309,6 +326,22 @@ if (sections.has('async')) {
     );
   }
   report.async = rows;
+  // the scheduling simulator fed the sync run's measured phases, predicting both modes' step times
+  if (timelines.sync && timelines.async) {
+    const cfgOf = (mode: 'sync' | 'async') =>
+      benchConfig(phaseHarness, 0, {
+        trainer: { total_training_steps: phaseSteps },
+        agentlightning: { async_rollout: { enabled: mode === 'async', async_train_batch_size: 12 } },
+      });
+    const p = predictLocalSteps(timelines.sync, cfgOf('sync'), cfgOf('async'), { concurrency: 4 });
+    const meas = (es: TrainEvent[]) => measuredStepSeconds(es);
+    const ms = meas(timelines.sync);
+    const ma = meas(timelines.async);
+    console.log(
+      `  simulated from the sync run's phases: sync ${f(p.sync)} s/step (measured ${f(ms)}), async ${f(p.async)} s/step (measured ${f(ma)}; error ${f(100 * (p.async / ma - 1), 1)}%)`,
+    );
+    report.async_simulated = { sync_s: p.sync, async_s: p.async, measured_sync_s: ms, measured_async_s: ma };
+  }
 }
 
 // ── 3. learning: RL vs SFT-only ───────────────────────────────────────────────────────────────────────────

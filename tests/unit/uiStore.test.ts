@@ -51,6 +51,9 @@ describe('the page view in the URL', () => {
       trainSmoothing: 0.9,
       trainView: 'timeline',
       trainStep: 3,
+      sim: 'verl-one-step-off-7b-fsdp2',
+      simMode: 'one_step_off',
+      simSet: 'cluster.gpus=16,workload.turns=2',
     };
     const hash = encodeHash(viewSchema, v);
     expect(decodeHash(viewSchema, hash)).toEqual(v);
@@ -75,6 +78,9 @@ describe('the page view in the URL', () => {
       'tsmooth=',
       'tview=',
       'tstep=',
+      'sim=',
+      'smode=',
+      'sset=',
       'algorithm.adv_estimator=rloo',
       'actor_rollout_ref.rollout.n=8',
     ])

@@ -19,6 +19,7 @@ const PHASE_COLORS: Record<string, string> = {
   resume: '#f2c14e',
   validate: '#a5d6a7',
   save_checkpoint: '#bdbdbd',
+  other: '#cfd8dc',
 };
 
 const VERSION_COLORS = ['#2d5bd7', '#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61e'];
@@ -27,12 +28,15 @@ const LABEL_W = 92;
 const LANE_H = 16;
 
 export function TimelineView(props: {
-  run: RunMeta;
+  run: Pick<RunMeta, 'id' | 'name' | 'color'>;
   timeline: StepTimeline | null;
   msScale: number;
   width: number;
+  /** the rollout lanes' label (a real run: worker slots; a simulated step: the rollout pool's slots) */
+  laneLabel?: (i: number) => string;
 }) {
   const { run, timeline: t, msScale, width } = props;
+  const laneLabel = props.laneLabel ?? ((i: number) => `worker slot ${i + 1}`);
   if (!t)
     return (
       <p className="muted" data-testid="timeline-empty">
@@ -41,7 +45,7 @@ export function TimelineView(props: {
     );
   const x = (ms: number) => LABEL_W + (ms - t.t0) * msScale;
   const lanes: { label: string; kind: 'trainer' | 'train' | 'val'; bars: StepTimeline['lanes'][number] }[] = [
-    ...t.lanes.map((bars, i) => ({ label: `worker slot ${i + 1}`, kind: 'train' as const, bars })),
+    ...t.lanes.map((bars, i) => ({ label: laneLabel(i), kind: 'train' as const, bars })),
     ...t.valLanes.map((bars, i) => ({ label: `val slot ${i + 1}`, kind: 'val' as const, bars })),
   ];
   const height = (lanes.length + 1) * (LANE_H + 4) + 24;

@@ -7,7 +7,10 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { CONFIG_FIELDS, getPath, type TrainConfig } from '../../train/config';
+import type { TrainEvent } from '../../train/events';
 import { getPreset } from '../../train/presets';
+import { fitLocalTimeline, localSimConfig } from '../../train/simFit';
+import { LOCAL_SCENARIO, localRunOverrides } from '../sched/simView';
 import { TRAIN_VIEWS, useView } from '../store';
 import { fmt } from '../tokens/colorScale';
 import { ConfigForm } from './ConfigForm';
@@ -505,9 +508,36 @@ function Timelines(props: { runs: RunMeta[]; step: number }) {
     <div className="timelines" data-testid="train-timelines">
       <PhaseLegend />
       {tls.map(({ run, t }) => (
-        <TimelineView key={run.id} run={run} timeline={t} msScale={msScale} width={width} />
+        <div key={run.id}>
+          <TimelineView run={run} timeline={t} msScale={msScale} width={width} />
+          <SimulateAtScale run={run} events={events[run.id] ?? []} />
+        </div>
       ))}
     </div>
+  );
+}
+
+/** Fits the scheduling simulator to the run's recorded timeline and opens the Scheduling tab on it at 8 GPUs. */
+function SimulateAtScale(props: { run: RunMeta; events: TrainEvent[] }) {
+  const set = useView((s) => s.set);
+  const open = () => {
+    try {
+      const fit = fitLocalTimeline(props.events);
+      const cfg = localSimConfig(fit, props.run.config, { concurrency: props.run.config.lab.workers });
+      set({
+        tab: 'scheduling',
+        sim: LOCAL_SCENARIO,
+        simMode: props.run.config.agentlightning.async_rollout.enabled ? 'agl_async' : 'sync',
+        simSet: localRunOverrides(cfg),
+      });
+    } catch (e) {
+      alert(`cannot fit this run's timeline: ${(e as Error).message}`);
+    }
+  };
+  return (
+    <button type="button" data-testid="simulate-at-scale" disabled={props.events.length === 0} onClick={open}>
+      Simulate this run at scale
+    </button>
   );
 }
 

@@ -43,7 +43,8 @@ export interface RolloutBar {
 }
 
 export interface PhaseBar {
-  phase: PhaseName;
+  /** a loop phase, or a simulated step's (core/sim: `other` is the trainer's remaining work) */
+  phase: PhaseName | 'other';
   startMs: number;
   endMs: number;
 }
@@ -65,7 +66,7 @@ export interface StepTimeline {
     /** rollouts that started before this step's generation (carried over in async mode) */
     carriedOver: number;
     /** ms per phase */
-    phaseMs: Partial<Record<PhaseName, number>>;
+    phaseMs: Partial<Record<PhaseName | 'other', number>>;
   };
 }
 
@@ -128,7 +129,7 @@ export function stepTimeline(step: number, events: TrainEvent[]): StepTimeline |
   const t1 = Math.max(...times);
   const gen = phases.find((p) => p.phase === 'gen');
   const train = bars.filter((b) => b.split === 'train');
-  const phaseMs: Partial<Record<PhaseName, number>> = {};
+  const phaseMs: Partial<Record<PhaseName | 'other', number>> = {};
   for (const p of phases) phaseMs[p.phase] = (phaseMs[p.phase] ?? 0) + (p.endMs - p.startMs);
   return {
     step,

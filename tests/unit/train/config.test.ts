@@ -69,8 +69,10 @@ describe('TrainConfig: one typed object, keys named after upstream keys', () => 
     expect(() => resolveTrainConfig({ actor_rollout_ref: { actor: { entropy_coeff: 0.01 } } })).toThrow(
       'actor_rollout_ref.actor.entropy_coeff must be ≤ 0',
     );
-    expect(() => resolveTrainConfig({ lab: { max_staleness: 2 } })).toThrow(
-      'lab.max_staleness applies only with agentlightning.async_rollout.enabled',
+    expect(() =>
+      resolveTrainConfig({ trainer: { v1: { sampler: { max_off_policy_threshold: 2 } } } }),
+    ).toThrow(
+      'trainer.v1.sampler.max_off_policy_threshold applies only with agentlightning.async_rollout.enabled',
     );
   });
 

@@ -184,6 +184,17 @@ describe('the training loop', () => {
     expect(spanning).toBeGreaterThan(0);
     expect(Math.max(...lines.map((l) => l.data['lab/staleness/call_max'] ?? 0))).toBeGreaterThan(0);
     expect(lines[1].data['training/async/n_prev_carry_over_rollouts']).toBeGreaterThan(0);
+    // verl 0.9's names for the same: a trajectory spanning two versions, trained a version after its first call
+    expect(Math.max(...lines.map((l) => l.data['training/off_policy/trajectory_spans/max'] ?? 0))).toBe(2);
+    for (const l of lines) {
+      const worst = l.data['training/off_policy/trajectory_staleness_worst/max'];
+      const newest = l.data['training/off_policy/trajectory_staleness/max'];
+      expect(worst).toBeGreaterThanOrEqual(newest ?? Number.NaN);
+    }
+    expect(
+      Math.max(...lines.map((l) => l.data['training/off_policy/trajectory_staleness_worst/max'] ?? 0)),
+    ).toBeGreaterThan(0);
+    expect(lines.every((l) => l.data['training/off_policy/evicted_samples'] === 0)).toBe(true);
     // the kept trace shows it call by call
     const versions = new Set<string>();
     for (const step of [2, 3])

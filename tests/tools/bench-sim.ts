@@ -1,0 +1,51 @@
+/**
+ * `npm run bench:sim`: how long the scheduling simulator takes on the 128-GPU, 400-step published scenario in
+ * each of its modes (median of --repeat runs, after one warm-up), and the figures the tests assert (published,
+ * simulated, error). `--refit` also refits the stored response medians of the published scenarios.
+ */
+import { parseArgs } from '../../src/cli/args';
+import { CALIBRATION_TARGETS, calibrateMedian, getScenario, SCENARIOS, simulate } from '../../src/core/sim';
+
+const { flags } = parseArgs(process.argv.slice(2), { repeat: { type: 'number' }, refit: { type: 'bool' } });
+const repeat = Number(flags.repeat ?? 3);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+console.log('1. 128 GPUs, 400 steps (verl-fully-async-7b-128: 512 prompts × 16 per step)');
+for (const mode of ['sync', 'fully_async', 'one_step_off', 'separate_async', 'colocate_async'] as const) {
+  const sc = getScenario('verl-fully-async-7b-128');
+  const cfg = { ...sc.config(mode), steps: 400 };
+  if (mode === 'separate_async') cfg.schedule = { ...cfg.schedule, parameter_sync_step: 16 };
+  simulate({ ...cfg, steps: 20 });
+  const times: number[] = [];
+  let trajectories = 0;
+  for (let i = 0; i < repeat; i++) {
+    const t0 = performance.now();
+    const r = simulate(cfg);
+    times.push(performance.now() - t0);
+    trajectories = r.steps.reduce((a, s) => a + s.trained_trajectories, 0);
+  }
+  const ms = median(times);
+  console.log(
+    `  ${mode.padEnd(15)} ${ms.toFixed(0)} ms (${trajectories} trajectories, ${((1e6 * ms) / trajectories).toFixed(0)} ns each)`,
+  );
+}
+
+console.log('\n2. published figures (400 steps)');
+for (const sc of SCENARIOS.filter((s) => s.published)) {
+  const [a, b] = sc.modes;
+  const ra = simulate(sc.config(a));
+  const rb = simulate(sc.config(b));
+  const sim = ra.summary.total_s / rb.summary.total_s;
+  const pub = sc.published?.speedup ?? Number.NaN;
+  console.log(
+    `  ${sc.name.padEnd(32)} published ${pub.toFixed(3)}× simulated ${sim.toFixed(3)}× error ${(100 * (sim / pub - 1)).toFixed(1)}%; ${b} wait ${(rb.steps.slice(1).reduce((x, s) => x + s.phases.gen, 0) / (rb.steps.length - 1)).toFixed(1)} s/step (published ${sc.published?.runs[1].gen_s}), staleness ${rb.summary.mean_staleness_worst.toFixed(3)}${sc.published?.notes ? `; ${sc.published.notes}` : ''}`,
+  );
+}
+
+if (flags.refit) {
+  console.log('\n3. refit response medians');
+  for (const t of CALIBRATION_TARGETS) {
+    const base = getScenario(t.name).config('sync');
+    console.log(`  ${t.name}: ${calibrateMedian(base, t.gen_s)} (stored ${base.workload.response_median})`);
+  }
+}
