@@ -522,7 +522,7 @@ describe('lab rollout and lab agent under bad flags, bad servers and interrupts'
       'bash',
       [
         '-c',
-        'set -o pipefail; npx tsx src/cli/lab.ts analyze public/samples/search-scripted.jsonl --json | head -c 10 > /dev/null',
+        'set -o pipefail; npx tsx src/cli/lab.ts analyze public/samples/search-scripted.jsonl --tokenizer qwen3 --json | head -c 10 > /dev/null',
       ],
       { encoding: 'utf8' },
     );
