@@ -17,8 +17,14 @@ import { decodeHash } from '../../src/ui/urlState';
 
 const byFlag = (flag: string) => configFieldByFlag(flag);
 
-/** The page's URL keys that are not settings: tab, sample, selection, colouring, the Train tab's view state. */
+/**
+ * The page's URL keys that are not settings: tab, sample, selection, colouring, the Train tab's view state, the
+ * Scheduling view's scenario, mode and simulator inputs (core/sim's own parameter table, not a trainer's config).
+ */
 const VIEW_KEYS = [
+  'sim',
+  'smode',
+  'sset',
   'tab',
   'sample',
   'r',
