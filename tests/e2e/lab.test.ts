@@ -120,8 +120,13 @@ describe('trace stepper and advantage explorer in Chromium', () => {
         )
         .toEqual([]);
       // the default is left out of the URL; within a burst the URL is written up to 100 ms later: poll
-      if (mode === def) await expect.poll(() => page.url()).not.toContain('pl=');
-      else await expect.poll(() => page.url()).toContain(`agg=${mode}`);
+      // each of the two keys is written only where it differs from the default's
+      const k = lossModeKeys(mode);
+      const d = lossModeKeys(def);
+      if (k.policyLossMode === d.policyLossMode) await expect.poll(() => page.url()).not.toContain('pl=');
+      else await expect.poll(() => page.url()).toContain(`pl=${k.policyLossMode}`);
+      if (k.lossAggMode !== null && k.lossAggMode !== d.lossAggMode)
+        await expect.poll(() => page.url()).toContain(`agg=${k.lossAggMode}`);
     }
   }
 

@@ -103,7 +103,8 @@ describe('the Remote tab', () => {
       async () => (await chart.getAttribute('data-points')) === '2',
       30_000,
     );
-    expect(await page.getByTestId('rollout-count').textContent()).toMatch(/^8 recorded/);
+    // 2 steps × 4 train rollouts, and the validation after the last step on 4 val tasks
+    expect(await page.getByTestId('rollout-count').textContent()).toMatch(/^12 recorded/);
     expect(await page.getByTestId('log-tail').textContent()).toContain('[harness-lab] agl-gateway');
     await screenshot(page, 'remote-run');
 
