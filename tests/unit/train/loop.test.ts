@@ -232,10 +232,13 @@ describe('the training loop', () => {
         expect(l.data['training/async/n_completed_rollouts']).toBe(2);
         expect(l.data['training/off_policy/trajectory_staleness_worst/max']).toBeLessThanOrEqual(threshold);
         expect(l.data['training/off_policy/evicted_samples']).toBe(
-          2 * l.data['lab/async/n_dropped_stale_groups'],
+          2 * (l.data['lab/async/n_dropped_stale_groups'] ?? Number.NaN),
         );
       }
-      const evicted = lines.reduce((a, l) => a + l.data['training/off_policy/evicted_samples'], 0);
+      const evicted = lines.reduce(
+        (a, l) => a + (l.data['training/off_policy/evicted_samples'] ?? Number.NaN),
+        0,
+      );
       if (threshold === 0) expect(evicted).toBeGreaterThan(0);
     });
 
