@@ -8,8 +8,8 @@
  *          complete, carry the rest over (their agents wait on 429s during the update and continue under the
  *          new weights, so one rollout can hold calls from several policy versions; staleness is recorded per
  *          call and rollout and as verl 0.9's `training/off_policy/*`; `trainer.v1.sampler.max_off_policy_threshold`
- *          caps it: `max_off_policy_strategy` drop evicts groups beyond it, wait trains the in-flight groups
- *          reaching it first).
+ *          caps it: `max_off_policy_strategy` drop evicts groups beyond it and samples replacements until the
+ *          batch is full, wait trains the in-flight groups reaching it first).
  * Validation every `trainer.test_freq` steps, checkpoints every `trainer.save_freq`, metrics under verl's names
  * in verl's file-logger format, each step's batch kept as a trace, every phase timed and reported as an event.
  * The same code runs in Node and in the page: engines, the source's workers, storage and the clock are given.
@@ -84,6 +84,8 @@ export class TrainRun {
   private phase: PhaseName | null = null;
   /** async: groups in flight from earlier steps, and what each has returned so far */
   private carry: GroupRequest[] = [];
+  /** groups issued so far in `issued.step`: numbers a step's groups, replacements included, so ids never repeat */
+  private issued = { step: 0, count: 0 };
   private readonly got = new Map<string, Rollout[]>();
   private readonly history: { step: number; data: Metrics }[] = [];
   private lastUpdateS = 1;
@@ -177,7 +179,9 @@ export class TrainRun {
     const n = this.tasks.length;
     const out: GroupRequest[] = [];
     const lab = this.config.lab;
-    for (let i = 0; i < count; i++) {
+    if (this.issued.step !== step) this.issued = { step, count: 0 };
+    for (let j = 0; j < count; j++) {
+      const i = this.issued.count++;
       const c = this.state.cursor++;
       const epoch = Math.floor(c / n);
       const order = this.config.data.shuffle
@@ -318,6 +322,10 @@ export class TrainRun {
       rollouts.push(...(this.got.get(g.dataId) ?? []));
       this.got.delete(g.dataId);
     }
+    if (rollouts.length !== chosen.length * cfg.actor_rollout_ref.rollout.n)
+      throw new Error(
+        `step ${step}: ${rollouts.length} rollouts collected for ${chosen.length} groups of rollout.n ${cfg.actor_rollout_ref.rollout.n}`,
+      );
     if (async) {
       metrics['training/async/n_prev_carry_over_rollouts'] = prevCarry * cfg.actor_rollout_ref.rollout.n;
       metrics['training/async/n_completed_rollouts'] = rollouts.length;

@@ -65,6 +65,13 @@ export class MinHeap {
     return top;
   }
 
+  /** Whether any id in the heap satisfies `pred` (a scan in storage order; the heap is unchanged). */
+  someId(pred: (id: number) => boolean): boolean {
+    const ids = this.ids;
+    for (let i = 0; i < this.size; i++) if (pred(ids[i])) return true;
+    return false;
+  }
+
   /** Every id, in heap order, then empties the heap. */
   drain(): number[] {
     const out = Array.from(this.ids.subarray(0, this.size));

@@ -569,7 +569,11 @@ export function simulate(cfg: SimConfig): SimResult {
   /** Enough finished groups for `k` after the sampler's eviction (drop: past the threshold, oldest first). */
   const sampleable = (k: number) => {
     if (finishedCount < k) return false;
-    if (Number.isFinite(threshold) && !waitStrategy) {
+    if (
+      Number.isFinite(threshold) &&
+      !waitStrategy &&
+      finished.someId((g) => trainerVersion - gVmin[g] > threshold)
+    ) {
       const keep: number[] = [];
       while (finished.size) {
         const g = finished.pop();

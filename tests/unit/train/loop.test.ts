@@ -207,6 +207,41 @@ describe('the training loop', () => {
     expect(events.some((e) => e.type === 'rejections')).toBe(true);
   });
 
+  for (const threshold of [0, 1])
+    it(`async drop at max_off_policy_threshold ${threshold}: stale groups are evicted and counted, fresh ones fill every batch`, async () => {
+      const storage = new MemoryStorage();
+      const { local } = start(
+        {
+          lab: { harness: 'search', max_turns: 4 },
+          data: { train_batch_size: 1, max_response_length: 4 },
+          agentlightning: { async_rollout: { enabled: true, async_train_batch_size: 3 } },
+          trainer: {
+            total_training_steps: 3,
+            v1: { sampler: { max_off_policy_threshold: threshold, max_off_policy_strategy: 'drop' } },
+          },
+        },
+        { storage, concurrency: 2 },
+      );
+      const summary = await local.run.run();
+      local.close();
+      expect(summary).toMatchObject({ reason: 'done', steps: 3 });
+      const lines = parseFileLogger(storage.text('metrics.jsonl'));
+      expect(lines.map((l) => l.step)).toEqual([1, 2, 3]);
+      for (const l of lines) {
+        // every step trained on a full batch (train_batch_size 1 × n 2) of groups within the threshold
+        expect(l.data['training/async/n_completed_rollouts']).toBe(2);
+        expect(l.data['training/off_policy/trajectory_staleness_worst/max']).toBeLessThanOrEqual(threshold);
+        expect(l.data['training/off_policy/evicted_samples']).toBe(
+          2 * (l.data['lab/async/n_dropped_stale_groups'] ?? Number.NaN),
+        );
+      }
+      const evicted = lines.reduce(
+        (a, l) => a + (l.data['training/off_policy/evicted_samples'] ?? Number.NaN),
+        0,
+      );
+      if (threshold === 0) expect(evicted).toBeGreaterThan(0);
+    });
+
   it('pause holds the run between phases, resume continues it, stop ends it cleanly', async () => {
     const { local, events } = start({ trainer: { total_training_steps: 50 } });
     const run = local.run;
