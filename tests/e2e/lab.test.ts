@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LOSS_AGG_MODES } from '../../src/core/algos/aggLoss';
 import { listLossModes } from '../../src/core/algos/lossModes';
 import { listPolicyLosses } from '../../src/core/algos/policyLoss';
-import { lossModeKeys } from '../../src/core/config/fields';
+import { findConfigField, lossModeKeys } from '../../src/core/config/fields';
 import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
 import { getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { computeTrainerView } from '../../src/core/pipeline/trainer';
@@ -32,6 +32,8 @@ const rollouts: Rollout[] = sample.rollouts;
 const sampleJsonl = toJsonlTrace(rollouts);
 
 const LOSS_MODES = listLossModes().map((m) => m.name);
+/** the aggregation the URL leaves out: the config table's default */
+const AGG_DEFAULT = findConfigField('actor_rollout_ref.actor.loss_agg_mode')?.default;
 
 /** Chooses a loss mode with the page's two controls (policy_loss.loss_mode, then loss_agg_mode under vanilla). */
 async function selectLossMode(page: Page, mode: string): Promise<void> {
@@ -125,7 +127,7 @@ describe('trace stepper and advantage explorer in Chromium', () => {
       const d = lossModeKeys(def);
       if (k.policyLossMode === d.policyLossMode) await expect.poll(() => page.url()).not.toContain('pl=');
       else await expect.poll(() => page.url()).toContain(`pl=${k.policyLossMode}`);
-      if (k.lossAggMode !== null && k.lossAggMode !== d.lossAggMode)
+      if (k.lossAggMode !== null && k.lossAggMode !== AGG_DEFAULT)
         await expect.poll(() => page.url()).toContain(`agg=${k.lossAggMode}`);
     }
   }
