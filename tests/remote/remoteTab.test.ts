@@ -119,7 +119,7 @@ describe('the Remote tab', () => {
     expect(await page.getByTestId('import-summary').textContent()).toMatch(/agl-events/);
     const bundle = await client.json<unknown>('GET', `/api/runs/${id}/rollouts/bundle`);
     const trace = readAglEvents(bundle);
-    expect(trace.rollouts.length).toBe(8);
+    expect(trace.rollouts.length).toBe(12);
     for (const r of trace.rollouts)
       await page.getByTestId(`rollout-row-${r.rolloutId}`).waitFor({ timeout: 30_000 });
     await screenshot(page, 'remote-trace');
