@@ -36,3 +36,48 @@ export function adamwStepCpu(
   }
   return norm;
 }
+
+/** What a CPU engine's optimizer owns: the flat parameters, their gradient, the two moments and the step count. */
+export interface CpuOptimizerSlots {
+  params: Float32Array;
+  grads: Float32Array;
+  m: Float32Array;
+  v: Float32Array;
+  step: number;
+}
+
+/**
+ * One optimizer step of a CPU engine: the gradient's global norm, AdamW (with clipping) unless the norm is not
+ * finite (then the update is skipped), and the gradient zeroed either way. Advances `s.step` when it updates.
+ */
+export function cpuOptimizerStep(
+  s: CpuOptimizerSlots,
+  decayEnd: number,
+  hyper: AdamWHyper,
+): { gradNorm: number; step: number; skipped: boolean } {
+  let sq = 0;
+  for (let i = 0; i < s.grads.length; i++) sq += s.grads[i] * s.grads[i];
+  const norm = Math.sqrt(sq);
+  if (!Number.isFinite(norm)) {
+    s.grads.fill(0);
+    return { gradNorm: norm, step: s.step, skipped: true };
+  }
+  s.step++;
+  adamwStepCpu(s.params, s.grads, s.m, s.v, s.step, decayEnd, hyper);
+  s.grads.fill(0);
+  return { gradNorm: norm, step: s.step, skipped: false };
+}
+
+/** A checkpoint's optimizer state checked against a layout of `n` values, copied. */
+export function checkedOptimizerState(
+  state: { m: Float32Array; v: Float32Array; step: number },
+  n: number,
+): { m: Float32Array; v: Float32Array; step: number } {
+  if (state.m.length !== n || state.v.length !== n)
+    throw new Error(
+      `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
+    );
+  if (!Number.isInteger(state.step) || state.step < 0)
+    throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
+  return { m: new Float32Array(state.m), v: new Float32Array(state.v), step: state.step };
+}

@@ -5,7 +5,7 @@
  * f32 rounding). Sampling prefills the prompt in one batched pass, then decodes one token at a time against a
  * per-layer KV cache.
  */
-import { adamwStepCpu } from '../cpu/adamw';
+import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { attentionForwardCpu } from '../cpu/attention';
 import { embeddingForwardCpu } from '../cpu/embedding';
 import { geluForwardCpu } from '../cpu/gelu';
@@ -115,17 +115,7 @@ export class CpuPolicy implements PolicyEngine {
   }
 
   async optimizerStep(): Promise<OptimizerStepResult> {
-    let sq = 0;
-    for (let i = 0; i < this.grads.length; i++) sq += this.grads[i] * this.grads[i];
-    const norm = Math.sqrt(sq);
-    if (!Number.isFinite(norm)) {
-      this.grads.fill(0);
-      return { gradNorm: norm, step: this.step, skipped: true };
-    }
-    this.step++;
-    adamwStepCpu(this.params, this.grads, this.m, this.v, this.step, this.layout.decayEnd, this.optimizer);
-    this.grads.fill(0);
-    return { gradNorm: norm, step: this.step, skipped: false };
+    return cpuOptimizerStep(this, this.layout.decayEnd, this.optimizer);
   }
 
   async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
@@ -140,16 +130,10 @@ export class CpuPolicy implements PolicyEngine {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    const n = this.layout.total;
-    if (state.m.length !== n || state.v.length !== n)
-      throw new Error(
-        `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
-      );
-    if (!Number.isInteger(state.step) || state.step < 0)
-      throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
-    this.m = new Float32Array(state.m);
-    this.v = new Float32Array(state.v);
-    this.step = state.step;
+    const s = checkedOptimizerState(state, this.layout.total);
+    this.m = s.m;
+    this.v = s.v;
+    this.step = s.step;
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {

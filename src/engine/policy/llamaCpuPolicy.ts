@@ -4,7 +4,7 @@
  * decay on the matrices only), and sampling against a per-layer KV cache. `config` is the GPT-2-shaped summary
  * the rest of the engine's users read (vocabulary, context, layers, width, heads); `llama` is the full config.
  */
-import { adamwStepCpu } from '../cpu/adamw';
+import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
@@ -156,17 +156,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
   }
 
   async optimizerStep(): Promise<OptimizerStepResult> {
-    let sq = 0;
-    for (let i = 0; i < this.grads.length; i++) sq += this.grads[i] * this.grads[i];
-    const norm = Math.sqrt(sq);
-    if (!Number.isFinite(norm)) {
-      this.grads.fill(0);
-      return { gradNorm: norm, step: this.step, skipped: true };
-    }
-    this.step++;
-    adamwStepCpu(this.params, this.grads, this.m, this.v, this.step, this.layout.decayEnd, this.optimizer);
-    this.grads.fill(0);
-    return { gradNorm: norm, step: this.step, skipped: false };
+    return cpuOptimizerStep(this, this.layout.decayEnd, this.optimizer);
   }
 
   async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
@@ -181,16 +171,10 @@ export class LlamaCpuPolicy implements PolicyEngine {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    const n = this.layout.total;
-    if (state.m.length !== n || state.v.length !== n)
-      throw new Error(
-        `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
-      );
-    if (!Number.isInteger(state.step) || state.step < 0)
-      throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
-    this.m = new Float32Array(state.m);
-    this.v = new Float32Array(state.v);
-    this.step = state.step;
+    const s = checkedOptimizerState(state, this.layout.total);
+    this.m = s.m;
+    this.v = s.v;
+    this.step = s.step;
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {
