@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import { DEFAULT_WEIGHT_SIGN, getWeightSign, signed } from '../../src/core/pipeline/sign';
+import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { readAglEvents } from '../../src/core/trace/io/aglEvents';
 import { parseRunSummary } from '../../src/server/protocol/api';
 import { launch, screenshot } from '../e2e/browser';
@@ -125,18 +124,15 @@ describe('the Remote tab', () => {
     await screenshot(page, 'remote-trace');
 
     await page.getByRole('tab', { name: 'Advantages' }).click();
-    const { batch } = buildTrainingBatch(trace.rollouts, {
-      level: 'trajectory',
-      maxPromptLength: 8192,
-      maxResponseLength: 8192,
-      padTokenId: 0,
-      rewardFillnaValue: 0,
-    });
-    const ew = effectiveWeights(batch, {
-      advEstimator: 'rloo',
-      normAdvByStd: true,
-      rolloutLevel: false,
-      lossAggMode: 'seq-mean-token-mean',
+    // the trainer's view under the link's settings (the rest at their defaults, as the page has them)
+    const trainerView = computeTrainerView({
+      rollouts: trace.rollouts,
+      options: {
+        advEstimator: 'rloo',
+        policyLossMode: 'vanilla',
+        lossAggMode: 'seq-mean-token-mean',
+        enableRolloutLevelAdvantage: false,
+      },
     });
     // the page shows weights in its default convention (the push −∂L/∂logπ); core's are ∂L/∂logπ
     const sign = getWeightSign(DEFAULT_WEIGHT_SIGN);
@@ -144,7 +140,7 @@ describe('the Remote tab', () => {
       const cell = page.getByTestId(`rollout-weight-${r.rolloutId}`).last();
       await cell.waitFor({ timeout: 30_000 });
       expect(Number(await cell.getAttribute('data-value'))).toBeCloseTo(
-        signed(ew.rolloutSums[i] ?? 0, sign),
+        signed(trainerView.selected.rolloutSums[i] ?? 0, sign),
         6,
       );
     }

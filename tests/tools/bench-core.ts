@@ -6,7 +6,8 @@
  *   parse      trace text → rollouts (JSONL as written by the harnesses)
  *   merge      trajectory-level sample building (Agent Lightning's RolloutAdapter semantics)
  *   advantage  rollout-level GRPO (compute_rollout_level_advantage) + per-rollout normalisation
- *   weights    effective weights under per_rollout_mean, and all five loss modes in one pass
+ *   trainer    the trainer's view of the built rows (computeTrainerView: drops, balance_batch, rollout-level
+ *              GRPO, per-token weights under every loss mode)
  * Each stage reports the median wall time and the median process CPU time (user + system) of its runs; on a
  * loaded machine the CPU column is the one to compare across runs. Tokens are prompt + response tokens over
  * all calls. With a peer Python (flag or HARNESS_LAB_PEER_PYTHON, see python/setup_peer.sh) the same batch
@@ -19,12 +20,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
 import { buildTrainingBatch } from '../../src/core/aggregate/buildTrainingBatch';
-import { allLossModes, effectiveWeights } from '../../src/core/algos/effectiveWeights';
 import { groupingFromIds, indexGroups } from '../../src/core/algos/groups';
 import {
   computeRolloutLevelAdvantage,
   normalizeAdvantagesByRollout,
 } from '../../src/core/algos/rolloutLevel';
+import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { parseTraceText, toJsonlTrace } from '../../src/core/trace/io';
 import { AGENT_BATCH_SHAPE, countCallTokens, syntheticAgentBatch } from '../../src/core/trace/synthetic';
 import type { Rollout } from '../../src/core/trace/types';
@@ -133,9 +134,20 @@ const advantage = timeMedian(() => {
   );
   return normalizeAdvantagesByRollout(batch, adv.advantages, byRollout, batch.nRows);
 });
-const weightOpts = { advEstimator: 'grpo', normAdvByStd: true, rolloutLevel: true };
-const weights = timeMedian(() => effectiveWeights(batch, { ...weightOpts, lossAggMode: 'per_rollout_mean' }));
-const allModes = timeMedian(() => allLossModes(batch, weightOpts));
+const trainer = timeMedian(() =>
+  computeTrainerView({
+    rollouts,
+    build: merged.value,
+    options: {
+      advEstimator: 'grpo',
+      normAdvByStdInGrpo: true,
+      enableRolloutLevelAdvantage: true,
+      policyLossMode: 'per_rollout_mean',
+      trajectoryMaxPromptLength: maxPrompt,
+      trajectoryMaxResponseLength: maxResponse,
+    },
+  }),
+);
 const parsed = timeMedian(() => parseTraceText(text));
 
 const rate = (ms: number) => tokens / (ms / 1000);
@@ -151,11 +163,10 @@ console.log(`\nstage${' '.repeat(47)}wall median      throughput    CPU median  
 row('parse (JSONL → rollouts)', parsed);
 row('trajectory merge', merged);
 row('rollout-level GRPO + per-rollout normalisation', advantage);
-row('effective weights (per_rollout_mean)', weights);
-row('all five loss modes, one pass', allModes);
+row('trainer view (every loss mode)', trainer);
 const aglPath = sum(merged, advantage);
 row('Agent Lightning path (merge + advantage)', aglPath);
-row('end to end (parse + merge + advantage + weights)', sum(parsed, aglPath, weights));
+row('end to end (parse + merge + trainer view)', sum(parsed, merged, trainer));
 console.log(
   `\nrows ${batch.nRows}, trainable tokens ${batch.mask.reduce((a, b) => a + b, 0)}, ` +
     `merge mismatches ${merged.value.counters.nMergeMismatchRows}`,

@@ -1,4 +1,6 @@
+import type { BuildResult } from '../../../src/core/aggregate/buildTrainingBatch';
 import type { ResponseRows, TrainingBatch } from '../../../src/core/batch/types';
+import type { Rollout } from '../../../src/core/trace/types';
 
 /** Rows from per-row masks (ragged). */
 export function rowsOf(masks: number[][]): ResponseRows {
@@ -48,5 +50,39 @@ export function batchOf(specs: RowSpec[]): TrainingBatch {
     tokenCall: new Int32Array(n),
     responseLogProbs: null,
     reward: Float32Array.from(specs.map((s) => s.reward)),
+  };
+}
+
+/** The rollouts behind a hand-built batch (one per rollout index, with the rows' reward). */
+export function rolloutsOf(b: TrainingBatch): Rollout[] {
+  const out: Rollout[] = [];
+  for (let i = 0; i < b.nRows; i++)
+    out[b.rowRollout[i]] = {
+      rolloutId: b.rolloutIds[i],
+      dataId: b.dataIds[i],
+      isTrain: true,
+      state: 'succeeded',
+      calls: [],
+      rewards: [],
+      finalReward: b.reward[i],
+      metadata: {},
+    };
+  return out;
+}
+
+/** The adapter's output for an already-built batch (what the page caches and hands to the trainer). */
+export function builtOf(b: TrainingBatch): BuildResult {
+  const n = b.offsets[b.nRows];
+  const scores = new Float32Array(n);
+  for (let i = 0; i < b.nRows; i++)
+    if (b.offsets[i + 1] > b.offsets[i]) scores[b.offsets[i + 1] - 1] = b.reward[i];
+  return {
+    batch: b,
+    rowHasLogProbs: new Uint8Array(b.nRows).fill(b.responseLogProbs ? 1 : 0),
+    tokenLevelScores: scores,
+    counters: {} as BuildResult['counters'],
+    metrics: {},
+    mergeFailures: [],
+    padTokenId: 0,
   };
 }

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { allLossModes, effectiveWeights } from '../../../src/core/algos/effectiveWeights';
 import { groupingFromIds, indexGroups } from '../../../src/core/algos/groups';
 import { bf16, type UpstreamError } from '../../../src/core/algos/numeric';
 import { getPolicyLoss } from '../../../src/core/algos/policyLoss';
@@ -7,7 +6,12 @@ import {
   computeRolloutLevelAdvantage,
   normalizeAdvantagesByRollout,
 } from '../../../src/core/algos/rolloutLevel';
-import { batchOf, outcomeRewards, rowsOf } from './helpers';
+import {
+  computeTrainerAdvantages,
+  computeTrainerView,
+  prepareTrainerBatch,
+} from '../../../src/core/pipeline/trainer';
+import { batchOf, builtOf, outcomeRewards, rolloutsOf, rowsOf } from './helpers';
 
 // rows: rollout A (2 rows, uid u), rollout B (1 row, uid u), rollout C (2 rows, uid v), interleaved
 const masks = [[1, 1], [1, 1, 1], [1, 0, 1], [1], [1, 1]];
@@ -84,8 +88,8 @@ describe('rollout-level advantages', () => {
   });
 });
 
-describe('effective weights with IS weights', () => {
-  const batch = batchOf(
+describe('trainer weights with IS weights', () => {
+  const base = batchOf(
     masks.map((m, i) => ({
       mask: m,
       reward: rewardOf[i],
@@ -93,40 +97,53 @@ describe('effective weights with IS weights', () => {
       dataId: uidOf[i],
     })),
   );
-  const n = batch.offsets[batch.nRows];
+  const n = base.offsets[base.nRows];
   const isw = new Float32Array(n).map((_, t) => 0.5 + (t % 3) * 0.25);
-  it('per_rollout_mean at rollout level: weights = −dp·w_IS·A/(T_rollout·N), equal to the loss gradient', () => {
+  // engine log-probs −log w with the trainer's old log-probs 0: token-level IS weights exp(0 − (−log w)) = w
+  const batch = { ...base, responseLogProbs: isw.map((w) => -Math.log(w)) };
+  it('per_rollout_mean at rollout level: weights = −w_IS·A/(T_rollout·N), equal to the loss gradient', () => {
     const opts = {
       advEstimator: 'grpo',
-      normAdvByStd: false,
-      rolloutLevel: true,
-      dpSize: 2,
-      batchNumTokens: 22,
-      globalBatchSize: 10,
-      rolloutIsWeights: isw,
+      normAdvByStdInGrpo: false,
+      enableRolloutLevelAdvantage: true,
+      rewardDtype: 'float32' as const,
+      rolloutIs: 'token' as const,
+      rolloutIsThreshold: 2,
     };
-    const ew = effectiveWeights(batch, { ...opts, lossAggMode: 'per_rollout_mean' });
-    const all = allLossModes(batch, opts);
+    const rollouts = rolloutsOf(batch);
+    const input = { rollouts, build: builtOf(batch), oldLogProbs: new Float32Array(n) };
+    const view = computeTrainerView({ ...input, options: { ...opts, lossMode: 'per_rollout_mean' } });
+    const other = computeTrainerView({ ...input, options: { ...opts, lossMode: 'token-mean' } });
+    const w = view.rolloutIsWeights as Float32Array;
+    for (let t = 0; t < n; t++) expect(w[t]).toBeCloseTo(batch.mask[t] ? isw[t] : 0, 6);
     const adv = normalizeAdvantagesByRollout(
       batch,
-      ew.advantages,
+      view.advantages,
       groupingFromIds(batch.rowRollout),
       batch.nRows,
     );
     const old = new Float32Array(n);
     const loss = (lp: Float32Array) =>
       getPolicyLoss('per_rollout_mean').compute(
-        { rows: batch, oldLogProb: old, logProb: lp, advantages: adv, rolloutIsWeights: isw },
-        { dpSize: 2 },
+        { rows: batch, oldLogProb: old, logProb: lp, advantages: adv, rolloutIsWeights: w },
+        { dpSize: 1 },
       ).pgLoss;
+    const fromOther = other.modes.find((m) => m.name === 'per_rollout_mean')?.weights as Float32Array;
     for (let t = 0; t < n; t++) {
       const a = new Float32Array(n);
       const b = new Float32Array(n);
       a[t] = 1e-2;
       b[t] = -1e-2;
-      expect(ew.weights[t]).toBeCloseTo((loss(a) - loss(b)) / 2e-2, 3);
-      expect(all.modes.per_rollout_mean.weights[t]).toBeCloseTo(ew.weights[t], 7);
+      expect(view.selected.weights[t]).toBeCloseTo((loss(a) - loss(b)) / 2e-2, 3);
+      expect(fromOther[t]).toBeCloseTo(view.selected.weights[t], 7);
     }
-    expect(Array.from(ew.rowAdvantage ?? [])).toEqual([0.5, -0.5, 0.5, 0.5, 0.5]);
+    // the rollout-level advantage of each row, in the adapter's order
+    const tb = prepareTrainerBatch(rollouts, builtOf(batch), view.options);
+    const perRow = computeTrainerAdvantages(tb, { oldLogProbs: old }).rowAdvantage as Float64Array;
+    const byAdapterRow = new Array<number>(batch.nRows);
+    tb.sourceRow.forEach((r, i) => {
+      byAdapterRow[r] = perRow[i];
+    });
+    expect(byAdapterRow).toEqual([0.5, -0.5, 0.5, 0.5, 0.5]);
   });
 });
