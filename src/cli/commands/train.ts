@@ -9,9 +9,6 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createPolicyEngine } from '../../engine/policy';
-import { serveChannel } from '../../harness/http';
-import { WorkerPool } from '../../harness/pool';
 import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
 import {
   applyDotlist,
@@ -26,9 +23,8 @@ import {
   TrainConfigError,
 } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
-import { createLocalRun } from '../../train/local';
-import { initialWeights } from '../../train/models';
-import { resolveRolloutChoice, rolloutChoiceLabel } from '../../train/rolloutEngines';
+import { type LaunchedRun, launchRun, RunLaunchError, type RunPlatform } from '../../train/launch';
+import { rolloutChoiceLabel } from '../../train/rolloutEngines';
 import { nodeRolloutEnv } from '../../train/rolloutEnvNode';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
@@ -150,6 +146,25 @@ function progressLine(e: Extract<TrainEvent, { type: 'step' }>, total: number): 
   );
 }
 
+/** Node's part of a run: the policy tokenizer, public/ on disk, Dawn's WebGPU, worker_threads. */
+function nodeRunPlatform(cfg: TrainConfig): RunPlatform {
+  return {
+    name: 'node',
+    tokenizer: loadTokenizer('policy'),
+    readShipped: async (p) => {
+      const full = isAbsolute(p) || existsSync(p) ? p : join(PUBLIC, p);
+      if (!existsSync(full))
+        throw new UsageError(
+          `initial weights ${p} not found${cfg.actor_rollout_ref.model.path === 'sft' ? ' (regenerate the shipped SFT checkpoints with bash tests/tools/make-checkpoints.sh, or use --model init)' : ''}`,
+        );
+      return new Uint8Array(await readFile(full));
+    },
+    gpu: () => nodeGpuContext().catch((e: Error) => ({ available: false as const, reason: e.message })),
+    spawnHarnessWorker: () => spawnNodeHarnessWorker(),
+    rolloutEnv: nodeRolloutEnv(),
+  };
+}
+
 export const command: Command = {
   summary: 'RL training of the policy on a harness (rollouts in worker threads, in-process proxy, verl keys)',
   usage,
@@ -194,86 +209,51 @@ export const command: Command = {
       }
     } else base = resolveTrainConfig({});
     const cfg = configFromArgs(base, flags, positionals);
-    // a rollout engine this platform lacks (onnxruntime-web's webgpu EP in Node) is a usage error here
-    const { problem } = resolveRolloutChoice(cfg, 'node');
-    if (problem)
-      throw new UsageError(
-        `--${fieldByPath(problem.path)?.flag ?? problem.path}: ${problem.path} ${problem.message}`,
-      );
     if (cfg.lab.backend !== 'cpu') {
       const child = reexecWithSwiftShader();
       if (child !== null) return child;
     }
     const out = resolve(String(flags.out ?? join('runs', `${cfg.lab.harness}-${cfg.lab.seed}`)));
-    const tokenizer = loadTokenizer('policy');
-    const load = async (p: string) => {
-      const full = isAbsolute(p) || existsSync(p) ? p : join(PUBLIC, p);
-      if (!existsSync(full))
-        throw new UsageError(
-          `initial weights ${p} not found${cfg.actor_rollout_ref.model.path === 'sft' ? ' (regenerate the shipped SFT checkpoints with bash tests/tools/make-checkpoints.sh, or use --model init)' : ''}`,
-        );
-      return new Uint8Array(await readFile(full));
-    };
-    let config = resume?.policyConfig;
-    let params = resume?.params;
-    let source = resume ? `resume step ${resume.state.step}` : '';
-    if (!resume) {
-      const w = await initialWeights(cfg, tokenizer.vocabSize, load);
-      config = w.config;
-      params = w.params;
-      source = w.source;
-    }
-    const gpu = cfg.lab.backend === 'cpu' ? undefined : await nodeGpuContext().catch((e: Error) => e);
-    if (gpu instanceof Error && cfg.lab.backend === 'webgpu') {
-      console.error(`lab train: --backend webgpu: ${gpu.message}`);
-      return 1;
-    }
-    const { engine: policy } = await createPolicyEngine({
-      backend: cfg.lab.backend === 'cpu' || gpu instanceof Error ? 'cpu' : 'webgpu',
-      context: gpu instanceof Error ? undefined : gpu,
-      config,
-      params,
-    });
-    if (resume) await policy.setOptimizerState(resume.optimizer);
-    let reference = null;
-    if (cfg.actor_rollout_ref.actor.use_kl_loss) {
-      const w = await initialWeights(cfg, tokenizer.vocabSize, load);
-      reference = (await createPolicyEngine({ backend: 'cpu', config: w.config, params: w.params })).engine;
-    }
     const quiet = Boolean(flags.quiet);
     const total = cfg.trainer.total_training_steps;
-    const local = createLocalRun({
-      config: cfg,
-      policy,
-      reference,
-      tokenizer,
-      storage: dirStorage(out),
-      rolloutEnv: nodeRolloutEnv(),
-      resumeState: resume?.state,
-      consoleLog: Boolean(flags.console),
-      makeRunner: (handler) =>
-        new WorkerPool({
-          size: cfg.lab.workers,
-          spawn: () => spawnNodeHarnessWorker(),
-          connect: (port) => serveChannel(port, handler),
-          timeoutMs: cfg.lab.rollout_timeout_ms,
-        }),
-      onEvent: (e) => {
-        if (quiet) return;
-        if (e.type === 'step') console.log(progressLine(e, total));
-        else if (e.type === 'val')
-          console.log(
-            `val step ${e.step}: reward ${fmt(e.metrics['val/reward'])}, pass@${cfg.lab.pass_k} ${fmt(e.metrics[`val/pass@${cfg.lab.pass_k}`])}`,
-          );
-        else if (e.type === 'log') console.log(e.message);
-        else if (e.type === 'checkpoint') console.log(`checkpoint ${join(out, e.path)}`);
-      },
-    });
+    let launched: LaunchedRun;
+    try {
+      launched = await launchRun({
+        config: cfg,
+        resume,
+        platform: nodeRunPlatform(cfg),
+        storage: dirStorage(out),
+        consoleLog: Boolean(flags.console),
+        onEvent: (e) => {
+          if (quiet) return;
+          if (e.type === 'step') console.log(progressLine(e, total));
+          else if (e.type === 'val')
+            console.log(
+              `val step ${e.step}: reward ${fmt(e.metrics['val/reward'])}, pass@${cfg.lab.pass_k} ${fmt(e.metrics[`val/pass@${cfg.lab.pass_k}`])}`,
+            );
+          else if (e.type === 'log') console.log(e.message);
+          else if (e.type === 'checkpoint') console.log(`checkpoint ${join(out, e.path)}`);
+        },
+      });
+    } catch (e) {
+      // what the config asks for and this machine cannot give names the flag of its key
+      if (e instanceof RunLaunchError) {
+        const flag = fieldByPath(e.path)?.flag;
+        if (e.path === 'lab.backend') {
+          console.error(`lab train: --${flag} ${e.detail}`);
+          return 1;
+        }
+        throw new UsageError(`--${flag ?? e.path}: ${e.message}`);
+      }
+      throw e;
+    }
+    const local = launched.local;
+    if (launched.note) console.error(`lab train: ${launched.note}`);
     const stop = () => local.run.stop();
     process.once('SIGINT', stop);
     if (!quiet)
       console.log(
-        `train: ${cfg.lab.harness}, ${policy.backend} backend, rollouts ${rolloutChoiceLabel(cfg, 'node')}, weights ${source}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
+        `train: ${cfg.lab.harness}, ${launched.backend} backend, rollouts ${rolloutChoiceLabel(cfg, 'node')}, weights ${launched.weights}, ${cfg.agentlightning.async_rollout.enabled ? 'async' : 'sync'}, ${total} step${total === 1 ? '' : 's'} → ${out}`,
       );
     try {
       const summary = await local.run.run();
@@ -283,8 +263,7 @@ export const command: Command = {
         );
     } finally {
       process.off('SIGINT', stop);
-      local.close();
-      policy.dispose();
+      launched.close();
     }
     return 0;
   },

@@ -10,16 +10,13 @@
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { parseJsonlTrace } from '../../core/trace/io';
 import { formatIssue } from '../../core/trace/types';
-import { createGpuContext, type GpuContext } from '../../engine/gpu/device';
-import { CpuPolicy, GpuPolicy, type PolicyEngine } from '../../engine/policy';
+import { createGpuContext } from '../../engine/gpu/device';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
-import { serveChannel } from '../../harness/http';
-import { WorkerPool } from '../../harness/pool';
 import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
-import { createLocalRun, type LocalRun } from '../../train/local';
-import { initialWeights } from '../../train/models';
+import { launchRun } from '../../train/launch';
+import type { LocalRun } from '../../train/local';
 import { presetStepMetrics } from '../../train/presetMetrics';
 import type { TrainStorage } from '../../train/storage';
 import { fileLoggerLine } from '../../train/verlLog';
@@ -108,56 +105,6 @@ async function loadCheckpoint(storage: TrainStorage): Promise<TrainCheckpoint> {
   return decodeTrainCheckpoint(bytes, path);
 }
 
-interface Engine {
-  policy: PolicyEngine;
-  backend: 'webgpu' | 'cpu';
-  note: string | null;
-  ctx: GpuContext | null;
-}
-
-/**
- * 'cpu': the CPU engine. 'webgpu': WebGPU, or (resuming) the CPU engine when the device cannot be had again,
- * saying so. 'auto': WebGPU on a hardware adapter; a software fallback adapter (SwiftShader) is slower than the
- * CPU engine, so 'auto' takes the CPU there and says why.
- */
-async function engineFor(
-  cfg: TrainConfig,
-  weights: { config: TrainCheckpoint['policyConfig']; params: Float32Array },
-  resuming: boolean,
-): Promise<Engine> {
-  const cpu = (note: string | null): Engine => ({
-    policy: new CpuPolicy(weights.config, {}, weights.params),
-    backend: 'cpu',
-    note,
-    ctx: null,
-  });
-  const asked = cfg.lab.backend;
-  if (asked === 'cpu') return cpu(null);
-  const got = await createGpuContext().catch(
-    (e: unknown) => ({ available: false as const, reason: `requestDevice() failed: ${message(e)}` }) as const,
-  );
-  if (!('device' in got)) {
-    if (asked === 'webgpu' && !resuming) throw new Error(`lab.backend webgpu: ${got.reason}`);
-    return cpu(
-      asked === 'webgpu'
-        ? `the WebGPU device could not be had again (${got.reason}): resumed on the CPU engine`
-        : `WebGPU unavailable (${got.reason}): on the CPU engine`,
-    );
-  }
-  if (asked === 'auto' && got.status.isFallbackAdapter) {
-    got.destroy();
-    return cpu(
-      `lab.backend auto: the WebGPU adapter (${got.status.vendor} / ${got.status.architecture}) is a software fallback, slower than the CPU engine; on the CPU engine (lab.backend webgpu uses it anyway)`,
-    );
-  }
-  return {
-    policy: GpuPolicy.create(got, weights.config, {}, weights.params),
-    backend: 'webgpu',
-    note: null,
-    ctx: got,
-  };
-}
-
 /**
  * Keeps each step's timeline events (everything but progress) and writes them to events/step_NNNNNN.jsonl when
  * the step ends; a step's late events (a phase that closes after its report) rewrite its file.
@@ -244,67 +191,43 @@ function presetMetricsWriter(storage: TrainStorage, cfg: TrainConfig, tokenizer:
 async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void> {
   const storage = runStorage(m.runId);
   const tokenizer = await loadPolicyTokenizer();
-  let resume: TrainCheckpoint | null = null;
-  if (m.resume) {
-    resume = await loadCheckpoint(storage);
-  }
+  const resume = m.resume ? await loadCheckpoint(storage) : null;
   const cfg = resume ? resume.config : m.config;
-  const w = resume
-    ? {
-        config: resume.policyConfig,
-        params: resume.params,
-        source: `checkpoint of step ${resume.state.step}`,
-      }
-    : await initialWeights(cfg, tokenizer.vocabSize, served);
-  const eng = await engineFor(cfg, w, resume !== null);
-  if (resume) await eng.policy.setOptimizerState(resume.optimizer);
-  let reference: PolicyEngine | null = null;
-  if (cfg.actor_rollout_ref.actor.use_kl_loss) {
-    const r = await initialWeights(cfg, tokenizer.vocabSize, served);
-    reference = new CpuPolicy(r.config, {}, r.params);
-  }
-  // what was written after the checkpoint goes only once everything the run needs could be had
-  if (resume) await rollBackTo(m.runId, storage, resume.state.step);
   const timeline = timelineWriter(storage);
   const presetMetrics = m.preset ? presetMetricsWriter(storage, cfg, tokenizer) : null;
-  local = createLocalRun({
+  const launched = await launchRun({
     config: cfg,
-    policy: eng.policy,
-    reference,
-    tokenizer,
+    resume,
+    platform: {
+      name: 'page',
+      tokenizer,
+      readShipped: served,
+      gpu: () => createGpuContext(),
+      spawnHarnessWorker: spawnBrowserHarnessWorker,
+      workerStartTimeoutMs: 60_000,
+    },
     storage,
-    resumeState: resume?.state,
-    makeRunner: (handler) =>
-      new WorkerPool({
-        size: cfg.lab.workers,
-        spawn: spawnBrowserHarnessWorker,
-        connect: (port) => serveChannel(port, handler),
-        timeoutMs: cfg.lab.rollout_timeout_ms,
-        startTimeoutMs: 60_000,
-      }),
+    // what was written after the checkpoint goes only once everything the run needs could be had
+    beforeLoop: resume ? () => rollBackTo(m.runId, storage, resume.state.step) : undefined,
     onEvent: (e) => {
       timeline.add(e);
       post({ type: 'event', event: e });
       if (e.type === 'trace') presetMetrics?.add(e.step, e.path);
     },
   });
+  local = launched.local;
   const run = local;
-  cleanup = () => {
-    run.close();
-    eng.policy.dispose();
-    reference?.dispose();
-    eng.ctx?.destroy();
-  };
-  eng.ctx?.device.lost.then((info) => {
+  cleanup = () => launched.close();
+  launched.gpu?.device.lost.then((info) => {
     if (!ending)
       post({ type: 'device_lost', message: info.message || `WebGPU device lost (${info.reason})` });
   });
   post({
     type: 'ready',
-    backend: eng.backend,
-    note: eng.note,
-    weights: w.source,
-    resumedFromStep: resume ? resume.state.step : null,
+    backend: launched.backend,
+    note: launched.note,
+    weights: launched.weights,
+    resumedFromStep: launched.resumedFromStep,
   });
   let reason: 'done' | 'stopped' | 'error' = 'done';
   let error: string | null = null;
