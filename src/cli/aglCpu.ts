@@ -15,7 +15,7 @@ import type { ParamValues } from '../server/protocol/params';
 import { AGL_CPU_CONTEXT, type Catalogue } from '../server/protocol/templates';
 import { resolveTrainConfig, type TrainConfig } from '../train/config';
 
-export const HARNESS_CATALOGUE: Catalogue = { harnesses: Object.keys(HARNESSES), behaviours: BEHAVIOURS };
+export const HARNESS_CATALOGUE: Catalogue = { harnesses: HARNESSES.names(), behaviours: BEHAVIOURS };
 
 /** The policy of an agl-cpu run: the default shape sized for the tokenizer, context 256, seeded. */
 export function aglCpuPolicyConfig(tok: ChatTokenizer, seed: number): PolicyConfig {

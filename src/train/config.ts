@@ -192,10 +192,10 @@ export interface ConfigField {
 
 /** Choices whose registries live above core. */
 const EXTERNAL_CHOICES: Record<ExternalChoices, () => readonly string[]> = {
-  harness: () => Object.keys(HARNESSES),
+  harness: () => HARNESSES.names(),
   behaviour: () => BEHAVIOURS,
   'model-preset': () => Object.keys(MODEL_PRESETS),
-  'rollout-engine': () => Object.keys(ROLLOUT_ENGINES),
+  'rollout-engine': () => ROLLOUT_ENGINES.names(),
   'rollout-device': () => ROLLOUT_DEVICES,
   'weight-precision': () => WEIGHT_PRECISIONS,
 };

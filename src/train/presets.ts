@@ -9,6 +9,8 @@
  * → the variant's patch → steps and seed. The variant comes after the caller so an override can never erase
  * the difference the preset is about.
  */
+
+import { createRegistry, UnknownNameError } from '../core/registry';
 import {
   cloneConfig,
   resolveTrainConfig,
@@ -44,28 +46,28 @@ export interface TrainPreset {
   robustness: string;
 }
 
-const registry = new Map<string, TrainPreset>();
+const registry = createRegistry<TrainPreset>('preset');
 
 export function registerPreset(p: TrainPreset): void {
-  if (registry.has(p.slug)) throw new Error(`preset ${p.slug} is registered twice`);
+  if (registry.has(p.slug)) throw new Error(`preset '${p.slug}' is already registered`);
   if (p.variants.length < 2) throw new Error(`preset ${p.slug} needs at least two variants`);
   const names = new Set(p.variants.map((v) => v.name));
   if (names.size !== p.variants.length) throw new Error(`preset ${p.slug} has duplicate variant names`);
-  registry.set(p.slug, p);
+  registry.register(p.slug, p);
 }
 
 export function listPresets(): TrainPreset[] {
-  return [...registry.values()];
+  return registry.list();
 }
 
-export class UnknownPresetError extends Error {
+export class UnknownPresetError extends UnknownNameError {
   constructor(readonly preset: string) {
-    super(`unknown preset '${preset}' (valid: ${[...registry.keys()].join(', ')})`);
+    super('preset', preset, registry.names());
   }
 }
 
 export function getPreset(slug: string): TrainPreset {
-  const p = registry.get(slug);
+  const p = registry.find(slug);
   if (!p) throw new UnknownPresetError(slug);
   return p;
 }

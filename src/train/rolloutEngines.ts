@@ -17,6 +17,8 @@
  * onnxruntime-web entry, where the tokenizer files come from, transformers.js's wasm) is a `RolloutEngineEnv`
  * (rolloutEnvNode.ts, rolloutEnvPage.ts), chosen by platform unless one is given.
  */
+
+import { createRegistry } from '../core/registry';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import type { HfTokenizerFiles } from '../engine/onnx/hfFolder';
@@ -75,50 +77,50 @@ export interface RolloutEngineSpec {
   create(ctx: BuildContext): Promise<RolloutEngine>;
 }
 
-const spec = (s: RolloutEngineSpec): RolloutEngineSpec => s;
+/** The rollout engines by `actor_rollout_ref.rollout.name`. */
+export const ROLLOUT_ENGINES = createRegistry<RolloutEngineSpec>('rollout engine');
+const spec = (s: RolloutEngineSpec) => ROLLOUT_ENGINES.register(s.name, s);
 
-export const ROLLOUT_ENGINES: Readonly<Record<string, RolloutEngineSpec>> = {
-  policy: spec({
-    name: 'policy',
-    help: "the project's engine (WebGPU or CPU): the trainer's own instance, colocated",
-    devices: { node: ['trainer'], page: ['trainer'] },
-    precisions: ['f32'],
-    colocated: true,
-    create: async (c) => new ColocatedRolloutEngine(c.policy, c.tokenizer, { seed: c.seed }),
-  }),
-  'onnxruntime-web': spec({
-    name: 'onnxruntime-web',
-    help: 'onnxruntime-web over the exported ONNX causal LM (wasm EP; webgpu EP in the page)',
-    devices: { node: ['wasm'], page: ['wasm', 'webgpu'] },
-    precisions: WEIGHT_PRECISIONS,
-    colocated: false,
-    create: async (c) => {
-      const ep = c.device as OrtEp;
-      const ort = await c.env.ort(ep);
-      const lm = await OrtCausalLm.create(
-        { ort, ep, config: c.policy.config, precision: c.precision },
-        await c.policy.getParams(),
-      );
-      return new SamplerRolloutEngine('onnxruntime-web', lm, c.tokenizer, { seed: c.seed });
-    },
-  }),
-  'transformers.js': spec({
-    name: 'transformers.js',
-    help: "transformers.js's generate() over the exported folder (onnxruntime-node CPU; wasm / webgpu in the page)",
-    devices: { node: ['cpu'], page: ['wasm', 'webgpu'] },
-    precisions: WEIGHT_PRECISIONS,
-    colocated: false,
-    create: async (c) => {
-      await c.env.transformers?.();
-      const tokenizer = await c.env.tokenizerFiles();
-      const lm = await TransformersCausalLm.fromPolicy(await c.policy.getParams(), {
-        device: c.device as TransformersDevice,
-        policy: { config: c.policy.config, tokenizer, precision: c.precision },
-      });
-      return new SamplerRolloutEngine('transformers.js', lm, c.tokenizer, { seed: c.seed });
-    },
-  }),
-};
+spec({
+  name: 'policy',
+  help: "the project's engine (WebGPU or CPU): the trainer's own instance, colocated",
+  devices: { node: ['trainer'], page: ['trainer'] },
+  precisions: ['f32'],
+  colocated: true,
+  create: async (c) => new ColocatedRolloutEngine(c.policy, c.tokenizer, { seed: c.seed }),
+});
+spec({
+  name: 'onnxruntime-web',
+  help: 'onnxruntime-web over the exported ONNX causal LM (wasm EP; webgpu EP in the page)',
+  devices: { node: ['wasm'], page: ['wasm', 'webgpu'] },
+  precisions: WEIGHT_PRECISIONS,
+  colocated: false,
+  create: async (c) => {
+    const ep = c.device as OrtEp;
+    const ort = await c.env.ort(ep);
+    const lm = await OrtCausalLm.create(
+      { ort, ep, config: c.policy.config, precision: c.precision },
+      await c.policy.getParams(),
+    );
+    return new SamplerRolloutEngine('onnxruntime-web', lm, c.tokenizer, { seed: c.seed });
+  },
+});
+spec({
+  name: 'transformers.js',
+  help: "transformers.js's generate() over the exported folder (onnxruntime-node CPU; wasm / webgpu in the page)",
+  devices: { node: ['cpu'], page: ['wasm', 'webgpu'] },
+  precisions: WEIGHT_PRECISIONS,
+  colocated: false,
+  create: async (c) => {
+    await c.env.transformers?.();
+    const tokenizer = await c.env.tokenizerFiles();
+    const lm = await TransformersCausalLm.fromPolicy(await c.policy.getParams(), {
+      device: c.device as TransformersDevice,
+      policy: { config: c.policy.config, tokenizer, precision: c.precision },
+    });
+    return new SamplerRolloutEngine('transformers.js', lm, c.tokenizer, { seed: c.seed });
+  },
+});
 
 /** The three fields a rollout engine is chosen by (a TrainConfig has them). */
 export interface RolloutFields {
@@ -143,12 +145,12 @@ export function resolveRolloutChoice(
   platform?: RolloutPlatform,
 ): { choice: RolloutChoice | null; problem: RolloutProblem | null } {
   const name = c.actor_rollout_ref.rollout.name;
-  const s = ROLLOUT_ENGINES[name];
+  const s = ROLLOUT_ENGINES.find(name);
   const fail = (path: string, message: string) => ({ choice: null, problem: { path, message } });
   if (!s)
     return fail(
       'actor_rollout_ref.rollout.name',
-      `must be one of ${Object.keys(ROLLOUT_ENGINES).join(', ')}, got '${name}'`,
+      `must be one of ${ROLLOUT_ENGINES.names().join(', ')}, got '${name}'`,
     );
   const precision = c.lab.rollout_precision as WeightPrecision;
   if (!s.precisions.includes(precision))
@@ -227,14 +229,14 @@ export interface RolloutEngineOptions {
  */
 export function rolloutChoiceLabel(c: RolloutFields, platform?: RolloutPlatform): string {
   const name = c.actor_rollout_ref.rollout.name;
-  if (ROLLOUT_ENGINES[name]?.colocated) return `${name} (colocated)`;
+  if (ROLLOUT_ENGINES.find(name)?.colocated) return `${name} (colocated)`;
   const device = (platform && resolveRolloutChoice(c, platform).choice?.device) || c.lab.rollout_device;
   return `${name} ${device} ${c.lab.rollout_precision}`;
 }
 
 /** Builds the chosen engine (an ONNX session, a folder load) once it is known the platform has it. */
 export async function createRolloutEngine(o: RolloutEngineOptions): Promise<RolloutEngine> {
-  const spec = ROLLOUT_ENGINES[o.config.actor_rollout_ref.rollout.name];
+  const spec = ROLLOUT_ENGINES.find(o.config.actor_rollout_ref.rollout.name);
   const env = spec?.colocated
     ? null
     : typeof o.env === 'function'
@@ -242,7 +244,7 @@ export async function createRolloutEngine(o: RolloutEngineOptions): Promise<Roll
       : (o.env ?? (await defaultRolloutEnv()));
   const { choice, problem } = resolveRolloutChoice(o.config, env?.platform ?? currentPlatform());
   if (problem || !choice) throw new RolloutEngineError(problem?.path ?? '', problem?.message ?? '');
-  const s = ROLLOUT_ENGINES[choice.name];
+  const s = ROLLOUT_ENGINES.get(choice.name);
   try {
     return await s.create({
       policy: o.policy,
@@ -267,7 +269,7 @@ export async function createRolloutEngine(o: RolloutEngineOptions): Promise<Roll
  */
 export function rolloutEngineFor(o: RolloutEngineOptions): RolloutEngine {
   const c = o.config;
-  if (ROLLOUT_ENGINES[c.actor_rollout_ref.rollout.name]?.colocated) {
+  if (ROLLOUT_ENGINES.find(c.actor_rollout_ref.rollout.name)?.colocated) {
     const { problem } = resolveRolloutChoice(c);
     if (problem) throw new RolloutEngineError(problem.path, problem.message);
     return new ColocatedRolloutEngine(o.policy, o.tokenizer, { seed: c.lab.seed });

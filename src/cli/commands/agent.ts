@@ -20,7 +20,7 @@ const MAX_INDEX = 1_000_000;
 
 export const command: Command = {
   summary: 'run one harness task against AGL_OPENAI_BASE_URL and post its reward to AGL_EVENT_URL',
-  usage: `AGL_OPENAI_BASE_URL=… [AGL_EVENT_URL=…] [AGL_KEY=…] lab agent --harness ${Object.keys(HARNESSES).join('|')}
+  usage: `AGL_OPENAI_BASE_URL=… [AGL_EVENT_URL=…] [AGL_KEY=…] lab agent --harness ${HARNESSES.names().join('|')}
     [--split train|val] [--seed S=0] [--index I=0] [--behaviour NAME[,NAME]]... [--max-turns T]
     [--timeout-ms MS=${DEFAULT_REQUEST_TIMEOUT_MS}] [--max-retry-wait-ms MS=${DEFAULT_MAX_RETRY_WAIT_MS}]
   --timeout-ms: per request (a chat completion or the reward post); no answer in time is an error.
@@ -42,7 +42,7 @@ export const command: Command = {
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const name = flags.harness as string | undefined;
     if (!name || !isHarnessName(name))
-      throw new UsageError(`--harness must be one of ${Object.keys(HARNESSES).join(', ')}`);
+      throw new UsageError(`--harness must be one of ${HARNESSES.names().join(', ')}`);
     const split = (flags.split as string | undefined) ?? 'train';
     if (split !== 'train' && split !== 'val')
       throw new UsageError(`--split must be train or val, got '${split}'`);

@@ -32,7 +32,7 @@ const MAX_GROUP = 1024;
 const MAX_ROLLOUTS = 1_000_000;
 const MAX_WORKERS = 64;
 
-const usage = `lab rollout --harness ${Object.keys(HARNESSES).join('|')} --engine scripted|random|policy|URL --out FILE
+const usage = `lab rollout --harness ${HARNESSES.names().join('|')} --engine scripted|random|policy|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
     [--timeout-ms MS=60000] [--max-retry-wait-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
@@ -109,7 +109,7 @@ export const command: Command = {
     const harness = flags.harness as string | undefined;
     if (!harness) throw new UsageError('--harness is required');
     if (!isHarnessName(harness))
-      throw new UsageError(`--harness must be one of ${Object.keys(HARNESSES).join(', ')}, got '${harness}'`);
+      throw new UsageError(`--harness must be one of ${HARNESSES.names().join(', ')}, got '${harness}'`);
     const engineSpec = flags.engine as string | undefined;
     if (!engineSpec) throw new UsageError('--engine is required');
     if (!['scripted', 'random', 'policy'].includes(engineSpec) && !/^https?:\/\//.test(engineSpec))

@@ -15,7 +15,7 @@ import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { loadTokenizer } from '../tokenizers';
 
-const usage = `lab sft --harness ${Object.keys(HARNESSES).join('|')} --out FILE.safetensors
+const usage = `lab sft --harness ${HARNESSES.names().join('|')} --out FILE.safetensors
     [--seed S=1] [--tasks N=256] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
     [--model-preset ${Object.keys(MODEL_PRESETS).join('|')}=tiny] [--context T=1024] [--every N=20]
   supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.`;
@@ -48,7 +48,7 @@ export const command: Command = {
     const harness = flags.harness as string | undefined;
     if (!harness || !isHarnessName(harness))
       throw new UsageError(
-        `--harness must be one of ${Object.keys(HARNESSES).join(', ')}, got ${harness ?? 'nothing'}`,
+        `--harness must be one of ${HARNESSES.names().join(', ')}, got ${harness ?? 'nothing'}`,
       );
     const out = flags.out as string | undefined;
     if (!out) throw new UsageError('--out is required');

@@ -13,6 +13,7 @@
  * double and are rounded once at the end (within float32 tolerance).
  */
 import type { ResponseRows } from '../batch/types';
+import { createRegistry } from '../registry';
 import { type Grouping, groupMembers } from './groups';
 import { type FloatDType, rounder, UpstreamError } from './numeric';
 
@@ -94,10 +95,9 @@ type EstimatorSpec = Omit<AdvEstimator, 'name' | 'compute' | 'requires'> & {
   requires?: EstimatorInput[];
 };
 
-const registry = new Map<string, AdvEstimator>();
+const registry = createRegistry<AdvEstimator>('advantage estimator');
 
 export function registerAdvEstimator(name: string, est: EstimatorSpec): void {
-  if (registry.has(name)) throw new Error(`advantage estimator '${name}' is already registered`);
   const rowScalars = est.rowScalars;
   let compute = est.compute;
   if (!compute) {
@@ -109,7 +109,7 @@ export function registerAdvEstimator(name: string, est: EstimatorSpec): void {
       return same(broadcastRows(rows, adv), dtype);
     };
   }
-  registry.set(name, { ...est, requires: est.requires ?? [], name, compute });
+  registry.register(name, { ...est, requires: est.requires ?? [], name, compute });
 }
 
 function maskCounts(rows: ResponseRows): Int32Array {
@@ -123,14 +123,11 @@ function maskCounts(rows: ResponseRows): Int32Array {
 }
 
 export function getAdvEstimator(name: string): AdvEstimator {
-  const est = registry.get(name);
-  if (!est)
-    throw new Error(`unknown advantage estimator '${name}'; known: ${[...registry.keys()].join(', ')}`);
-  return est;
+  return registry.get(name);
 }
 
 export function listAdvEstimators(): AdvEstimator[] {
-  return [...registry.values()];
+  return registry.list();
 }
 
 /** Why an estimator cannot run on a recorded trace (an input it needs that traces do not hold), or null. */

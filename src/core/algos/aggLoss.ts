@@ -15,6 +15,7 @@
  * before 0.8.0 divided the plain masked sum by T in seq-mean-token-sum-norm; 0.8.0 divides the seq-mean.)
  */
 import type { ResponseRows } from '../batch/types';
+import { createRegistry } from '../registry';
 import { countRange, maskWords } from './maskOps';
 import { UpstreamError } from './numeric';
 
@@ -96,9 +97,12 @@ function seqCoefficients(
   return out;
 }
 
-const modes = new Map<LossAggMode, AggMode>();
+// verl raises its own message for an unknown mode
+const modes = createRegistry<AggMode>('loss aggregation mode', {
+  unknown: (name, valid) => `Invalid loss_agg_mode: ${name} (known: ${valid.join(', ')})`,
+});
 function registerAggMode(m: AggMode) {
-  modes.set(m.name, m);
+  modes.register(m.name, m);
 }
 
 const AGG_SOURCE = 'verl 0.8.0 core_algos.agg_loss';
@@ -148,13 +152,11 @@ registerAggMode({
 });
 
 export function listAggModes(): AggMode[] {
-  return [...modes.values()];
+  return modes.list();
 }
 
 export function getAggMode(name: string): AggMode {
-  const m = modes.get(name as LossAggMode);
-  if (!m) throw new Error(`Invalid loss_agg_mode: ${name} (known: ${LOSS_AGG_MODES.join(', ')})`);
-  return m;
+  return modes.get(name);
 }
 
 /** verl `agg_loss(loss_mat, loss_mask, loss_agg_mode, …)`: the scalar loss. */

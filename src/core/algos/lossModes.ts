@@ -13,6 +13,7 @@
  * `lab analyze`, the trainer view and `aggLoss` iterate this registry; a new mode is one registration.
  */
 import type { ResponseRows } from '../batch/types';
+import { createRegistry } from '../registry';
 import { type AggOptions, getAggMode, listAggModes } from './aggLoss';
 import type { Grouping } from './groups';
 import type { FloatDType } from './numeric';
@@ -52,21 +53,18 @@ export interface LossMode {
   rowCoefficients: (ctx: LossContext) => Float64Array;
 }
 
-const modes = new Map<string, LossMode>();
+const modes = createRegistry<LossMode>('loss mode');
 
 export function registerLossMode(m: LossMode): void {
-  if (modes.has(m.name)) throw new Error(`loss mode '${m.name}' is already registered`);
-  modes.set(m.name, m);
+  modes.register(m.name, m);
 }
 
 export function listLossModes(): LossMode[] {
-  return [...modes.values()];
+  return modes.list();
 }
 
 export function getLossMode(name: string): LossMode {
-  const m = modes.get(name);
-  if (!m) throw new Error(`unknown loss mode '${name}' (known: ${[...modes.keys()].join(', ')})`);
-  return m;
+  return modes.get(name);
 }
 
 for (const agg of listAggModes())

@@ -12,6 +12,7 @@
  * log-ratio), pg_clipfrac_lower = masked_mean(1[max(ℓ1,ℓ2) > −A·c]·1[A<0]); all unweighted by w_IS.
  */
 import type { ResponseRows } from '../batch/types';
+import { createRegistry } from '../registry';
 import { type AggOptions, aggLoss, rowTokenCounts } from './aggLoss';
 import { getLossMode } from './lossModes';
 import { bf16, type FloatDType, UpstreamError } from './numeric';
@@ -134,21 +135,21 @@ export interface PolicyLossMode {
   compute: (input: PolicyLossInput, opts: PolicyLossOptions) => PolicyLossResult;
 }
 
-const registry = new Map<string, PolicyLossMode>();
+// verl's get_policy_loss_fn raises its own message for an unknown mode
+const registry = createRegistry<PolicyLossMode>('policy loss', {
+  unknown: (name, valid) => `Unsupported loss mode: ${name} (known: ${valid.join(', ')})`,
+});
 
 export function registerPolicyLoss(mode: PolicyLossMode): void {
-  if (registry.has(mode.name)) throw new Error(`policy loss '${mode.name}' is already registered`);
-  registry.set(mode.name, mode);
+  registry.register(mode.name, mode);
 }
 
 export function getPolicyLoss(name: string): PolicyLossMode {
-  const m = registry.get(name);
-  if (!m) throw new Error(`Unsupported loss mode: ${name} (known: ${[...registry.keys()].join(', ')})`);
-  return m;
+  return registry.get(name);
 }
 
 export function listPolicyLosses(): PolicyLossMode[] {
-  return [...registry.values()];
+  return registry.list();
 }
 
 registerPolicyLoss({

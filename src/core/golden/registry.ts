@@ -2,6 +2,8 @@
  * Golden families: family name → case runner and the keys whose numbers are integers (compared exactly). Each
  * family lives in `families/<name>.ts` and registers itself.
  */
+
+import { createRegistry } from '../registry';
 import type { CaseRunner } from './types';
 
 export interface Family {
@@ -10,17 +12,17 @@ export interface Family {
   exactKeys: ReadonlySet<string>;
 }
 
-const families = new Map<string, Family>();
+const families = createRegistry<Family>('golden family');
 
 export function registerFamily(name: string, run: CaseRunner, exactKeys: readonly string[] = []): void {
-  if (families.has(name)) throw new Error(`golden family '${name}' is already registered`);
-  families.set(name, { run, exactKeys: new Set(exactKeys) });
+  families.register(name, { run, exactKeys: new Set(exactKeys) });
 }
 
+/** The family's runner, or undefined (the golden runner reports a case of an unknown family as failed). */
 export function getFamily(name: string): Family | undefined {
-  return families.get(name);
+  return families.find(name);
 }
 
 export function listFamilies(): string[] {
-  return [...families.keys()].sort();
+  return families.names().sort();
 }

@@ -3,7 +3,7 @@ import { HARNESSES, type HarnessName } from '../../harness/registry';
 import { folderFromDrop, folderFromInput } from './folderInput';
 import { type ModelRunOptions, useModels } from './modelStore';
 
-const HARNESS_NAMES = Object.keys(HARNESSES) as HarnessName[];
+const HARNESS_NAMES = HARNESSES.names() as HarnessName[];
 const hasWebGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
 
 function NumberField(props: {

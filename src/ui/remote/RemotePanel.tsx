@@ -16,7 +16,7 @@ import { paramsFromView } from './prefill';
 import { useRemote } from './remoteStore';
 
 /** The templates the gateway accepts, generated from the same registry it checks against. */
-const TEMPLATES = jobTemplates({ harnesses: Object.keys(HARNESSES), behaviours: BEHAVIOURS });
+const TEMPLATES = jobTemplates({ harnesses: HARNESSES.names(), behaviours: BEHAVIOURS });
 
 function ConnectCard() {
   const { conn, connError, cluster, connect, setCluster, token, base } = useRemote();

@@ -105,7 +105,7 @@ function pairs(rollouts: Rollout[]): { engine: number[]; trainer: number[] } {
 describe('rollouts from onnxruntime-web, updates on our engine', () => {
   it('registers the engine choice as config fields and checks it per platform', () => {
     const names = CONFIG_FIELDS.find((f) => f.path === 'actor_rollout_ref.rollout.name')?.choices?.();
-    expect(names).toEqual(Object.keys(ROLLOUT_ENGINES));
+    expect(names).toEqual(ROLLOUT_ENGINES.names());
     expect(names).toEqual(['policy', 'onnxruntime-web', 'transformers.js']);
     for (const p of ['lab.rollout_device', 'lab.rollout_precision'])
       expect(CONFIG_FIELDS.some((f) => f.path === p)).toBe(true);

@@ -16,6 +16,8 @@
  * tokenizer, from what text) so every view can say which numbers are the tokenizer's and not the engine's.
  * Every record is built as a JSONL record and read by the JSONL validator (`readTraceRecord`).
  */
+
+import { createRegistry } from '../../registry';
 import { retokenizeCall } from '../../tokenize/retokenize';
 import type { ChatTokenizer } from '../../tokenize/tokenizer';
 import type { Rollout } from '../types';
@@ -67,28 +69,25 @@ export interface FrameworkFormat {
   tokenizedText: string;
 }
 
-const registry = new Map<string, FrameworkFormat>();
+const registry = createRegistry<FrameworkFormat>('framework format');
 
 export function registerFramework(f: FrameworkFormat): void {
-  if (registry.has(f.name)) throw new Error(`framework format '${f.name}' is already registered`);
-  registry.set(f.name, f);
+  registry.register(f.name, f);
 }
 
 /** Every framework format, in registration (= detection) order. */
 export function listFrameworks(): FrameworkFormat[] {
-  return [...registry.values()];
+  return registry.list();
 }
 
 export function getFramework(name: string): FrameworkFormat {
-  const f = registry.get(name);
-  if (!f) throw new Error(`unknown framework format '${name}' (known: ${[...registry.keys()].join(', ')})`);
-  return f;
+  return registry.get(name);
 }
 
 /** The framework a decoded line belongs to, by its keys; null when it is none of them. */
 export function frameworkKind(v: unknown): FrameworkKind | null {
   if (!isObject(v)) return null;
-  for (const f of registry.values()) if (f.detect(v)) return f.name;
+  for (const f of registry.list()) if (f.detect(v)) return f.name;
   return null;
 }
 
@@ -215,7 +214,7 @@ function skyrlRecord(o: JsonObject, ctx: LineContext): Rec {
  */
 export function tokenizeTextOnly(r: Rollout, tok: ChatTokenizer): number {
   const kind = r.metadata.source;
-  const f = typeof kind === 'string' ? registry.get(kind) : undefined;
+  const f = typeof kind === 'string' ? registry.find(kind) : undefined;
   if (!f) return 0;
   let made = 0;
   for (const c of r.calls) {
