@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeGpuContext } from '../../src/cli/webgpuNode';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { type LlamaFolder, readLlamaFolder } from '../../src/engine/llama/hfFolder';
+import { llamaLayout } from '../../src/engine/llama/model';
 import type { Batch } from '../../src/engine/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { createPolicyEngine } from '../../src/engine/policy';
@@ -196,5 +197,16 @@ describe('Llama-family WebGPU engine on Dawn vs transformers 4.57.3 and the CPU 
     expect(d).toBeLessThan(1e-4);
     await expect(createPolicyEngine({ llama: f, config: { layers: 3 } })).rejects.toThrow(/config/);
     onGpu.engine.dispose();
+    // what the kernels or the adapter cannot hold falls back to the CPU engine, saying why
+    const wide = { ...f.config, headDim: 258 };
+    const params = new Float32Array(llamaLayout(wide).total);
+    const fallback = await createPolicyEngine({ llama: { config: wide, params }, context: ctx });
+    expect(fallback.engine).toBeInstanceOf(LlamaCpuPolicy);
+    expect(fallback.fallbackReason).toMatch(/head_dim 258 exceeds/);
+    await expect(
+      createPolicyEngine({ llama: { config: wide, params }, context: ctx, backend: 'webgpu' }),
+    ).rejects.toThrow(/head_dim 258/);
+    const huge = { ...f.config, vocabSize: 2 ** 28 };
+    expect(LlamaGpuPolicy.unfit(ctx, huge)).toMatch(/exceeds this adapter's largest storage binding/);
   });
 });

@@ -54,14 +54,16 @@ export async function createPolicyEngine(
       : new CpuPolicy(opts.config, opts.optimizer, opts.params);
   if (backend !== 'cpu') {
     const ctx = opts.context ?? (await createGpuContext(opts.gpu));
-    if ('device' in ctx)
+    // a Llama-family model the adapter cannot hold (or the kernels cannot run) falls back like a missing adapter
+    const reason = !('device' in ctx) ? ctx.reason : llama ? LlamaGpuPolicy.unfit(ctx, llama.config) : null;
+    if ('device' in ctx && reason === null)
       return {
         engine: llama
           ? new LlamaGpuPolicy(ctx, llama.config, llama.params, opts.optimizer, { contextLength })
           : GpuPolicy.create(ctx, opts.config, opts.optimizer, opts.params),
       };
-    if (backend === 'webgpu') throw new Error(`WebGPU policy requested but unavailable: ${ctx.reason}`);
-    return { engine: onCpu(), fallbackReason: ctx.reason };
+    if (backend === 'webgpu') throw new Error(`WebGPU policy requested but unavailable: ${reason}`);
+    return { engine: onCpu(), fallbackReason: reason ?? undefined };
   }
   return { engine: onCpu() };
 }

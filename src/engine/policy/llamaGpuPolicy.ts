@@ -133,6 +133,21 @@ export class LlamaGpuPolicy implements PolicyEngine {
     return run;
   }
 
+  /** Why this config cannot run on this adapter (null: it can): the kernels' limits and the flat buffer's size. */
+  static unfit(ctx: GpuContext, llama: LlamaConfig): string | null {
+    if (llama.headDim > 256) return `head_dim ${llama.headDim} exceeds the WGSL kernels' 256`;
+    if (llama.headDim % 2 !== 0) return `head_dim ${llama.headDim} must be even (rotary pairs)`;
+    const bytes = llamaLayout(llama).total * F4;
+    const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
+    const limit = Math.min(bind, max);
+    if (bytes > limit)
+      return (
+        `the flat f32 parameter buffer (${(bytes / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest ` +
+        `storage binding (${(limit / 2 ** 20).toFixed(0)} MiB)`
+      );
+    return null;
+  }
+
   constructor(
     readonly ctx: GpuContext,
     readonly llama: LlamaConfig,
@@ -140,10 +155,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
     optimizer: Partial<AdamWHyper> = {},
     opts: LlamaGpuPolicyOptions = {},
   ) {
-    if (llama.headDim > 256)
-      throw new Error(`policy: head_dim ${llama.headDim} exceeds the WGSL kernels' 256`);
-    if (llama.headDim % 2 !== 0)
-      throw new Error(`policy: head_dim ${llama.headDim} must be even (rotary pairs)`);
+    const unfit = LlamaGpuPolicy.unfit(ctx, llama);
+    if (unfit) throw new Error(`policy: ${llama.modelType} on WebGPU: ${unfit}`);
     this.architecture = llama.modelType;
     this.layout = llamaLayout(llama);
     if (params.length !== this.layout.total)
