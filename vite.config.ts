@@ -1,4 +1,5 @@
 /// <reference types="vitest/config" />
+import { existsSync } from 'node:fs';
 import react from '@vitejs/plugin-react';
 import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vite';
@@ -10,6 +11,17 @@ const isolationHeaders = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
   'Cross-Origin-Resource-Policy': 'same-origin',
 };
+
+// Dawn in Node (tests on the WebGPU engines): without a GPU driver it runs on Chromium's SwiftShader Vulkan
+// driver, whose loader and ICD must be in the environment the test process starts with (src/cli/webgpuNode.ts).
+const swiftShaderIcd = '/usr/lib/chromium/vk_swiftshader_icd.json';
+const dawnEnv: Record<string, string> =
+  !process.env.VK_ICD_FILENAMES && existsSync(swiftShaderIcd)
+    ? {
+        VK_ICD_FILENAMES: swiftShaderIcd,
+        LD_LIBRARY_PATH: ['/usr/lib/chromium', process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
+      }
+    : {};
 
 export default defineConfig({
   plugins: [react()],
@@ -26,6 +38,7 @@ export default defineConfig({
           environment: 'node',
           include: ['tests/unit/**/*.test.ts'],
           testTimeout: 60_000,
+          env: dawnEnv,
         },
       },
       {

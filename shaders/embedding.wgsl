@@ -2,6 +2,7 @@
 //   forward:       out[n, c] = wte[tokens[n], c] + wpe[pos0 + n mod T, c]        n = b·T + t
 //   backward_wte:  dwte[v, c] += Σ_{n : tokens[n] = v} dout[n, c]   (one invocation per (v, c): no atomics)
 //   backward_wpe:  dwpe[t, c] += Σ_b dout[b·T + t, c]
+//   gather:        out[n, c] = wte[tokens[n], c]   (token embedding only: models whose positions are rotary)
 // wte and wpe live in the flat parameter (or gradient) buffer at wte_off / wpe_off.
 
 struct Dims {
@@ -36,6 +37,19 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   let tok = min(tokens[n], dims.V - 1u);
   let t = dims.pos0 + n % dims.T;
   dst[i] = src[dims.wte_off + tok * dims.C + c] + src[dims.wpe_off + t * dims.C + c];
+}
+
+// src = params, dst = out (N, C)
+@compute @workgroup_size(64)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = flat(gid, nwg);
+  if (i >= dims.N * dims.C) {
+    return;
+  }
+  let n = i / dims.C;
+  let c = i % dims.C;
+  let tok = min(tokens[n], dims.V - 1u);
+  dst[i] = src[dims.wte_off + tok * dims.C + c];
 }
 
 // src = dout (N, C), dst = grads

@@ -172,9 +172,25 @@ export const KERNEL_CASES: KernelCase[] = [
         embeddingBackwardCpu(tokens, dout, wte(gref), wpe(gref), T, C);
         const bg = up(g0);
         await run((p) => K.embeddingBackward(p, d, bt, up(dout), bg));
+        // token embedding alone (rotary models) and its backward without the position table
+        const gatherRef = new Float32Array(N * C);
+        embeddingForwardCpu(tokens, wte(params), new Float32Array(T * C), gatherRef, T, C);
+        const gout = zeros(N * C);
+        await run((p) => K.embeddingGather(p, d, bt, up(params), gout));
+        const gtok = new Float32Array(g0);
+        embeddingBackwardCpu(tokens, dout, wte(gtok), new Float32Array(T * C), T, C);
+        const bg2 = up(g0);
+        await run((p) => K.embeddingBackward(p, d, bt, up(dout), bg2, false));
         return [
           { name: 'forward', got: fwd, want: ref, tolerance: 0 },
           { name: 'backward (accumulated)', got: await read(bg, g0.length), want: gref, tolerance: 1e-5 * N },
+          { name: 'gather (token only)', got: await read(gout, N * C), want: gatherRef, tolerance: 0 },
+          {
+            name: 'backward (token only, accumulated)',
+            got: await read(bg2, g0.length),
+            want: gtok,
+            tolerance: 1e-5 * N,
+          },
         ];
       }),
   },

@@ -195,11 +195,11 @@ function parse(argv: string[]) {
 }
 
 async function main(): Promise<number> {
-  // the Llama-family engine on a Hugging Face folder (CPU only, vs PyTorch): its own flags (benchLlama.ts)
-  if (process.argv.includes('--model') || process.argv.some((a) => a.startsWith('--model=')))
-    return benchLlama(process.argv.slice(2));
   const child = reexecWithSwiftShader();
   if (child !== null) return child;
+  // the Llama-family engines on a Hugging Face folder (CPU, Dawn, vs PyTorch): its own flags (benchLlama.ts)
+  if (process.argv.includes('--model') || process.argv.some((a) => a.startsWith('--model=')))
+    return benchLlama(process.argv.slice(2));
   const opts = parse(process.argv.slice(2));
   const results: (BenchResult & { where: string })[] = [];
   const rolloutRows: RolloutRow[] = [];

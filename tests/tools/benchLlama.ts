@@ -5,18 +5,23 @@
  * time the same forward in PyTorch on the CPU in the same run; a DIR is benchmarked on our engine alone.
  * Per row: tokens/s (median of --reps), the process's peak RSS, the ratio to PyTorch, max |Δ log-prob| against
  * it, and the fused output head's memory: the measured ArrayBuffer growth of one head pass over the T rows
- * against the (T·V) logits it avoids.
+ * against the (T·V) logits it avoids. Then the WebGPU engine (LlamaGpuPolicy) on Dawn in the same process, on the
+ * same folder and ids: tokens/s of the log-prob forward (median of --reps after one untimed call that compiles
+ * the pipelines and records the programs), and its max |Δ log-prob| against our CPU engine and PyTorch.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { nodeGpuContext } from '../../src/cli/webgpuNode';
 import { fusedHeadForwardCpu, headBytesPerToken } from '../../src/engine/cpu/fusedLogprob';
 import { matmulModeFast } from '../../src/engine/cpu/matmulFast';
+import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { headName } from '../../src/engine/llama/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
+import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
 
 const root = resolve(import.meta.dirname, '../..');
 const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
@@ -48,6 +53,12 @@ export async function benchLlama(argv: string[]): Promise<number> {
   if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
   if (!Number.isInteger(reps) || reps < 1) throw new Error('--reps must be a positive integer');
   const python = process.env.HARNESS_LAB_PEER_PYTHON ?? join(root, 'python/.venv-peer/bin/python');
+  let gpu: GpuContext | Error;
+  try {
+    gpu = await nodeGpuContext();
+  } catch (e) {
+    gpu = e as Error;
+  }
   for (const m of models) {
     const isShape = SHAPES.includes(m);
     let dir = m;
@@ -135,10 +146,50 @@ export async function benchLlama(argv: string[]): Promise<number> {
           `${mb(grown)} MiB ArrayBuffer growth for ${ids.length} rows = ${(grown / ids.length / 1024).toFixed(1)} KiB/token ` +
           `(stated ${(per.fused / 1024).toFixed(1)} KiB/token in a full 32-row block) vs ${(per.materialised / 1024).toFixed(1)} KiB/token materialised`,
       );
-      console.log(`${''.padEnd(14)} node+dawn: no WebGPU engine for this architecture yet (CPU engine only)`);
+      const pad = ''.padEnd(14);
+      if (gpu instanceof Error) console.log(`${pad} node+dawn: not run: ${gpu.message.split('\n')[0]}`);
+      else {
+        const where = `node+dawn (${gpu.status.description || gpu.status.vendor})`;
+        const unfit = LlamaGpuPolicy.unfit(gpu, cfg);
+        if (unfit) console.log(`${pad} ${where}: not run: ${unfit}`);
+        else {
+          const dawn = new LlamaGpuPolicy(gpu, cfg, folder.params);
+          const t0 = performance.now();
+          await dawn.logProbs(batch);
+          const first = (performance.now() - t0) / 1000;
+          const gt: number[] = [];
+          let glogp: Float32Array = new Float32Array(0);
+          for (let r = 0; r < reps; r++) {
+            const t1 = performance.now();
+            glogp = (await dawn.logProbs(batch)).logProbs;
+            gt.push((performance.now() - t1) / 1000);
+          }
+          gt.sort((a, b) => a - b);
+          const gsec = gt[Math.floor(gt.length / 2)];
+          let vsCpu = 0;
+          for (let t = 1; t < ids.length; t++) vsCpu = Math.max(vsCpu, Math.abs(glogp[t] - logp[t]));
+          let vsPeer = Number.NaN;
+          if (peer) {
+            vsPeer = 0;
+            for (let t = 1; t < ids.length; t++)
+              vsPeer = Math.max(vsPeer, Math.abs(glogp[t] - peer.logprobs[0][t - 1]));
+          }
+          const resident = folder.layout.total * 4 * 4;
+          console.log(
+            `${pad} ${where}: log-prob ${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(2)} s; first call ` +
+              `${first.toFixed(2)} s with pipeline compiles), params + grads + AdamW moments resident ${mb(resident)} MiB; ` +
+              `ours Dawn / CPU ${(sec / gsec).toFixed(2)}` +
+              (peer ? `, / PyTorch ${(ids.length / gsec / peer.tokens_per_s).toFixed(3)}` : '') +
+              `; max |Δ log-prob| vs our CPU ${vsCpu.toExponential(2)}` +
+              (peer ? `, vs PyTorch ${vsPeer.toExponential(2)}` : ''),
+          );
+          dawn.dispose();
+        }
+      }
     } finally {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     }
   }
+  if (!(gpu instanceof Error)) gpu.destroy();
   return 0;
 }

@@ -86,12 +86,30 @@ export function embeddingForward(
   );
 }
 
+/** out (N, C) = wte[tokens[n]]: the token embedding alone (wpeOff and T are unused). */
+export function embeddingGather(
+  p: Program,
+  d: EmbeddingDims,
+  tokens: GPUBuffer,
+  params: GPUBuffer,
+  out: GPUBuffer,
+): Promise<GPUBuffer[]> {
+  return p.add(
+    'embedding',
+    'gather',
+    [embeddingBlock(d), tokens, params, out],
+    grid(Math.ceil((d.N * d.C) / 64)),
+  );
+}
+
+/** grads += the embedding gradients; `positions: false` skips wpe (for embeddingGather's backward). */
 export async function embeddingBackward(
   p: Program,
   d: EmbeddingDims,
   tokens: GPUBuffer,
   dout: GPUBuffer,
   grads: GPUBuffer,
+  positions = true,
 ): Promise<void> {
   await p.add(
     'embedding',
@@ -99,6 +117,7 @@ export async function embeddingBackward(
     [embeddingBlock(d), tokens, dout, grads],
     grid(Math.ceil((d.V * d.C) / 64)),
   );
+  if (!positions) return;
   await p.add(
     'embedding',
     'backward_wpe',
@@ -445,7 +464,7 @@ export interface GqaDims {
   offset: number;
 }
 
-function gqaBlock(d: GqaDims, hasMask: boolean): ArrayBuffer {
+export function gqaBlock(d: GqaDims, hasMask: boolean): ArrayBuffer {
   if (d.D > 256) throw new Error(`gqa: head_dim ${d.D} exceeds the kernel's 256`);
   return uniformBlock([
     u(d.B),
@@ -518,7 +537,7 @@ export interface FusedHeadDims {
   gOff?: number;
 }
 
-function headBlock(d: FusedHeadDims): ArrayBuffer {
+export function headBlock(d: FusedHeadDims): ArrayBuffer {
   return uniformBlock([u(d.N), u(d.C), u(d.V), u(d.wOff), f(1 / (d.temperature ?? 1)), u(d.gOff ?? 0)]);
 }
 
@@ -545,18 +564,19 @@ export async function fusedHeadBackward(
   stats: GPUBuffer,
   dh: GPUBuffer,
   grads: GPUBuffer,
-): Promise<void> {
+): Promise<GPUBuffer[]> {
   const dims = headBlock(d);
-  await p.add(
+  const a = await p.add(
     'fused_head_backward',
     'backward_h',
     [dims, h, params, targets, weights, stats, dh],
     [Math.ceil(d.N / 64)],
   );
-  await p.add(
+  const b = await p.add(
     'fused_head_backward',
     'backward_w',
     [dims, h, params, targets, weights, stats, grads],
     grid(Math.ceil(d.V / 64)),
   );
+  return [...a, ...b];
 }

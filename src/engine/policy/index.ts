@@ -1,21 +1,32 @@
 /**
  * One engine, three places: `createPolicyEngine` gives the WebGPU policy where an adapter exists (browser, or
  * Node with the `webgpu` package's GPU object passed in) and the CPU reference policy otherwise, behind the
- * same PolicyEngine interface. `backend` on the result says which one runs; `fallbackReason` why not WebGPU.
+ * same PolicyEngine interface. The architecture comes from what is passed: a Llama-family folder (`llama`)
+ * runs the Llama-family engines (LlamaGpuPolicy / LlamaCpuPolicy), otherwise the GPT-2-shaped policy
+ * (GpuPolicy / CpuPolicy) of `config`. `backend` on the result says which one runs; `fallbackReason` why not WebGPU.
  */
 import { createGpuContext, type GpuContext } from '../gpu/device';
+import type { LlamaFolder } from '../llama/hfFolder';
 import { CpuPolicy } from './cpuPolicy';
 import { GpuPolicy } from './gpuPolicy';
+import { LlamaCpuPolicy } from './llamaCpuPolicy';
+import { LlamaGpuPolicy } from './llamaGpuPolicy';
 import type { AdamWHyper, PolicyConfig, PolicyEngine } from './types';
 
 export { CpuPolicy } from './cpuPolicy';
 export { GpuPolicy } from './gpuPolicy';
+export { LlamaCpuPolicy } from './llamaCpuPolicy';
+export { LlamaGpuPolicy } from './llamaGpuPolicy';
 export type * from './types';
 
 export interface CreatePolicyOptions {
   config?: Partial<PolicyConfig>;
   optimizer?: Partial<AdamWHyper>;
   params?: Float32Array;
+  /** A Llama-family folder (engine/llama/hfFolder.ts): its config and weights (then `config`/`params` must be unset). */
+  llama?: Pick<LlamaFolder, 'config' | 'params'>;
+  /** Llama family: the context the engine accepts (default and cap: max_position_embeddings). */
+  contextLength?: number;
   /** 'auto' (default): WebGPU if an adapter is found, else CPU. 'webgpu': fail without an adapter. */
   backend?: 'auto' | 'webgpu' | 'cpu';
   /** Node: the GPU object from the `webgpu` package (browser: navigator.gpu is used). */
@@ -28,11 +39,31 @@ export async function createPolicyEngine(
   opts: CreatePolicyOptions = {},
 ): Promise<{ engine: PolicyEngine; fallbackReason?: string }> {
   const backend = opts.backend ?? 'auto';
+  const { llama } = opts;
+  if (llama && (opts.config || opts.params))
+    throw new Error(
+      'createPolicyEngine: a Llama-family folder carries its own config and params; pass one or the other',
+    );
+  const contextLength =
+    llama && opts.contextLength !== undefined
+      ? Math.min(opts.contextLength, llama.config.maxPositions)
+      : undefined;
+  const onCpu = (): PolicyEngine =>
+    llama
+      ? new LlamaCpuPolicy(llama.config, llama.params, opts.optimizer, { contextLength })
+      : new CpuPolicy(opts.config, opts.optimizer, opts.params);
   if (backend !== 'cpu') {
     const ctx = opts.context ?? (await createGpuContext(opts.gpu));
-    if ('device' in ctx) return { engine: GpuPolicy.create(ctx, opts.config, opts.optimizer, opts.params) };
-    if (backend === 'webgpu') throw new Error(`WebGPU policy requested but unavailable: ${ctx.reason}`);
-    return { engine: new CpuPolicy(opts.config, opts.optimizer, opts.params), fallbackReason: ctx.reason };
+    // a Llama-family model the adapter cannot hold (or the kernels cannot run) falls back like a missing adapter
+    const reason = !('device' in ctx) ? ctx.reason : llama ? LlamaGpuPolicy.unfit(ctx, llama.config) : null;
+    if ('device' in ctx && reason === null)
+      return {
+        engine: llama
+          ? new LlamaGpuPolicy(ctx, llama.config, llama.params, opts.optimizer, { contextLength })
+          : GpuPolicy.create(ctx, opts.config, opts.optimizer, opts.params),
+      };
+    if (backend === 'webgpu') throw new Error(`WebGPU policy requested but unavailable: ${reason}`);
+    return { engine: onCpu(), fallbackReason: reason ?? undefined };
   }
-  return { engine: new CpuPolicy(opts.config, opts.optimizer, opts.params) };
+  return { engine: onCpu() };
 }

@@ -1,0 +1,825 @@
+/**
+ * The Llama-family decoder (../llama/model.ts) as a PolicyEngine on WebGPU: the same forward, backward and
+ * sampling as LlamaCpuPolicy with every op in a WGSL kernel (rmsnorm, rope, gqa, swiglu, the fused output head,
+ * matmul with bias for qwen2's q/k/v, AdamW). Parameters, gradients and Adam moments live in one flat buffer
+ * each, laid out by llamaLayout (HF names and orientations: y = x·Wᵀ + b). Each batch shape gets a recorded
+ * forward and backward Program; only ids, mask, per-row targets and weights go up, only the head's per-row
+ * stats (log-prob, entropy, log-sum-exp) come back. The head runs on every row with the next id as its target
+ * (none where that id or the row is padding), so no (B·T·V) logits exist in training; the decoder reads one
+ * row of logits per generated token against a per-layer KV cache.
+ */
+
+import { ropeTables } from '../cpu/rope';
+import { type GpuContext, Program } from '../gpu/device';
+import * as K from '../gpu/kernels';
+import { type AdamWUniform, adamwBlock, adamwPartials } from '../gpu/kernels';
+import { type LlamaConfig, ropeInvFreq } from '../llama/config';
+import { headName, llamaLayout, positionsOf } from '../llama/model';
+import {
+  type Batch,
+  checkBatch,
+  defaultOptimizer,
+  type Layout,
+  type PolicyConfig,
+  weightedLoss,
+} from '../model';
+import { checkSampleRequest } from '../sampling';
+import { decodeLoop } from './decode';
+import { llamaSummary } from './llamaCpuPolicy';
+import type {
+  AccumulateResult,
+  AdamWHyper,
+  LogProbResult,
+  OptimizerState,
+  OptimizerStepResult,
+  PolicyEngine,
+  SampleRequest,
+  SampleResult,
+  TrainStepResult,
+  WeightsFn,
+} from './types';
+
+const F4 = 4;
+/** Batch shapes whose activations stay allocated; the least recently used shape beyond this is freed. */
+const MAX_GRAPHS = 8;
+/** the head's target id for a row that has none */
+const NO_TARGET = 0xffffffff;
+
+interface Graph {
+  B: number;
+  T: number;
+  tokens: GPUBuffer;
+  mask: GPUBuffer;
+  pos: GPUBuffer;
+  targets: GPUBuffer;
+  rowWeights: GPUBuffer;
+  stats: GPUBuffer;
+  forward: Program;
+  backward: Program;
+  /** the fused head's uniforms (temperature lives there) in the forward and backward programs */
+  headUniforms: GPUBuffer[];
+  temperature: number;
+  /** per layer: rotated keys and values (B·T, KV·D): a prompt's KV cache after a forward pass */
+  k: GPUBuffer[];
+  v: GPUBuffer[];
+  /** the last residual stream (B·T, C), before the final norm */
+  out: GPUBuffer;
+  buffers: GPUBuffer[];
+}
+
+interface Decoder {
+  capacity: number;
+  /** one token through every layer: the residual `x` (C) afterwards */
+  layers: Program;
+  /** final norm and the full head on `x`: logits (V) */
+  head: Program;
+  token: GPUBuffer;
+  pos: GPUBuffer;
+  x: GPUBuffer;
+  logits: GPUBuffer;
+  gqaUniforms: GPUBuffer[];
+  copies: { dstOffset?: number }[];
+  cacheK: GPUBuffer[];
+  cacheV: GPUBuffer[];
+  buffers: GPUBuffer[];
+}
+
+/** The per-row head targets and the positions of a batch (what the GPU programs read besides ids and mask). */
+function rowsOf(batch: Batch): { targets: Uint32Array; pos: Uint32Array } {
+  const { batchSize: B, seqLen: T, mask, tokens } = batch;
+  const targets = new Uint32Array(B * T).fill(NO_TARGET);
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t + 1 < T; t++) {
+      const n = b * T + t;
+      if (mask[n] !== 0 && mask[n + 1] !== 0) targets[n] = tokens[n + 1];
+    }
+  return { targets, pos: Uint32Array.from(positionsOf(mask, B, T)) };
+}
+
+function checkWeights(weights: Float32Array, n: number): void {
+  if (weights.length !== n)
+    throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
+  for (let i = 0; i < weights.length; i++)
+    if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
+}
+
+export interface LlamaGpuPolicyOptions {
+  /** the context the engine accepts (default: the config's max_position_embeddings) */
+  contextLength?: number;
+}
+
+export class LlamaGpuPolicy implements PolicyEngine {
+  readonly backend = 'webgpu' as const;
+  readonly architecture: LlamaConfig['modelType'];
+  readonly config: PolicyConfig;
+  readonly layout: Layout;
+  optimizer: AdamWHyper;
+  step = 0;
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+  private readonly m: GPUBuffer;
+  private readonly v: GPUBuffer;
+  private readonly partial: GPUBuffer;
+  private readonly partials: number;
+  private readonly graphs = new Map<string, Promise<Graph>>();
+  private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
+  private decoder: Promise<Decoder> | null = null;
+  /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private exclusive<R>(f: () => Promise<R>): Promise<R> {
+    const run = this.tail.then(f, f);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** Why this config cannot run on this adapter (null: it can): the kernels' limits and the flat buffer's size. */
+  static unfit(ctx: GpuContext, llama: LlamaConfig): string | null {
+    if (llama.headDim > 256) return `head_dim ${llama.headDim} exceeds the WGSL kernels' 256`;
+    if (llama.headDim % 2 !== 0) return `head_dim ${llama.headDim} must be even (rotary pairs)`;
+    const bytes = llamaLayout(llama).total * F4;
+    const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
+    const limit = Math.min(bind, max);
+    if (bytes > limit)
+      return (
+        `the flat f32 parameter buffer (${(bytes / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest ` +
+        `storage binding (${(limit / 2 ** 20).toFixed(0)} MiB)`
+      );
+    return null;
+  }
+
+  constructor(
+    readonly ctx: GpuContext,
+    readonly llama: LlamaConfig,
+    params: Float32Array,
+    optimizer: Partial<AdamWHyper> = {},
+    opts: LlamaGpuPolicyOptions = {},
+  ) {
+    const unfit = LlamaGpuPolicy.unfit(ctx, llama);
+    if (unfit) throw new Error(`policy: ${llama.modelType} on WebGPU: ${unfit}`);
+    this.architecture = llama.modelType;
+    this.layout = llamaLayout(llama);
+    if (params.length !== this.layout.total)
+      throw new Error(
+        `policy: params has ${params.length} values, the ${llama.modelType} layout needs ${this.layout.total}`,
+      );
+    this.config = llamaSummary(llama, opts.contextLength);
+    this.optimizer = { ...defaultOptimizer, ...optimizer };
+    const n = this.layout.total;
+    this.params = ctx.storage(params, 'params');
+    this.grads = ctx.empty(n * F4, 'grads');
+    this.m = ctx.empty(n * F4, 'adam.m');
+    this.v = ctx.empty(n * F4, 'adam.v');
+    this.partials = adamwPartials(n);
+    this.partial = ctx.empty((this.partials + 1) * F4, 'adam.partial');
+  }
+
+  private off(name: string): number {
+    const t = this.layout.byName.get(name);
+    if (!t) throw new Error(`no parameter named ${name}`);
+    return t.offset;
+  }
+
+  private has(name: string): boolean {
+    return this.layout.byName.has(name);
+  }
+
+  /** out (M, n) (+)= x (M, k) · Wᵀ (+ b) for the HF linear `name` (`name.weight` (n, k), `name.bias` if any). */
+  private linear(
+    p: Program,
+    M: number,
+    n: number,
+    k: number,
+    x: GPUBuffer,
+    name: string,
+    out: GPUBuffer,
+    accumulate = false,
+  ): Promise<GPUBuffer[]> {
+    const bias = this.has(`${name}.bias`);
+    return K.matmul(p, {
+      mode: 'nt',
+      M,
+      N: n,
+      K: k,
+      a: x,
+      b: this.params,
+      bOff: this.off(`${name}.weight`),
+      c: out,
+      bias: bias ? this.params : undefined,
+      biasOff: bias ? this.off(`${name}.bias`) : 0,
+      accumulate,
+    });
+  }
+
+  /**
+   * Backward of y = x·Wᵀ (+ b) over M rows (W (n, k)): dx (M, k) (=|+=) dy·W, dW += dyᵀ·x, db += Σ_rows dy.
+   * `dyOff` is dy's offset in its buffer (f32 elements).
+   */
+  private async linearBackward(
+    p: Program,
+    M: number,
+    n: number,
+    k: number,
+    x: GPUBuffer,
+    dy: GPUBuffer,
+    name: string,
+    dx: GPUBuffer,
+    accumulate: boolean,
+  ): Promise<void> {
+    const w = this.off(`${name}.weight`);
+    await K.matmul(p, { mode: 'nn', M, N: k, K: n, a: dy, b: this.params, bOff: w, c: dx, accumulate });
+    await K.matmul(p, {
+      mode: 'tn',
+      M: n,
+      N: k,
+      K: M,
+      a: dy,
+      b: x,
+      c: this.grads,
+      cOff: w,
+      accumulate: true,
+    });
+    if (this.has(`${name}.bias`)) await K.colsum(p, dy, M, n, this.grads, this.off(`${name}.bias`));
+  }
+
+  private rmsnorm(p: Program, N: number, C: number, name: string, x: GPUBuffer, y: GPUBuffer, r: GPUBuffer) {
+    return K.rmsnormForward(p, { N, C, wOff: this.off(name), eps: this.llama.rmsEps }, x, this.params, y, r);
+  }
+
+  private rmsnormBackward(
+    p: Program,
+    N: number,
+    C: number,
+    name: string,
+    x: GPUBuffer,
+    r: GPUBuffer,
+    dy: GPUBuffer,
+    dx: GPUBuffer,
+    accumulate: boolean,
+  ) {
+    const off = this.off(name);
+    return K.rmsnormBackward(
+      p,
+      { N, C, wOff: off, gOff: off, eps: this.llama.rmsEps, accumulate },
+      x,
+      r,
+      dy,
+      dx,
+      this.params,
+      this.grads,
+    );
+  }
+
+  /** cos ‖ sin tables for positions 0..P-1 in one buffer; the sin table starts at the returned offset. */
+  private ropeBuffer(P: number, label: string): { buf: GPUBuffer; sinOff: number } {
+    const { cos, sin } = ropeTables(ropeInvFreq(this.llama), P);
+    const cs = new Float32Array(cos.length + sin.length);
+    cs.set(cos);
+    cs.set(sin, cos.length);
+    return { buf: this.ctx.storage(cs, label), sinOff: cos.length };
+  }
+
+  private graph(B: number, T: number): Promise<Graph> {
+    const key = `${B}x${T}`;
+    let g = this.graphs.get(key);
+    if (g) {
+      this.graphs.delete(key);
+      this.graphs.set(key, g);
+      return g;
+    }
+    g = this.buildGraph(B, T);
+    this.graphs.set(key, g);
+    if (this.graphs.size > MAX_GRAPHS) {
+      const [oldKey, old] = this.graphs.entries().next().value as [string, Promise<Graph>];
+      this.graphs.delete(oldKey);
+      void old.then(destroyGraph);
+    }
+    return g;
+  }
+
+  private async buildGraph(B: number, T: number): Promise<Graph> {
+    const { ctx, params, grads } = this;
+    const cfg = this.llama;
+    const { hidden: C, intermediate: Fm, heads: H, kvHeads: KV, headDim: D, vocabSize: V, layers: L } = cfg;
+    const N = B * T;
+    const buffers: GPUBuffer[] = [];
+    const buf = (elements: number, label: string) => {
+      const b = ctx.empty(elements * F4, label);
+      buffers.push(b);
+      return b;
+    };
+    const tokens = buf(N, 'tokens');
+    const mask = buf(N, 'mask');
+    const pos = buf(N, 'pos');
+    const targets = buf(N, 'targets');
+    const rowWeights = buf(N, 'rowWeights');
+    const rope = this.ropeBuffer(T, 'rope');
+    buffers.push(rope.buf);
+    const res = Array.from({ length: L + 1 }, (_, l) => buf(N * C, `res${l}`));
+    const layers = Array.from({ length: L }, (_, l) => ({
+      h1: buf(N * C, `l${l}.h1`),
+      r1: buf(N, `l${l}.r1`),
+      qRaw: cfg.qkNorm ? buf(N * H * D, `l${l}.qRaw`) : null,
+      kRaw: cfg.qkNorm ? buf(N * KV * D, `l${l}.kRaw`) : null,
+      rq: cfg.qkNorm ? buf(N * H, `l${l}.rq`) : null,
+      rk: cfg.qkNorm ? buf(N * KV, `l${l}.rk`) : null,
+      q: buf(N * H * D, `l${l}.q`),
+      k: buf(N * KV * D, `l${l}.k`),
+      v: buf(N * KV * D, `l${l}.v`),
+      probs: buf(B * H * T * T, `l${l}.probs`),
+      y: buf(N * H * D, `l${l}.y`),
+      mid: buf(N * C, `l${l}.mid`),
+      h2: buf(N * C, `l${l}.h2`),
+      r2: buf(N, `l${l}.r2`),
+      g: buf(N * Fm, `l${l}.g`),
+      u: buf(N * Fm, `l${l}.u`),
+      a: buf(N * Fm, `l${l}.a`),
+    }));
+    const hf = buf(N * C, 'hf');
+    const rf = buf(N, 'rf');
+    const stats = buf(3 * N, 'stats');
+    const dhf = buf(N * C, 'dhf');
+    const dx = buf(N * C, 'dx');
+    const dh = buf(N * C, 'dh');
+    const da = buf(N * Fm, 'da');
+    const dg = buf(N * Fm, 'dg');
+    const du = buf(N * Fm, 'du');
+    const dy = buf(N * H * D, 'dy');
+    const dq = buf(N * H * D, 'dq');
+    const dkv = buf(2 * N * KV * D, 'dkv');
+    const dv = buf(N * KV * D, 'dv');
+    const dqRaw = cfg.qkNorm ? buf(N * H * D, 'dqRaw') : dq;
+    const dkRaw = cfg.qkNorm ? buf(N * KV * D, 'dkRaw') : dkv;
+
+    const o = (n: string) => this.off(n);
+    const gqaDims = { B, Tq: T, Tk: T, H, KV, D, offset: 0 };
+    const head = { N, C, V, wOff: o(headName(cfg)), gOff: o(headName(cfg)), temperature: 1 };
+    const emb = { N, T, C, V, wteOff: o('model.embed_tokens.weight'), wpeOff: 0 };
+
+    const fwd = new Program(ctx);
+    await K.embeddingGather(fwd, emb, tokens, params, res[0]);
+    for (let l = 0; l < L; l++) {
+      const a = layers[l];
+      const p = `model.layers.${l}.`;
+      await this.rmsnorm(fwd, N, C, `${p}input_layernorm.weight`, res[l], a.h1, a.r1);
+      await this.linear(fwd, N, H * D, C, a.h1, `${p}self_attn.q_proj`, a.qRaw ?? a.q);
+      await this.linear(fwd, N, KV * D, C, a.h1, `${p}self_attn.k_proj`, a.kRaw ?? a.k);
+      await this.linear(fwd, N, KV * D, C, a.h1, `${p}self_attn.v_proj`, a.v);
+      if (a.qRaw && a.kRaw && a.rq && a.rk) {
+        await this.rmsnorm(fwd, N * H, D, `${p}self_attn.q_norm.weight`, a.qRaw, a.q, a.rq);
+        await this.rmsnorm(fwd, N * KV, D, `${p}self_attn.k_norm.weight`, a.kRaw, a.k, a.rk);
+      }
+      await K.ropeApply(fwd, { N, heads: H, D, sinOff: rope.sinOff }, pos, rope.buf, a.q);
+      await K.ropeApply(fwd, { N, heads: KV, D, sinOff: rope.sinOff }, pos, rope.buf, a.k);
+      await K.gqaForward(fwd, gqaDims, a.q, a.k, a.v, mask, a.probs, a.y);
+      fwd.copy(res[l], 0, a.mid, 0, N * C * F4);
+      await this.linear(fwd, N, C, H * D, a.y, `${p}self_attn.o_proj`, a.mid, true);
+      await this.rmsnorm(fwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.h2, a.r2);
+      await this.linear(fwd, N, Fm, C, a.h2, `${p}mlp.gate_proj`, a.g);
+      await this.linear(fwd, N, Fm, C, a.h2, `${p}mlp.up_proj`, a.u);
+      await K.swigluForward(fwd, N * Fm, a.g, a.u, a.a);
+      fwd.copy(a.mid, 0, res[l + 1], 0, N * C * F4);
+      await this.linear(fwd, N, C, Fm, a.a, `${p}mlp.down_proj`, res[l + 1], true);
+    }
+    await this.rmsnorm(fwd, N, C, 'model.norm.weight', res[L], hf, rf);
+    const headUniforms = await K.fusedHeadForward(fwd, head, hf, params, targets, stats);
+
+    // The gradient buffer is not cleared here: micro-batches accumulate into it; the optimizer's update zeroes it.
+    const bwd = new Program(ctx);
+    headUniforms.push(
+      ...(await K.fusedHeadBackward(bwd, head, hf, params, targets, rowWeights, stats, dhf, grads)),
+    );
+    await this.rmsnormBackward(bwd, N, C, 'model.norm.weight', res[L], rf, dhf, dx, false);
+    for (let l = L - 1; l >= 0; l--) {
+      const a = layers[l];
+      const p = `model.layers.${l}.`;
+      // MLP: res[l+1] = mid + down(silu(gate(h2))·up(h2))
+      await this.linearBackward(bwd, N, C, Fm, a.a, dx, `${p}mlp.down_proj`, da, false);
+      await K.swigluBackward(bwd, N * Fm, a.g, a.u, da, dg, du);
+      await this.linearBackward(bwd, N, Fm, C, a.h2, dg, `${p}mlp.gate_proj`, dh, false);
+      await this.linearBackward(bwd, N, Fm, C, a.h2, du, `${p}mlp.up_proj`, dh, true);
+      await this.rmsnormBackward(bwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.r2, dh, dx, true);
+      // attention: mid = res[l] + o(gqa(rope(norm(q)), rope(norm(k)), v))
+      await this.linearBackward(bwd, N, C, H * D, a.y, dx, `${p}self_attn.o_proj`, dy, false);
+      await K.gqaBackward(bwd, gqaDims, a.q, a.k, a.v, a.probs, dy, a.y, dq, dkv);
+      bwd.copy(dkv, N * KV * D * F4, dv, 0, N * KV * D * F4);
+      await K.ropeApply(bwd, { N, heads: H, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dq);
+      await K.ropeApply(bwd, { N, heads: KV, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dkv);
+      if (a.qRaw && a.kRaw && a.rq && a.rk) {
+        await this.rmsnormBackward(
+          bwd,
+          N * H,
+          D,
+          `${p}self_attn.q_norm.weight`,
+          a.qRaw,
+          a.rq,
+          dq,
+          dqRaw,
+          false,
+        );
+        await this.rmsnormBackward(
+          bwd,
+          N * KV,
+          D,
+          `${p}self_attn.k_norm.weight`,
+          a.kRaw,
+          a.rk,
+          dkv,
+          dkRaw,
+          false,
+        );
+      }
+      await this.linearBackward(bwd, N, H * D, C, a.h1, dqRaw, `${p}self_attn.q_proj`, dh, false);
+      await this.linearBackward(bwd, N, KV * D, C, a.h1, dkRaw, `${p}self_attn.k_proj`, dh, true);
+      await this.linearBackward(bwd, N, KV * D, C, a.h1, dv, `${p}self_attn.v_proj`, dh, true);
+      await this.rmsnormBackward(bwd, N, C, `${p}input_layernorm.weight`, res[l], a.r1, dh, dx, true);
+    }
+    await K.embeddingBackward(bwd, emb, tokens, dx, grads, false);
+    return {
+      B,
+      T,
+      tokens,
+      mask,
+      pos,
+      targets,
+      rowWeights,
+      stats,
+      forward: fwd,
+      backward: bwd,
+      headUniforms,
+      temperature: 1,
+      k: layers.map((a) => a.k),
+      v: layers.map((a) => a.v),
+      out: res[L],
+      buffers,
+    };
+  }
+
+  private async prepare(batch: Batch): Promise<Graph> {
+    checkBatch(this.config, batch);
+    const g = await this.graph(batch.batchSize, batch.seqLen);
+    const { targets, pos } = rowsOf(batch);
+    this.ctx.write(g.tokens, batch.tokens);
+    this.ctx.write(g.mask, batch.mask);
+    this.ctx.write(g.targets, targets);
+    this.ctx.write(g.pos, pos);
+    const temperature = batch.temperature ?? 1;
+    if (temperature !== g.temperature) {
+      const o = this.off(headName(this.llama));
+      const block = K.headBlock({
+        N: g.B * g.T,
+        C: this.llama.hidden,
+        V: this.llama.vocabSize,
+        wOff: o,
+        gOff: o,
+        temperature,
+      });
+      for (const u of g.headUniforms) this.ctx.write(u, block);
+      g.temperature = temperature;
+    }
+    return g;
+  }
+
+  /** Submits `enc` and reads the head's stats back, aligned like LogProbResult (row n predicts position n+1). */
+  private async readStats(g: Graph, enc: GPUCommandEncoder, batch: Batch): Promise<LogProbResult> {
+    const N = g.B * g.T;
+    const staging = this.ctx.device.createBuffer({
+      size: 3 * N * F4,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    enc.copyBufferToBuffer(g.stats, 0, staging, 0, 3 * N * F4);
+    this.ctx.device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const s = new Float32Array(staging.getMappedRange().slice(0));
+    staging.unmap();
+    staging.destroy();
+    const logProbs = new Float32Array(N);
+    const entropy = new Float32Array(N);
+    const { mask } = batch;
+    for (let b = 0; b < g.B; b++)
+      for (let t = 1; t < g.T; t++) {
+        const n = b * g.T + t;
+        if (mask[n] === 0 || mask[n - 1] === 0) continue;
+        logProbs[n] = s[3 * (n - 1)];
+        entropy[n] = s[3 * (n - 1) + 1];
+      }
+    return { logProbs, entropy };
+  }
+
+  /** Per-token weights (B·T) as per-row head weights: row n carries the weight of position n+1. */
+  private writeWeights(g: Graph, weights: Float32Array): void {
+    const N = g.B * g.T;
+    const rows = new Float32Array(N);
+    for (let b = 0; b < g.B; b++)
+      for (let t = 0; t + 1 < g.T; t++) rows[b * g.T + t] = weights[b * g.T + t + 1];
+    this.ctx.write(g.rowWeights, rows);
+  }
+
+  logProbs(batch: Batch): Promise<LogProbResult> {
+    return this.exclusive(async () => {
+      const g = await this.prepare(batch);
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      return this.readStats(g, enc, batch);
+    });
+  }
+
+  trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
+    return this.exclusive(async () => {
+      this.clearGradsNow();
+      const r = await this.accumulateNow(batch, weights);
+      const s = await this.optimizerStepNow();
+      return { ...r, gradNorm: s.gradNorm, step: s.step };
+    });
+  }
+
+  accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
+    return this.exclusive(() => this.accumulateNow(batch, weights));
+  }
+
+  private async accumulateNow(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
+    const n = batch.tokens.length;
+    if (typeof weights !== 'function') checkWeights(weights, n);
+    const g = await this.prepare(batch);
+    if (typeof weights !== 'function') {
+      this.writeWeights(g, weights);
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      g.backward.encode(enc);
+      const r = await this.readStats(g, enc, batch);
+      return { ...r, loss: weightedLoss(r.logProbs, weights) };
+    }
+    const enc = this.ctx.device.createCommandEncoder();
+    g.forward.encode(enc);
+    const r = await this.readStats(g, enc, batch);
+    const w = weights(r);
+    checkWeights(w, n);
+    this.writeWeights(g, w);
+    g.backward.submit();
+    return { ...r, loss: weightedLoss(r.logProbs, w) };
+  }
+
+  private adamPrograms() {
+    if (!this.adam) {
+      this.adam = (async () => {
+        const { grads, partial, params, m, v } = this;
+        const norm = new Program(this.ctx);
+        const uniform = await K.adamwNorm(norm, this.adamUniform(1), grads, partial, params, m, v);
+        const update = new Program(this.ctx);
+        await K.adamwUpdate(update, this.layout.total, uniform, grads, partial, params, m, v);
+        update.clear(grads);
+        return { norm, update, uniform };
+      })();
+    }
+    return this.adam;
+  }
+
+  private adamUniform(step: number): AdamWUniform {
+    const h = this.optimizer;
+    return {
+      n: this.layout.total,
+      decayEnd: this.layout.decayEnd,
+      partials: this.partials,
+      lr: h.lr,
+      beta1: h.beta1,
+      beta2: h.beta2,
+      eps: h.eps,
+      weightDecay: h.weightDecay,
+      maxGradNorm: h.maxGradNorm,
+      step,
+    };
+  }
+
+  optimizerStep(): Promise<OptimizerStepResult> {
+    return this.exclusive(() => this.optimizerStepNow());
+  }
+
+  private async optimizerStepNow(): Promise<OptimizerStepResult> {
+    const adam = await this.adamPrograms();
+    const step = this.step + 1;
+    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
+    adam.norm.submit();
+    const gradNorm = (await this.ctx.readF32(this.partial, 1, this.partials))[0];
+    if (!Number.isFinite(gradNorm)) {
+      this.clearGradsNow();
+      return { gradNorm, step: this.step, skipped: true };
+    }
+    adam.update.submit();
+    this.step = step;
+    return { gradNorm, step, skipped: false };
+  }
+
+  private clearGradsNow(): void {
+    const enc = this.ctx.device.createCommandEncoder();
+    enc.clearBuffer(this.grads);
+    this.ctx.device.queue.submit([enc.finish()]);
+  }
+
+  /** Forward and backward of −Σ w·logp without an update; returns the gradient (tests and checks). */
+  computeGrads(batch: Batch, weights: Float32Array): Promise<Float32Array> {
+    return this.exclusive(async () => {
+      this.clearGradsNow();
+      await this.accumulateNow(batch, weights);
+      const grads = await this.ctx.readF32(this.grads, this.layout.total);
+      this.clearGradsNow();
+      return grads;
+    });
+  }
+
+  getOptimizerState(): Promise<OptimizerState> {
+    return this.exclusive(async () => ({
+      m: await this.ctx.readF32(this.m, this.layout.total),
+      v: await this.ctx.readF32(this.v, this.layout.total),
+      step: this.step,
+    }));
+  }
+
+  setOptimizerState(state: OptimizerState): Promise<void> {
+    return this.exclusive(async () => {
+      const n = this.layout.total;
+      if (state.m.length !== n || state.v.length !== n)
+        throw new Error(
+          `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
+        );
+      if (!Number.isInteger(state.step) || state.step < 0)
+        throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
+      this.ctx.write(this.m, state.m);
+      this.ctx.write(this.v, state.v);
+      this.step = state.step;
+    });
+  }
+
+  /** The decoder for at least `capacity` cached positions (rebuilt larger when a request needs more). */
+  private async decoderFor(capacity: number): Promise<Decoder> {
+    if (this.decoder) {
+      const d = await this.decoder;
+      if (d.capacity >= capacity) return d;
+      destroyDecoder(d);
+    }
+    let cap = 16;
+    while (cap < capacity) cap *= 2;
+    this.decoder = this.buildDecoder(Math.min(cap, this.config.contextLength));
+    return this.decoder;
+  }
+
+  private async buildDecoder(capacity: number): Promise<Decoder> {
+    const { ctx, params } = this;
+    const cfg = this.llama;
+    const { hidden: C, intermediate: Fm, heads: H, kvHeads: KV, headDim: D, vocabSize: V, layers: L } = cfg;
+    const buffers: GPUBuffer[] = [];
+    const buf = (elements: number, label: string) => {
+      const b = ctx.empty(elements * F4, label);
+      buffers.push(b);
+      return b;
+    };
+    const token = buf(1, 'dec.token');
+    const pos = buf(1, 'dec.pos');
+    const rope = this.ropeBuffer(capacity, 'dec.rope');
+    buffers.push(rope.buf);
+    const x = buf(C, 'dec.x');
+    const h = buf(C, 'dec.h');
+    const r = buf(1, 'dec.r');
+    const rqk = buf(H, 'dec.rqk');
+    const qRaw = buf(H * D, 'dec.qRaw');
+    const kRaw = buf(KV * D, 'dec.kRaw');
+    const q = buf(H * D, 'dec.q');
+    const k = buf(KV * D, 'dec.k');
+    const v = buf(KV * D, 'dec.v');
+    const probs = buf(H * capacity, 'dec.probs');
+    const y = buf(H * D, 'dec.y');
+    const g = buf(Fm, 'dec.g');
+    const u = buf(Fm, 'dec.u');
+    const a = buf(Fm, 'dec.a');
+    const logits = buf(V, 'dec.logits');
+    const cacheK = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.k${l}`));
+    const cacheV = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.v${l}`));
+    const emb = { N: 1, T: 1, C, V, wteOff: this.off('model.embed_tokens.weight'), wpeOff: 0 };
+    const p = new Program(ctx);
+    await K.embeddingGather(p, emb, token, params, x);
+    const gqaUniforms: GPUBuffer[] = [];
+    const copies: { dstOffset?: number }[] = [];
+    for (let l = 0; l < L; l++) {
+      const n = `model.layers.${l}.`;
+      await this.rmsnorm(p, 1, C, `${n}input_layernorm.weight`, x, h, r);
+      await this.linear(p, 1, H * D, C, h, `${n}self_attn.q_proj`, cfg.qkNorm ? qRaw : q);
+      await this.linear(p, 1, KV * D, C, h, `${n}self_attn.k_proj`, cfg.qkNorm ? kRaw : k);
+      await this.linear(p, 1, KV * D, C, h, `${n}self_attn.v_proj`, v);
+      if (cfg.qkNorm) {
+        await this.rmsnorm(p, H, D, `${n}self_attn.q_norm.weight`, qRaw, q, rqk);
+        await this.rmsnorm(p, KV, D, `${n}self_attn.k_norm.weight`, kRaw, k, rqk);
+      }
+      await K.ropeApply(p, { N: 1, heads: H, D, sinOff: rope.sinOff }, pos, rope.buf, q);
+      await K.ropeApply(p, { N: 1, heads: KV, D, sinOff: rope.sinOff }, pos, rope.buf, k);
+      copies.push(p.copy(k, 0, cacheK[l], 0, KV * D * F4));
+      copies.push(p.copy(v, 0, cacheV[l], 0, KV * D * F4));
+      const dims = { B: 1, Tq: 1, Tk: capacity, H, KV, D, offset: 0 };
+      const [gu] = await K.gqaForward(p, dims, q, cacheK[l], cacheV[l], null, probs, y);
+      gqaUniforms.push(gu);
+      await this.linear(p, 1, C, H * D, y, `${n}self_attn.o_proj`, x, true);
+      await this.rmsnorm(p, 1, C, `${n}post_attention_layernorm.weight`, x, h, r);
+      await this.linear(p, 1, Fm, C, h, `${n}mlp.gate_proj`, g);
+      await this.linear(p, 1, Fm, C, h, `${n}mlp.up_proj`, u);
+      await K.swigluForward(p, Fm, g, u, a);
+      await this.linear(p, 1, C, Fm, a, `${n}mlp.down_proj`, x, true);
+    }
+    const head = new Program(ctx);
+    await this.rmsnorm(head, 1, C, 'model.norm.weight', x, h, r);
+    const wOff = this.off(headName(cfg));
+    await K.matmul(head, { mode: 'nt', M: 1, N: V, K: C, a: h, b: params, bOff: wOff, c: logits });
+    return { capacity, layers: p, head, token, pos, x, logits, gqaUniforms, copies, cacheK, cacheV, buffers };
+  }
+
+  sample(req: SampleRequest): Promise<SampleResult> {
+    return this.exclusive(() => this.sampleNow(req));
+  }
+
+  private async sampleNow(req: SampleRequest): Promise<SampleResult> {
+    const cfg = this.llama;
+    const { heads: H, kvHeads: KV, headDim: D, hidden: C, vocabSize: V, layers: L } = cfg;
+    const T = this.config.contextLength;
+    checkSampleRequest(req, V, T);
+    const limit = Math.min(T, req.promptIds.length + req.maxTokens);
+    const d = await this.decoderFor(limit);
+    const row = KV * D * F4;
+    const step = (id: number, p: number) => {
+      this.ctx.write(d.token, new Uint32Array([id]));
+      this.ctx.write(d.pos, new Uint32Array([p]));
+      const block = K.gqaBlock({ B: 1, Tq: 1, Tk: d.capacity, H, KV, D, offset: p }, false);
+      for (let l = 0; l < L; l++) {
+        this.ctx.write(d.gqaUniforms[l], block);
+        d.copies[2 * l].dstOffset = p * row;
+        d.copies[2 * l + 1].dstOffset = p * row;
+      }
+      const enc = this.ctx.device.createCommandEncoder();
+      d.layers.encode(enc);
+      d.head.encode(enc);
+      this.ctx.device.queue.submit([enc.finish()]);
+    };
+    // Prefill: the prompt in one batched forward (B = 1, T rounded up to a power of two so few graphs are built;
+    // causal attention keeps the padding rows out of the real ones), its rotated keys and values become the KV
+    // cache and its last residual row goes through the final norm and the full head.
+    const prefill = async (ids: number[]) => {
+      const P = ids.length;
+      let Tb = 1;
+      while (Tb < P) Tb *= 2;
+      Tb = Math.min(Tb, T);
+      const tokens = new Uint32Array(Tb);
+      tokens.set(ids);
+      const g = await this.prepare({ tokens, mask: new Float32Array(Tb).fill(1), batchSize: 1, seqLen: Tb });
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      for (let l = 0; l < L; l++) {
+        enc.copyBufferToBuffer(g.k[l], 0, d.cacheK[l], 0, P * row);
+        enc.copyBufferToBuffer(g.v[l], 0, d.cacheV[l], 0, P * row);
+      }
+      enc.copyBufferToBuffer(g.out, (P - 1) * C * F4, d.x, 0, C * F4);
+      d.head.encode(enc);
+      this.ctx.device.queue.submit([enc.finish()]);
+      return this.ctx.readF32(d.logits, V);
+    };
+    return decodeLoop(req, limit, step, () => this.ctx.readF32(d.logits, V), prefill);
+  }
+
+  getParams(): Promise<Float32Array> {
+    return this.exclusive(() => this.ctx.readF32(this.params, this.layout.total));
+  }
+
+  setParams(params: Float32Array): Promise<void> {
+    return this.exclusive(async () => {
+      if (params.length !== this.layout.total)
+        throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
+      this.ctx.write(this.params, params);
+      const zeros = new Float32Array(this.layout.total);
+      this.ctx.write(this.m, zeros);
+      this.ctx.write(this.v, zeros);
+      this.clearGradsNow();
+      this.step = 0;
+    });
+  }
+
+  dispose(): void {
+    const all: GPUBuffer[] = [this.params, this.grads, this.m, this.v, this.partial];
+    void (async () => {
+      for (const g of this.graphs.values()) destroyGraph(await g);
+      if (this.decoder) destroyDecoder(await this.decoder);
+      if (this.adam) {
+        const a = await this.adam;
+        a.norm.destroy();
+        a.update.destroy();
+      }
+      for (const b of all) b.destroy();
+    })();
+  }
+}
+
+function destroyGraph(g: Graph): void {
+  g.forward.destroy();
+  g.backward.destroy();
+  for (const b of g.buffers) b.destroy();
+}
+
+function destroyDecoder(d: Decoder): void {
+  d.layers.destroy();
+  d.head.destroy();
+  for (const b of d.buffers) b.destroy();
+}
