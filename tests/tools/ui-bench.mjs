@@ -34,7 +34,11 @@ try {
     const t0 = Date.now();
     // A path lets Chromium read the file itself (playwright refuses in-memory buffers over 50 MB).
     await page.getByTestId('trace-file').setInputFiles(file);
-    await page.getByText(basename(file), { exact: true }).waitFor({ timeout: 120_000 });
+    // The summary names the file once it is imported (the file-link note names it too, so the wait is scoped).
+    await page
+      .getByTestId('import-summary')
+      .getByText(basename(file), { exact: true })
+      .waitFor({ timeout: 120_000 });
     await page.locator('[data-testid^="rollout-weight-"]').first().waitFor({ timeout: 120_000 });
     console.log(`import + first compute of ${basename(file)}: ${Date.now() - t0} ms`);
   }
