@@ -228,10 +228,21 @@ async function main(): Promise<number> {
     for (const bc of selected) {
       const config = resolveConfig({ ...bc.model, seed: 1 });
       const engine = GpuPolicy.create(ctx, config);
-      const r = { ...(await benchEngine(engine, bc, opts.reps, layoutOf(config).total)), where: 'node+dawn' };
+      const r = {
+        ...(await benchEngine(engine, bc, opts.reps, layoutOf(config).total, () => ctx.counts)),
+        where: 'node+dawn',
+      };
       engine.dispose();
       results.push(r);
       print(r);
+      if (r.commands) {
+        const c = (k: 'logProbs' | 'trainStep') =>
+          `${r.commands?.[k].dispatches} dispatches in ${r.commands?.[k].passes} passes, ${r.commands?.[k].submits} submits`;
+        console.log(
+          `${''.padEnd(28)}per log-prob forward: ${c('logProbs')} (${(r.seconds.logProbs * 1000).toFixed(1)} ms); ` +
+            `per training step (forward + backward + AdamW): ${c('trainStep')} (${(r.seconds.trainStep * 1000).toFixed(1)} ms)`,
+        );
+      }
     }
   }
   if (opts.backends.includes('chromium')) {

@@ -45,6 +45,26 @@ export interface BenchResult {
   sample: number;
   /** median seconds per call */
   seconds: { logProbs: number; trainStep: number; sample: number };
+  /** WebGPU engines: the commands one log-prob forward and one training step hand to the queue */
+  commands?: { logProbs: CommandCounts; trainStep: CommandCounts };
+}
+
+/** Compute dispatches, compute passes and queue submits (GpuContext.counts). */
+export interface CommandCounts {
+  dispatches: number;
+  passes: number;
+  submits: number;
+}
+
+async function countCommands(read: () => CommandCounts, f: () => Promise<unknown>): Promise<CommandCounts> {
+  const a = { ...read() };
+  await f();
+  const b = read();
+  return {
+    dispatches: b.dispatches - a.dispatches,
+    passes: b.passes - a.passes,
+    submits: b.submits - a.submits,
+  };
 }
 
 export const median = (xs: number[]) => {
@@ -74,6 +94,8 @@ export async function benchEngine(
   bc: BenchConfig,
   reps: number,
   paramCount: number,
+  /** a WebGPU engine's command counters (GpuContext.counts), read around one more call of each */
+  counts?: () => CommandCounts,
 ): Promise<BenchResult> {
   const { batchSize: B, seqLen: T } = bc;
   const V = bc.model.vocabSize;
@@ -90,10 +112,15 @@ export async function benchEngine(
     const r = await engine.sample({ promptIds, temperature: 1, topP: 1, maxTokens: bc.newTokens, seed: 1 });
     generated = r.tokenIds.length;
   });
+  const commands = counts && {
+    logProbs: await countCommands(counts, () => engine.logProbs(batch)),
+    trainStep: await countCommands(counts, () => engine.trainStep(batch, weights)),
+  };
   return {
     config: bc.name,
     backend: engine.backend,
     params: paramCount,
+    commands,
     logProbs: (B * T) / tLog,
     trainStep: (B * T) / tTrain,
     sample: generated / tSample,

@@ -219,6 +219,259 @@ function sortedOrder(rollouts: Rollout[]): number[] {
   return order;
 }
 
+/**
+ * The rows being built: per-token arrays written at a cursor (nTok; nLp for log-probs written straight into
+ * logProbs), per-row buffers, and the counters upstream reports. The merge runs in its methods rather than in
+ * closures made per build, so the optimised code of one build serves the next (closures are new functions every
+ * call, and code that inlined the last build's would be thrown away).
+ */
+class RowWriter {
+  readonly respIds: Int32Array;
+  readonly mask: Uint8Array;
+  readonly logProbs: Float32Array;
+  readonly tokenCall: Int32Array;
+  nTok = 0;
+  nLp = 0;
+  readonly promptIds: Growable<Int32Array>;
+  /** per-row arrays, written at the row cursor nRows (rowBound is an upper bound: one row per call) */
+  nRows = 0;
+  readonly offsets: Int32Array;
+  readonly promptOffsets: Int32Array;
+  readonly rowRollout: Int32Array;
+  readonly turnIndex: Int32Array;
+  readonly firstCall: Int32Array;
+  readonly nCalls: Int32Array;
+  readonly isDrop: Uint8Array;
+  readonly rowReward: Float32Array;
+  readonly rowHasLp: Uint8Array;
+  readonly rolloutIds: string[] = [];
+  readonly dataIds: string[] = [];
+  readonly mergeFailures: MergeFailure[] = [];
+  /**
+   * The running row's log-prob list, built as upstream builds `current_response_log_probs`: straight into
+   * logProbs when the row's first list is aligned with its ids (later lists must be, or the list dies), else
+   * in the scratch rowLp.
+   */
+  readonly rowLp = new Growable(Float32Array, 1024);
+  lpDirect = true;
+  /** mask-1 tokens appended to the running row (before truncation) */
+  rowTrain = 0;
+
+  nTrunc = 0;
+  nSkippedEmpty = 0;
+  nUnmerged = 0;
+  nTurns = 0;
+  turnLenSum = 0;
+  turnLenMax = Number.NEGATIVE_INFINITY;
+  turnLenMin = Number.POSITIVE_INFINITY;
+
+  constructor(
+    readonly rollouts: Rollout[],
+    readonly maxP: number,
+    readonly maxR: number,
+    readonly tokenizer: ChatTokenizer | undefined,
+    respBound: number,
+    promptBound: number,
+    rowBound: number,
+  ) {
+    this.respIds = new Int32Array(respBound);
+    this.mask = new Uint8Array(respBound);
+    this.logProbs = new Float32Array(respBound);
+    this.tokenCall = new Int32Array(respBound);
+    this.promptIds = new Growable(Int32Array, Math.max(promptBound, 16));
+    this.offsets = new Int32Array(rowBound + 1);
+    this.promptOffsets = new Int32Array(rowBound + 1);
+    this.rowRollout = new Int32Array(rowBound);
+    this.turnIndex = new Int32Array(rowBound);
+    this.firstCall = new Int32Array(rowBound);
+    this.nCalls = new Int32Array(rowBound);
+    this.isDrop = new Uint8Array(rowBound);
+    this.rowReward = new Float32Array(rowBound);
+    this.rowHasLp = new Uint8Array(rowBound);
+  }
+
+  countTurn(len: number): void {
+    this.nTurns++;
+    this.turnLenSum += len;
+    if (len > this.turnLenMax) this.turnLenMax = len;
+    if (len < this.turnLenMin) this.turnLenMin = len;
+  }
+
+  /** Appends ids[from, to) to the running row, all with the same mask value and call index. */
+  appendTokens(ids: Int32Array, from: number, to: number, m: number, call: number): void {
+    const at = this.nTok;
+    const end = at + to - from;
+    const respIds = this.respIds;
+    for (let i = from, j = at; i < to; i++, j++) respIds[j] = ids[i];
+    this.mask.fill(m, at, end);
+    this.tokenCall.fill(call, at, end);
+    this.nTok = end;
+  }
+
+  appendResponse(c: CallIds): void {
+    this.appendTokens(c.r, 0, c.r.length, 1, c.idx);
+    this.rowTrain += c.r.length;
+  }
+
+  lpAppend(v: Float32Array): void {
+    if (!this.lpDirect) {
+      this.rowLp.append(v);
+      return;
+    }
+    this.logProbs.set(v, this.nLp);
+    this.nLp += v.length;
+  }
+
+  lpZeros(n: number): void {
+    if (!this.lpDirect) {
+      this.rowLp.fill(0, n);
+      return;
+    }
+    this.logProbs.fill(0, this.nLp, this.nLp + n);
+    this.nLp += n;
+  }
+
+  /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
+  startLp(c: CallIds): boolean {
+    this.rowLp.length = 0;
+    this.lpDirect = true;
+    if (c.lp === null) return false;
+    this.lpDirect = c.lp.length === c.r.length;
+    this.lpAppend(c.lp);
+    return true;
+  }
+
+  /** Closes the row whose response tokens start at `start`; returns whether it was kept. */
+  closeRow(
+    start: number,
+    prompt: Int32Array,
+    ri: number,
+    turn: number,
+    first: number,
+    count: number,
+    lpOk: boolean,
+    reward: number,
+  ): boolean {
+    const maxR = this.maxR;
+    let len = this.nTok - start;
+    let train = this.rowTrain;
+    this.rowTrain = 0;
+    if (len > maxR) {
+      len = maxR;
+      this.nTok = start + maxR;
+      this.nTrunc++;
+      train = 0;
+      const mask = this.mask;
+      for (let i = start; i < start + len; i++) train += mask[i];
+    }
+    if (train === 0) {
+      this.nTok = this.nLp = start;
+      this.nSkippedEmpty++;
+      return false;
+    }
+    // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree. An aligned
+    // list was written straight into logProbs; a list of another length waits in rowLp.
+    const direct = this.lpDirect;
+    const keepLp = lpOk && Math.min(direct ? this.nLp - start : this.rowLp.length, maxR) === len;
+    if (keepLp && !direct) this.logProbs.set(this.rowLp.data.subarray(0, len), start);
+    else if (!keepLp) this.logProbs.fill(Number.NaN, start, start + len);
+    this.nLp = start + len;
+    const drop = prompt.length > this.maxP;
+    this.promptIds.append(drop ? prompt.subarray(0, this.maxP) : prompt);
+    const r = this.nRows++;
+    this.promptOffsets[r + 1] = this.promptIds.length;
+    this.offsets[r + 1] = this.nTok;
+    this.rowRollout[r] = ri;
+    this.turnIndex[r] = turn;
+    this.firstCall[r] = first;
+    this.nCalls[r] = count;
+    this.isDrop[r] = drop ? 1 : 0;
+    this.rowReward[r] = reward;
+    this.rowHasLp[r] = keepLp ? 1 : 0;
+    this.rolloutIds.push(this.rollouts[ri].rolloutId);
+    this.dataIds.push(this.rollouts[ri].dataId);
+    return true;
+  }
+
+  /** Transition level: one row per call. */
+  transition(ri: number, calls: CallIds[], reward: number): void {
+    for (let t = 0; t < calls.length; t++) {
+      const c = calls[t];
+      this.countTurn(c.r.length);
+      const start = this.nTok;
+      this.appendResponse(c);
+      const lpOk = this.startLp(c);
+      this.closeRow(start, c.p, ri, t, c.idx, 1, lpOk, reward);
+    }
+  }
+
+  /** Trajectory level: the calls of one rollout merged into as few rows as the prefix rule allows. */
+  trajectory(ri: number, calls: CallIds[], reward: number): void {
+    let c0 = calls[0];
+    this.countTurn(c0.r.length);
+    let start = this.nTok;
+    let rowPrompt = c0.p;
+    let rowFirst = c0.idx;
+    let rowCount = 1;
+    let lpOk = this.startLp(c0);
+    this.appendResponse(c0);
+    let prevP = c0.p;
+    let prevR = c0.r;
+    let groups = 0;
+    for (let k = 1; k < calls.length; k++) {
+      const c = calls[k];
+      this.countTurn(c.r.length);
+      const ctxLen = prevP.length + prevR.length;
+      if (c.p.length >= ctxLen && firstDiffIsEnd(c.p, prevP, prevR)) {
+        const obs = c.p.length - ctxLen;
+        if (obs > 0) {
+          this.appendTokens(c.p, ctxLen, c.p.length, 0, c.idx);
+          if (lpOk) this.lpZeros(obs);
+        }
+        // A merged call keeps the list alive only with a list of exactly its response length.
+        if (lpOk) {
+          if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
+          else this.lpAppend(c.lp);
+        }
+        this.appendResponse(c);
+        rowCount++;
+      } else {
+        this.mergeFailure(ri, c, c0, prevP, prevR);
+        this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
+        groups++;
+        start = this.nTok;
+        rowPrompt = c.p;
+        rowFirst = c.idx;
+        rowCount = 1;
+        lpOk = this.startLp(c);
+        this.appendResponse(c);
+      }
+      c0 = c;
+      prevP = c.p;
+      prevR = c.r;
+    }
+    this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
+    groups++;
+    if (groups > 1) this.nUnmerged++;
+  }
+
+  mergeFailure(ri: number, c: CallIds, prev: CallIds, prevP: Int32Array, prevR: Int32Array): void {
+    const rollout = this.rollouts[ri];
+    const cls = classifyMergeFailure(c.p, prevP, prevR, this.tokenizer);
+    this.mergeFailures.push({
+      rolloutIndex: ri,
+      rolloutId: rollout.rolloutId,
+      dataId: rollout.dataId,
+      callIndex: c.idx,
+      prevCallIndex: prev.idx,
+      contextLength: prevP.length + prevR.length,
+      prevPromptLength: prevP.length,
+      promptLength: c.p.length,
+      ...cls,
+    });
+  }
+}
+
 export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): BuildResult {
   const level = opts.level;
   if (level !== 'transition' && level !== 'trajectory')
@@ -231,261 +484,73 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const selected = order.map((ri) => selectCalls(rollouts[ri], opts));
   let respBound = 0;
   let promptBound = 0;
+  // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
+  // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
   let rowBound = 0;
   for (const calls of selected) {
+    rowBound += calls.length;
     for (let k = 0; k < calls.length; k++) {
       const c = calls[k];
       respBound += c.r.length;
       if (level === 'transition' || k === 0) {
         promptBound += Math.min(c.p.length, maxP);
-        rowBound++;
       } else {
         const prev = calls[k - 1];
         respBound += Math.max(0, c.p.length - prev.p.length - prev.r.length);
       }
     }
   }
-  // Per-token arrays: respBound is an upper bound, so they are plain arrays written at a cursor (nTok; nLp for
-  // log-probs written straight into logProbs) by monomorphic loops, one per array type.
-  const respIds = new Int32Array(respBound);
-  const mask = new Uint8Array(respBound);
-  const logProbs = new Float32Array(respBound);
-  const tokenCall = new Int32Array(respBound);
-  let nTok = 0;
-  let nLp = 0;
-  const promptIds = new Growable(Int32Array, Math.max(promptBound, 16));
-  const offsets = new Growable(Int32Array, rowBound + 1);
-  const promptOffsets = new Growable(Int32Array, rowBound + 1);
-  offsets.push(0);
-  promptOffsets.push(0);
-  const rowRollout = new Growable(Int32Array, Math.max(rowBound, 1));
-  const turnIndex = new Growable(Int32Array, Math.max(rowBound, 1));
-  const firstCall = new Growable(Int32Array, Math.max(rowBound, 1));
-  const nCalls = new Growable(Int32Array, Math.max(rowBound, 1));
-  const isDrop = new Growable(Uint8Array, Math.max(rowBound, 1));
-  const rowReward = new Growable(Float32Array, Math.max(rowBound, 1));
-  const rowHasLp = new Growable(Uint8Array, Math.max(rowBound, 1));
-  const rolloutIds: string[] = [];
-  const dataIds: string[] = [];
-  const mergeFailures: MergeFailure[] = [];
+  const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, rowBound);
 
-  let nTrunc = 0;
-  let nSkippedEmpty = 0;
-  let nUnmerged = 0;
   let rewardSum = 0;
   let nWithReward = 0;
   let nWithTrace = 0;
-  let nTurns = 0;
-  let turnLenSum = 0;
-  let turnLenMax = Number.NEGATIVE_INFINITY;
-  let turnLenMin = Number.POSITIVE_INFINITY;
-
-  const countTurn = (len: number) => {
-    nTurns++;
-    turnLenSum += len;
-    if (len > turnLenMax) turnLenMax = len;
-    if (len < turnLenMin) turnLenMin = len;
-  };
-
-  /** Closes the row whose response tokens start at `start`; returns whether it was kept. */
-  const closeRow = (
-    start: number,
-    prompt: Int32Array,
-    ri: number,
-    turn: number,
-    first: number,
-    count: number,
-    lpOk: boolean,
-    reward: number,
-  ): boolean => {
-    let len = nTok - start;
-    if (len > maxR) {
-      len = maxR;
-      nTok = start + maxR;
-      nTrunc++;
-    }
-    let train = 0;
-    for (let i = start; i < start + len; i++) train += mask[i];
-    if (train === 0) {
-      nTok = nLp = start;
-      nSkippedEmpty++;
-      return false;
-    }
-    // Upstream truncates the log-prob list like the ids, then keeps it only if the lengths agree. An aligned
-    // list was written straight into logProbs; a list of another length waits in rowLp.
-    const keepLp = lpOk && Math.min(lpDirect ? nLp - start : rowLp.length, maxR) === len;
-    if (keepLp && !lpDirect) logProbs.set(rowLp.data.subarray(0, len), start);
-    else if (!keepLp) logProbs.fill(Number.NaN, start, start + len);
-    nLp = start + len;
-    const drop = prompt.length > maxP;
-    promptIds.append(drop ? prompt.subarray(0, maxP) : prompt);
-    promptOffsets.push(promptIds.length);
-    offsets.push(nTok);
-    rowRollout.push(ri);
-    turnIndex.push(turn);
-    firstCall.push(first);
-    nCalls.push(count);
-    isDrop.push(drop ? 1 : 0);
-    rowReward.push(reward);
-    rowHasLp.push(keepLp ? 1 : 0);
-    rolloutIds.push(rollouts[ri].rolloutId);
-    dataIds.push(rollouts[ri].dataId);
-    return true;
-  };
-
-  /**
-   * The running row's log-prob list, built as upstream builds `current_response_log_probs`: straight into
-   * logProbs when the row's first list is aligned with its ids (later lists must be, or the list dies), else
-   * in the scratch rowLp.
-   */
-  const rowLp = new Growable(Float32Array, 1024);
-  let lpDirect = true;
-  const lpAppend = (v: Float32Array) => {
-    if (!lpDirect) return rowLp.append(v);
-    for (let i = 0; i < v.length; i++) logProbs[nLp + i] = v[i];
-    nLp += v.length;
-  };
-  const lpZeros = (n: number) => {
-    if (!lpDirect) return rowLp.fill(0, n);
-    for (let i = 0; i < n; i++) logProbs[nLp + i] = 0;
-    nLp += n;
-  };
-
-  /** Appends ids[from, to) to the running row, all with the same mask value and call index. */
-  const appendTokens = (ids: Int32Array, from: number, to: number, m: number, call: number) => {
-    const o = nTok - from;
-    for (let i = from; i < to; i++) {
-      respIds[o + i] = ids[i];
-      mask[o + i] = m;
-      tokenCall[o + i] = call;
-    }
-    nTok = o + to;
-  };
-  const appendResponse = (c: CallIds) => appendTokens(c.r, 0, c.r.length, 1, c.idx);
-
-  /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
-  const startLp = (c: CallIds): boolean => {
-    rowLp.length = 0;
-    lpDirect = true;
-    if (c.lp === null) return false;
-    lpDirect = c.lp.length === c.r.length;
-    lpAppend(c.lp);
-    return true;
-  };
-
   for (let oi = 0; oi < order.length; oi++) {
     const ri = order[oi];
-    const rollout = rollouts[ri];
-    const fr = rollout.finalReward;
+    const fr = rollouts[ri].finalReward;
     const reward = fr ?? opts.rewardFillnaValue;
     rewardSum += reward;
     if (fr !== null && fr !== undefined) nWithReward++;
-    const bfReward = bf16(reward);
     const calls = selected[oi];
     if (calls.length === 0) continue;
     nWithTrace++;
-
-    if (level === 'transition') {
-      calls.forEach((c, t) => {
-        countTurn(c.r.length);
-        const start = nTok;
-        appendResponse(c);
-        closeRow(start, c.p, ri, t, c.idx, 1, startLp(c), bfReward);
-      });
-      continue;
-    }
-
-    let c0 = calls[0];
-    countTurn(c0.r.length);
-    let start = nTok;
-    let rowPrompt = c0.p;
-    let rowFirst = c0.idx;
-    let rowCount = 1;
-    let lpOk = startLp(c0);
-    appendResponse(c0);
-    let prevP = c0.p;
-    let prevR = c0.r;
-    let groups = 0;
-    for (let k = 1; k < calls.length; k++) {
-      const c = calls[k];
-      countTurn(c.r.length);
-      const ctxLen = prevP.length + prevR.length;
-      const extends_ = c.p.length >= ctxLen && firstDiffIsEnd(c.p, prevP, prevR);
-      if (extends_) {
-        const obs = c.p.length - ctxLen;
-        if (obs > 0) {
-          appendTokens(c.p, ctxLen, c.p.length, 0, c.idx);
-          if (lpOk) lpZeros(obs);
-        }
-        // A merged call keeps the list alive only with a list of exactly its response length.
-        if (lpOk) {
-          if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
-          else lpAppend(c.lp);
-        }
-        appendResponse(c);
-        rowCount++;
-      } else {
-        const cls = classifyMergeFailure(c.p, prevP, prevR, opts.tokenizer);
-        mergeFailures.push({
-          rolloutIndex: ri,
-          rolloutId: rollout.rolloutId,
-          dataId: rollout.dataId,
-          callIndex: c.idx,
-          prevCallIndex: c0.idx,
-          contextLength: ctxLen,
-          prevPromptLength: prevP.length,
-          promptLength: c.p.length,
-          ...cls,
-        });
-        closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, bfReward);
-        groups++;
-        start = nTok;
-        rowPrompt = c.p;
-        rowFirst = c.idx;
-        rowCount = 1;
-        lpOk = startLp(c);
-        appendResponse(c);
-      }
-      c0 = c;
-      prevP = c.p;
-      prevR = c.r;
-    }
-    closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, bfReward);
-    groups++;
-    if (groups > 1) nUnmerged++;
+    if (level === 'transition') w.transition(ri, calls, bf16(reward));
+    else w.trajectory(ri, calls, bf16(reward));
   }
 
-  const nRows = rowRollout.length;
+  const nRows = w.nRows;
   if (nRows === 0)
     throw new SampleBuildError('RuntimeError', 'get_train_data_batch emitted zero training rows.');
 
-  const off = offsets.toArray();
-  const hasLp = rowHasLp.toArray();
+  const nTok = w.nTok;
+  const off = trimmed(w.offsets, nRows + 1);
+  const hasLp = trimmed(w.rowHasLp, nRows);
   const allLp = hasLp.every((x) => x === 1);
   const scores = new Float32Array(nTok);
-  const rewards = rowReward.toArray();
+  const rewards = trimmed(w.rowReward, nRows);
   for (let r = 0; r < nRows; r++) scores[off[r + 1] - 1] = rewards[r];
-  const lpArr = allLp ? trimmed(logProbs, nTok) : null;
+  const lpArr = allLp ? trimmed(w.logProbs, nTok) : null;
 
   const batch: TrainingBatch = {
     nRows,
     offsets: off,
-    mask: trimmed(mask, nTok),
-    rowRollout: rowRollout.toArray(),
-    rolloutIds,
-    dataIds,
-    turnIndex: turnIndex.toArray(),
-    firstCall: firstCall.toArray(),
-    nCalls: nCalls.toArray(),
-    isDrop: isDrop.toArray(),
-    promptOffsets: promptOffsets.toArray(),
-    promptIds: promptIds.toArray(),
-    responseIds: trimmed(respIds, nTok),
-    tokenCall: trimmed(tokenCall, nTok),
+    mask: trimmed(w.mask, nTok),
+    rowRollout: trimmed(w.rowRollout, nRows),
+    rolloutIds: w.rolloutIds,
+    dataIds: w.dataIds,
+    turnIndex: trimmed(w.turnIndex, nRows),
+    firstCall: trimmed(w.firstCall, nRows),
+    nCalls: trimmed(w.nCalls, nRows),
+    isDrop: trimmed(w.isDrop, nRows),
+    promptOffsets: trimmed(w.promptOffsets, nRows + 1),
+    promptIds: w.promptIds.toArray(),
+    responseIds: trimmed(w.respIds, nTok),
+    tokenCall: trimmed(w.tokenCall, nTok),
     responseLogProbs: lpArr,
     reward: rewards,
   };
 
+  const mergeFailures = w.mergeFailures;
   const nMismatch = Math.min(mergeFailures.length, MISMATCH_ROWS_LIMIT);
   const metrics: Record<string, number> = {
     'training/reward': order.length ? rewardSum / order.length : 0,
@@ -493,15 +558,15 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     'training/n_rollouts': order.length,
     'training/n_rollouts_w_trace': nWithTrace,
     'training/n_rollouts_w_reward': nWithReward,
-    'training/n_truncated_sample': nTrunc,
-    'training/n_skipped_empty_rows': nSkippedEmpty,
-    'training/n_turns': nTurns,
-    'response_length/training/avg_by_turn': turnLenSum / nTurns,
-    'response_length/training/max_by_turn': turnLenMax,
-    'response_length/training/min_by_turn': turnLenMin,
+    'training/n_truncated_sample': w.nTrunc,
+    'training/n_skipped_empty_rows': w.nSkippedEmpty,
+    'training/n_turns': w.nTurns,
+    'response_length/training/avg_by_turn': w.turnLenSum / w.nTurns,
+    'response_length/training/max_by_turn': w.turnLenMax,
+    'response_length/training/min_by_turn': w.turnLenMin,
   };
   if (level === 'trajectory') {
-    metrics['training/n_unmerged_rollouts'] = nUnmerged;
+    metrics['training/n_unmerged_rollouts'] = w.nUnmerged;
     metrics['training/n_trace_merge_mismatch_rows'] = nMismatch;
   }
   return {
@@ -509,9 +574,9 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     rowHasLogProbs: hasLp,
     tokenLevelScores: scores,
     counters: {
-      nUnmerged: level === 'trajectory' ? nUnmerged : null,
-      nTrunc,
-      nSkippedEmpty,
+      nUnmerged: level === 'trajectory' ? w.nUnmerged : null,
+      nTrunc: w.nTrunc,
+      nSkippedEmpty: w.nSkippedEmpty,
       nMergeMismatchRows: level === 'trajectory' ? nMismatch : null,
     },
     metrics,

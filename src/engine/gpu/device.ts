@@ -25,14 +25,34 @@ export interface Unavailable {
   reason: string;
 }
 
+/** Commands handed to the queue (see GpuContext.counts). */
+export interface GpuCounts {
+  dispatches: number;
+  passes: number;
+  submits: number;
+}
+
 export class GpuContext {
   readonly device: GPUDevice;
   readonly status: AdapterStatus;
   private readonly pipelines = new Map<string, Promise<GPUComputePipeline>>();
 
+  /**
+   * Work handed to the queue through this context since it was made: compute dispatches, the compute passes
+   * they were encoded in, and queue submits (each a driver round trip). Read the difference around a call to
+   * see what it costs in commands (bench:train and bench:engine report them per step).
+   */
+  readonly counts: GpuCounts = { dispatches: 0, passes: 0, submits: 0 };
+
   constructor(device: GPUDevice, status: AdapterStatus) {
     this.device = device;
     this.status = status;
+  }
+
+  /** Submits command buffers to the queue, counted in `counts.submits`. Every submit goes through here. */
+  submit(buffers: GPUCommandBuffer[]): void {
+    this.counts.submits++;
+    this.device.queue.submit(buffers);
   }
 
   /**
@@ -148,7 +168,7 @@ export class GpuContext {
     });
     const enc = this.device.createCommandEncoder();
     enc.copyBufferToBuffer(src, offsetElements * 4, staging, 0, bytes);
-    this.device.queue.submit([enc.finish()]);
+    this.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const out = new Float32Array(staging.getMappedRange().slice(0));
     staging.unmap();
@@ -310,9 +330,14 @@ export class Program {
   /** Appends this program's steps to `enc` (compute passes split only where a copy or clear sits between). */
   encode(enc: GPUCommandEncoder): void {
     let pass: GPUComputePassEncoder | null = null;
+    const counts = this.ctx.counts;
     for (const s of this.steps) {
       if (s.kind === 'dispatch') {
-        if (!pass) pass = enc.beginComputePass();
+        if (!pass) {
+          pass = enc.beginComputePass();
+          counts.passes++;
+        }
+        counts.dispatches++;
         pass.setPipeline(s.pipeline as GPUComputePipeline);
         pass.setBindGroup(0, s.bindGroup as GPUBindGroup);
         const [x, y, z] = s.workgroups as [number, number, number];
@@ -339,7 +364,7 @@ export class Program {
   submit(): void {
     const enc = this.ctx.device.createCommandEncoder();
     this.encode(enc);
-    this.ctx.device.queue.submit([enc.finish()]);
+    this.ctx.submit([enc.finish()]);
   }
 
   destroy(): void {

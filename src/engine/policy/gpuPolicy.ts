@@ -375,7 +375,7 @@ export class GpuPolicy implements PolicyEngine {
     });
     enc.copyBufferToBuffer(a, 0, staging, 0, n * F);
     enc.copyBufferToBuffer(b, 0, staging, n * F, n * F);
-    this.ctx.device.queue.submit([enc.finish()]);
+    this.ctx.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const all = new Float32Array(staging.getMappedRange().slice(0));
     staging.unmap();
@@ -491,7 +491,7 @@ export class GpuPolicy implements PolicyEngine {
   private async clearGradsNow(): Promise<void> {
     const enc = this.ctx.device.createCommandEncoder();
     enc.clearBuffer(this.grads);
-    this.ctx.device.queue.submit([enc.finish()]);
+    this.ctx.submit([enc.finish()]);
   }
 
   getOptimizerState(): Promise<OptimizerState> {
@@ -624,7 +624,7 @@ export class GpuPolicy implements PolicyEngine {
       const enc = this.ctx.device.createCommandEncoder();
       g.forward.encode(enc);
       for (let l = 0; l < L; l++) enc.copyBufferToBuffer(g.qkv[l], 0, d.cache[l], 0, P * 3 * C * F);
-      this.ctx.device.queue.submit([enc.finish()]);
+      this.ctx.submit([enc.finish()]);
       return this.ctx.readF32(g.logits, V, (P - 1) * V);
     };
     return decodeLoop(req, T, step, () => this.ctx.readF32(d.logits, V), prefill);
