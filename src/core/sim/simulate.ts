@@ -126,7 +126,10 @@ const FINISHED = 1;
 const CONSUMED = 2;
 const DROPPED = 3;
 const NO_VERSION = 0x3fffffff;
-/** a trajectory record's fields (offsets into its TS doubles); flags: 1 resumed, 2 traced */
+/**
+ * A trajectory's record: T holds what a call completion reads (TS doubles a slot), U the rest (US doubles);
+ * flags: 1 resumed, 2 traced.
+ */
 const T_CTX = 0;
 const T_ADMIT_V = 1;
 const T_REMAIN = 2;
@@ -135,13 +138,14 @@ const T_TURNS = 4;
 const T_GROUP = 5;
 const T_PREFILL_V = 6;
 const T_PREFILL = 7;
-const T_PER_TURN = 8;
-const T_VMIN = 9;
-const T_VMAX = 10;
-const T_CALL_VER = 11;
-const T_CALL_START = 12;
-const T_SERIAL = 13;
-const TS = 16;
+const TS = 8;
+const T_PER_TURN = 0;
+const T_VMIN = 1;
+const T_VMAX = 2;
+const T_CALL_VER = 3;
+const T_CALL_START = 4;
+const T_SERIAL = 5;
+const US = 6;
 
 export function simulate(cfg: SimConfig): SimResult {
   checkSimConfig(cfg);
@@ -176,12 +180,16 @@ export function simulate(cfg: SimConfig): SimResult {
   // line), slots recycled; groups: struct-of-arrays ─────────────────────────────────────────────────────────
   let tCap = 0;
   let T = new Float64Array(0);
+  let U = new Float64Array(0);
   const tFree: number[] = [];
   const growT = () => {
     const cap = Math.max(1024, tCap * 2);
     const b = new Float64Array(cap * TS);
     b.set(T);
     T = b;
+    const u = new Float64Array(cap * US);
+    u.set(U);
+    U = u;
     for (let i = cap - 1; i >= tCap; i--) tFree.push(i);
     tCap = cap;
   };
@@ -346,10 +354,10 @@ export function simulate(cfg: SimConfig): SimResult {
     rC[r] = c + 1;
     rSumA[r] += T[id * TS + T_CTX] - V;
     running++;
-    T[id * TS + T_CALL_START] = acc.now;
-    T[id * TS + T_CALL_VER] = rolloutVersion;
-    if (rolloutVersion < T[id * TS + T_VMIN]) T[id * TS + T_VMIN] = rolloutVersion;
-    if (rolloutVersion > T[id * TS + T_VMAX]) T[id * TS + T_VMAX] = rolloutVersion;
+    U[id * US + T_CALL_START] = acc.now;
+    U[id * US + T_CALL_VER] = rolloutVersion;
+    if (rolloutVersion < U[id * US + T_VMIN]) U[id * US + T_VMIN] = rolloutVersion;
+    if (rolloutVersion > U[id * US + T_VMAX]) U[id * US + T_VMAX] = rolloutVersion;
     const g = T[id * TS + T_GROUP];
     if (gVmin[g] === NO_VERSION) setStarted(1);
     if (rolloutVersion < gVmin[g]) gVmin[g] = rolloutVersion;
@@ -378,7 +386,7 @@ export function simulate(cfg: SimConfig): SimResult {
   };
   const closeBar = (id: number, resumed: boolean) => {
     if (!recording && (T[id * TS + T_FLAGS] & 2) === 0) return;
-    const key = T[id * TS + T_SERIAL];
+    const key = U[id * US + T_SERIAL];
     let bar = traced.get(key);
     if (!bar) {
       bar = { group: gSerial[T[id * TS + T_GROUP]], replica: -1, calls: [], trained_version: null };
@@ -386,9 +394,9 @@ export function simulate(cfg: SimConfig): SimResult {
       T[id * TS + T_FLAGS] |= 2;
     }
     bar.calls.push({
-      start_s: T[id * TS + T_CALL_START],
+      start_s: U[id * US + T_CALL_START],
       end_s: acc.now,
-      version: T[id * TS + T_CALL_VER],
+      version: U[id * US + T_CALL_VER],
       resumed,
     });
   };
@@ -467,14 +475,14 @@ export function simulate(cfg: SimConfig): SimResult {
       const perTurn = Math.max(1, Math.ceil(len / W.turns));
       T[id * TS + T_GROUP] = g;
       T[id * TS + T_TURNS] = W.turns;
-      T[id * TS + T_PER_TURN] = perTurn;
+      U[id * US + T_PER_TURN] = perTurn;
       T[id * TS + T_REMAIN] = perTurn;
       T[id * TS + T_PREFILL] = W.prompt_tokens;
       T[id * TS + T_CTX] = W.prompt_tokens;
-      T[id * TS + T_VMIN] = NO_VERSION;
-      T[id * TS + T_VMAX] = -1;
+      U[id * US + T_VMIN] = NO_VERSION;
+      U[id * US + T_VMAX] = -1;
       T[id * TS + T_FLAGS] = 0;
-      T[id * TS + T_SERIAL] = trajSerial++;
+      U[id * US + T_SERIAL] = trajSerial++;
       gTrajs[g * n + i] = id;
       pending.push(id);
     }
@@ -491,7 +499,7 @@ export function simulate(cfg: SimConfig): SimResult {
       const next = () => {
         T[id * TS + T_CTX] += W.tool_output_tokens;
         T[id * TS + T_PREFILL] = W.tool_output_tokens;
-        T[id * TS + T_REMAIN] = T[id * TS + T_PER_TURN];
+        T[id * TS + T_REMAIN] = U[id * US + T_PER_TURN];
         pending.push(id);
         fillAll();
       };
@@ -565,7 +573,7 @@ export function simulate(cfg: SimConfig): SimResult {
     setStarted(-1);
     for (let i = 0; i < n; i++) {
       const id = gTrajs[g * n + i];
-      if ((T[id * TS + T_FLAGS] & 2) !== 0) traced.delete(T[id * TS + T_SERIAL]);
+      if ((T[id * TS + T_FLAGS] & 2) !== 0) traced.delete(U[id * US + T_SERIAL]);
       freeTraj(id);
     }
     gFree.push(g);
@@ -609,9 +617,9 @@ export function simulate(cfg: SimConfig): SimResult {
         const id = gTrajs[g * n + i];
         const t = T[id * TS + T_CTX];
         tokens += t;
-        const st = v - T[id * TS + T_VMAX];
-        const w = v - T[id * TS + T_VMIN];
-        const span = T[id * TS + T_VMAX] - T[id * TS + T_VMIN] + 1;
+        const st = v - U[id * US + T_VMAX];
+        const w = v - U[id * US + T_VMIN];
+        const span = U[id * US + T_VMAX] - U[id * US + T_VMIN] + 1;
         sN++;
         sSum += st;
         if (st > sMax) sMax = st;
@@ -623,7 +631,7 @@ export function simulate(cfg: SimConfig): SimResult {
         if (span > spMax) spMax = span;
         hist[w] = (hist[w] ?? 0) + 1;
         if (traceOpen && (T[id * TS + T_FLAGS] & 2) !== 0) {
-          const bar = traced.get(T[id * TS + T_SERIAL]);
+          const bar = traced.get(U[id * US + T_SERIAL]);
           if (bar) bar.trained_version = v;
         }
         freeTraj(id);
