@@ -258,7 +258,10 @@ export class TrainRun {
     const active = [...this.carry, ...fresh];
     this.rolloutsTotal += fresh.length * cfg.actor_rollout_ref.rollout.n;
     const byId = new Map(active.map((g) => [g.dataId, g]));
-    const complete: GroupRequest[] = [];
+    // wait can finish more groups than a batch: those carried over complete are trained before any new one
+    const complete: GroupRequest[] = this.carry.filter(
+      (g) => (this.got.get(g.dataId)?.length ?? 0) === g.rolloutIds.length,
+    );
     const metrics: Metrics = {};
     let droppedStale = 0;
     const sampler = cfg.trainer.v1.sampler;
