@@ -9,7 +9,8 @@
  *          new weights, so one rollout can hold calls from several policy versions; staleness is recorded per
  *          call and rollout and as verl 0.9's `training/off_policy/*`; `trainer.v1.sampler.max_off_policy_threshold`
  *          caps it: `max_off_policy_strategy` drop evicts groups beyond it and samples replacements until the
- *          batch is full, wait trains the in-flight groups reaching it first).
+ *          batch is full, wait trains the in-flight groups reaching it first, oldest first; groups that
+ *          finished past a full batch carry over complete and are trained before new ones).
  * Validation every `trainer.test_freq` steps, checkpoints every `trainer.save_freq`, metrics under verl's names
  * in verl's file-logger format, each step's batch kept as a trace, every phase timed and reported as an event.
  * The same code runs in Node and in the page: engines, the source's workers, storage and the clock are given.
