@@ -3,10 +3,11 @@
  * CLI flag reproduces the same tasks, samples and initialisations everywhere.
  */
 export function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
+  // the state lives in a typed array: a closure variable above 2^30 would be boxed anew on every call
+  const s = new Uint32Array([seed >>> 0]);
   return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
+    s[0] += 0x6d2b79f5;
+    let t = s[0];
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;

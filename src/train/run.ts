@@ -9,7 +9,8 @@
  *          new weights, so one rollout can hold calls from several policy versions; staleness is recorded per
  *          call and rollout and as verl 0.9's `training/off_policy/*`; `trainer.v1.sampler.max_off_policy_threshold`
  *          caps it: `max_off_policy_strategy` drop evicts groups beyond it and samples replacements until the
- *          batch is full, wait trains the in-flight groups reaching it first).
+ *          batch is full, wait trains the in-flight groups reaching it first, oldest first; groups that
+ *          finished past a full batch carry over complete and are trained before new ones).
  * Validation every `trainer.test_freq` steps, checkpoints every `trainer.save_freq`, metrics under verl's names
  * in verl's file-logger format, each step's batch kept as a trace, every phase timed and reported as an event.
  * The same code runs in Node and in the page: engines, the source's workers, storage and the clock are given.
@@ -258,7 +259,10 @@ export class TrainRun {
     const active = [...this.carry, ...fresh];
     this.rolloutsTotal += fresh.length * cfg.actor_rollout_ref.rollout.n;
     const byId = new Map(active.map((g) => [g.dataId, g]));
-    const complete: GroupRequest[] = [];
+    // wait can finish more groups than a batch: those carried over complete are trained before any new one
+    const complete: GroupRequest[] = this.carry.filter(
+      (g) => (this.got.get(g.dataId)?.length ?? 0) === g.rolloutIds.length,
+    );
     const metrics: Metrics = {};
     let droppedStale = 0;
     const sampler = cfg.trainer.v1.sampler;

@@ -126,6 +126,26 @@ const FINISHED = 1;
 const CONSUMED = 2;
 const DROPPED = 3;
 const NO_VERSION = 0x3fffffff;
+/**
+ * A trajectory's record: T holds what a call completion reads (TS doubles a slot), U the rest (US doubles);
+ * flags: 1 resumed, 2 traced.
+ */
+const T_CTX = 0;
+const T_ADMIT_V = 1;
+const T_REMAIN = 2;
+const T_FLAGS = 3;
+const T_TURNS = 4;
+const T_GROUP = 5;
+const T_PREFILL_V = 6;
+const T_PREFILL = 7;
+const TS = 8;
+const T_PER_TURN = 0;
+const T_VMIN = 1;
+const T_VMAX = 2;
+const T_CALL_VER = 3;
+const T_CALL_START = 4;
+const T_SERIAL = 5;
+const US = 6;
 
 export function simulate(cfg: SimConfig): SimResult {
   checkSimConfig(cfg);
@@ -136,18 +156,18 @@ export function simulate(cfg: SimConfig): SimResult {
   const nRep = Math.max(1, Math.floor(rolloutGpus / C.tp));
   const n = W.rollout_n;
   const rand = mulberry32(cfg.seed);
-  // Box–Muller, both values used
-  let spare = Number.NaN;
+  // Box–Muller, both values used (the spare kept in a typed array: writing it allocates nothing)
+  const spare = new Float64Array([Number.NaN]);
   const gauss = () => {
-    if (!Number.isNaN(spare)) {
-      const z = spare;
-      spare = Number.NaN;
+    if (!Number.isNaN(spare[0])) {
+      const z = spare[0];
+      spare[0] = Number.NaN;
       return z;
     }
     const u = 1 - rand();
     const v = 2 * Math.PI * rand();
     const m = Math.sqrt(-2 * Math.log(u));
-    spare = m * Math.sin(v);
+    spare[0] = m * Math.sin(v);
     return m * Math.cos(v);
   };
   const base = C.decode_base_s;
@@ -156,42 +176,20 @@ export function simulate(cfg: SimConfig): SimResult {
   const maxSeqs = C.max_num_seqs;
   const kvCap = C.kv_capacity_tokens;
 
-  // ── trajectories and groups: struct-of-arrays with recycled slots ────────────────────────────────────────
+  // ── trajectories: one record of TS doubles per slot (the fields one call completion reads share a cache
+  // line), slots recycled; groups: struct-of-arrays ─────────────────────────────────────────────────────────
   let tCap = 0;
-  let tGroup = new Int32Array(0);
-  let tTurns = new Int32Array(0);
-  let tPerTurn = new Int32Array(0);
-  let tVmin = new Int32Array(0);
-  let tVmax = new Int32Array(0);
-  let tCallVer = new Int32Array(0);
-  let tFlags = new Uint8Array(0); // 1: resumed, 2: traced
-  let tRemain = new Float64Array(0);
-  let tPrefill = new Float64Array(0);
-  let tCtx = new Float64Array(0);
-  let tAdmitV = new Float64Array(0);
-  let tPrefillV = new Float64Array(0);
-  let tCallStart = new Float64Array(0);
+  let T = new Float64Array(0);
+  let U = new Float64Array(0);
   const tFree: number[] = [];
   const growT = () => {
     const cap = Math.max(1024, tCap * 2);
-    const gi = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-      const b = make(cap);
-      b.set(a);
-      return b;
-    };
-    tGroup = gi(tGroup, (k) => new Int32Array(k));
-    tTurns = gi(tTurns, (k) => new Int32Array(k));
-    tPerTurn = gi(tPerTurn, (k) => new Int32Array(k));
-    tVmin = gi(tVmin, (k) => new Int32Array(k));
-    tVmax = gi(tVmax, (k) => new Int32Array(k));
-    tCallVer = gi(tCallVer, (k) => new Int32Array(k));
-    tFlags = gi(tFlags, (k) => new Uint8Array(k));
-    tRemain = gi(tRemain, (k) => new Float64Array(k));
-    tPrefill = gi(tPrefill, (k) => new Float64Array(k));
-    tCtx = gi(tCtx, (k) => new Float64Array(k));
-    tAdmitV = gi(tAdmitV, (k) => new Float64Array(k));
-    tPrefillV = gi(tPrefillV, (k) => new Float64Array(k));
-    tCallStart = gi(tCallStart, (k) => new Float64Array(k));
+    const b = new Float64Array(cap * TS);
+    b.set(T);
+    T = b;
+    const u = new Float64Array(cap * US);
+    u.set(U);
+    U = u;
     for (let i = cap - 1; i >= tCap; i--) tFree.push(i);
     tCap = cap;
   };
@@ -227,8 +225,17 @@ export function simulate(cfg: SimConfig): SimResult {
     gCap = cap;
   };
 
+  /** the clock and running sums (fields of one object, so writing a fractional value allocates nothing) */
+  const acc = {
+    now: 0,
+    genTokens: 0,
+    inSystemIntegral: 0,
+    inSystemLast: 0,
+    trainerBusy: 0,
+    sTokens: 0,
+    stepStart: 0,
+  };
   // ── state ────────────────────────────────────────────────────────────────────────────────────────────────
-  let now = 0;
   const events = new MinHeap(256);
   /** ids ≥ nRep are timers: their continuation lives here */
   const timers: (() => void)[] = [];
@@ -253,24 +260,18 @@ export function simulate(cfg: SimConfig): SimResult {
   let finishedCount = 0;
   /** started and not yet trained or dropped */
   let inSystem = 0;
-  let inSystemIntegral = 0;
-  let inSystemLast = 0;
-  let genTokens = 0;
   let waiter: (() => boolean) | null = null;
   let done = false;
   const B = W.train_batch_size;
 
   // ── per step accounting ──────────────────────────────────────────────────────────────────────────────────
   const steps: SimStep[] = [];
-  let stepStart = 0;
   let phaseAcc = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<SimPhase, number>;
-  let trainerBusy = 0;
   let occAtStepStart = 0;
   let genAtStepStart = 0;
   let dropped = 0;
   // trained trajectories of the step: count, sums, extremes, histogram of worst staleness
   let sN = 0;
-  let sTokens = 0;
   let sSum = 0;
   let sMax = Number.NEGATIVE_INFINITY;
   let sMin = Number.POSITIVE_INFINITY;
@@ -290,7 +291,6 @@ export function simulate(cfg: SimConfig): SimResult {
       : null;
   /** traced trajectory serial → its bars (trajectory slots are recycled; the serial is not) */
   const traced = new Map<number, SimTrajectoryBar>();
-  const tSerial: number[] = [];
   let trajSerial = 0;
 
   const setInSystem = (d: number) => {
@@ -299,8 +299,8 @@ export function simulate(cfg: SimConfig): SimResult {
   /** groups with a call started and not yet trained or dropped: Little's law's L (time-averaged) */
   let started = 0;
   const setStarted = (d: number) => {
-    inSystemIntegral += started * (now - inSystemLast);
-    inSystemLast = now;
+    acc.inSystemIntegral += started * (acc.now - acc.inSystemLast);
+    acc.inSystemLast = acc.now;
     started += d;
   };
 
@@ -337,7 +337,7 @@ export function simulate(cfg: SimConfig): SimResult {
     let dv = heaps[r].peekKey() - V;
     if (dv < 0) dv = 0;
     const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
-    const t = now + a * dv + 0.5 * perCtx * c * dv * dv;
+    const t = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
     rNext[r] = t;
     events.push(t, r);
   };
@@ -345,20 +345,20 @@ export function simulate(cfg: SimConfig): SimResult {
     const c = rC[r];
     const V = rV[r];
     // the step this call joins (it counts itself), so an idle replica with no fixed cost is not a division by zero
-    const step = base + perSeq * (c + 1) + perCtx * (rSumA[r] + c * V + tCtx[id]);
-    tAdmitV[id] = V;
+    const step = base + perSeq * (c + 1) + perCtx * (rSumA[r] + c * V + T[id * TS + T_CTX]);
+    T[id * TS + T_ADMIT_V] = V;
     // prefill delays the sequence's first token: its time in units of the replica's current step
-    const pv = tPrefill[id] / C.prefill_tokens_per_s / step;
-    tPrefillV[id] = pv;
-    heaps[r].push(V + pv + tRemain[id], id);
+    const pv = T[id * TS + T_PREFILL] / C.prefill_tokens_per_s / step;
+    T[id * TS + T_PREFILL_V] = pv;
+    heaps[r].push(V + pv + T[id * TS + T_REMAIN], id);
     rC[r] = c + 1;
-    rSumA[r] += tCtx[id] - V;
+    rSumA[r] += T[id * TS + T_CTX] - V;
     running++;
-    tCallStart[id] = now;
-    tCallVer[id] = rolloutVersion;
-    if (rolloutVersion < tVmin[id]) tVmin[id] = rolloutVersion;
-    if (rolloutVersion > tVmax[id]) tVmax[id] = rolloutVersion;
-    const g = tGroup[id];
+    U[id * US + T_CALL_START] = acc.now;
+    U[id * US + T_CALL_VER] = rolloutVersion;
+    if (rolloutVersion < U[id * US + T_VMIN]) U[id * US + T_VMIN] = rolloutVersion;
+    if (rolloutVersion > U[id * US + T_VMAX]) U[id * US + T_VMAX] = rolloutVersion;
+    const g = T[id * TS + T_GROUP];
     if (gVmin[g] === NO_VERSION) setStarted(1);
     if (rolloutVersion < gVmin[g]) gVmin[g] = rolloutVersion;
   };
@@ -366,7 +366,7 @@ export function simulate(cfg: SimConfig): SimResult {
   const fill = (r: number) => {
     while (admitting && pending.size > 0 && rC[r] < maxSeqs) {
       const id = pending.peek();
-      if (rC[r] > 0 && rSumA[r] + rC[r] * rV[r] + tCtx[id] > kvCap) break;
+      if (rC[r] > 0 && rSumA[r] + rC[r] * rV[r] + T[id * TS + T_CTX] > kvCap) break;
       pending.shift();
       admit(r, id);
     }
@@ -377,7 +377,7 @@ export function simulate(cfg: SimConfig): SimResult {
     for (let i = 0; i < nRep && pending.size > 0; i++) {
       const r = (rr + i) % nRep;
       if (rC[r] >= maxSeqs) continue;
-      advance(r, now);
+      advance(r, acc.now);
       const before = rC[r];
       fill(r);
       if (rC[r] !== before) schedule(r);
@@ -385,31 +385,36 @@ export function simulate(cfg: SimConfig): SimResult {
     rr = (rr + 1) % nRep;
   };
   const closeBar = (id: number, resumed: boolean) => {
-    if (!recording && (tFlags[id] & 2) === 0) return;
-    const key = tSerial[id];
+    if (!recording && (T[id * TS + T_FLAGS] & 2) === 0) return;
+    const key = U[id * US + T_SERIAL];
     let bar = traced.get(key);
     if (!bar) {
-      bar = { group: gSerial[tGroup[id]], replica: -1, calls: [], trained_version: null };
+      bar = { group: gSerial[T[id * TS + T_GROUP]], replica: -1, calls: [], trained_version: null };
       traced.set(key, bar);
-      tFlags[id] |= 2;
+      T[id * TS + T_FLAGS] |= 2;
     }
-    bar.calls.push({ start_s: tCallStart[id], end_s: now, version: tCallVer[id], resumed });
+    bar.calls.push({
+      start_s: U[id * US + T_CALL_START],
+      end_s: acc.now,
+      version: U[id * US + T_CALL_VER],
+      resumed,
+    });
   };
   const onReplica = (r: number) => {
-    advance(r, now);
+    advance(r, acc.now);
     const heap = heaps[r];
     const V = rV[r];
     while (rC[r] > 0 && heap.peekKey() <= V + 1e-6) {
       const id = heap.pop();
       rC[r]--;
-      rSumA[r] -= tCtx[id] - tAdmitV[id];
+      rSumA[r] -= T[id * TS + T_CTX] - T[id * TS + T_ADMIT_V];
       running--;
-      const got = tRemain[id];
-      genTokens += got;
-      tCtx[id] += got;
-      tRemain[id] = 0;
-      closeBar(id, (tFlags[id] & 1) !== 0);
-      tFlags[id] &= ~1;
+      const got = T[id * TS + T_REMAIN];
+      acc.genTokens += got;
+      T[id * TS + T_CTX] += got;
+      T[id * TS + T_REMAIN] = 0;
+      closeBar(id, (T[id * TS + T_FLAGS] & 1) !== 0);
+      T[id * TS + T_FLAGS] &= ~1;
       callDone(id);
     }
     if (rC[r] === 0) rSumA[r] = 0;
@@ -421,17 +426,23 @@ export function simulate(cfg: SimConfig): SimResult {
   const abortAll = () => {
     const back: number[] = [];
     for (let r = 0; r < nRep; r++) {
-      advance(r, now);
+      advance(r, acc.now);
       const V = rV[r];
       for (const id of heaps[r].drain()) {
-        const got = Math.max(0, Math.min(tRemain[id] - 1, Math.floor(V - tAdmitV[id] - tPrefillV[id])));
-        tRemain[id] -= got;
-        genTokens += got;
-        tCtx[id] += got;
-        closeBar(id, (tFlags[id] & 1) !== 0);
+        const got = Math.max(
+          0,
+          Math.min(
+            T[id * TS + T_REMAIN] - 1,
+            Math.floor(V - T[id * TS + T_ADMIT_V] - T[id * TS + T_PREFILL_V]),
+          ),
+        );
+        T[id * TS + T_REMAIN] -= got;
+        acc.genTokens += got;
+        T[id * TS + T_CTX] += got;
+        closeBar(id, (T[id * TS + T_FLAGS] & 1) !== 0);
         // the engine rebuilds the KV cache of the kept prefix
-        tPrefill[id] = tCtx[id];
-        tFlags[id] |= 1;
+        T[id * TS + T_PREFILL] = T[id * TS + T_CTX];
+        T[id * TS + T_FLAGS] |= 1;
         back.push(id);
       }
       rC[r] = 0;
@@ -444,7 +455,7 @@ export function simulate(cfg: SimConfig): SimResult {
 
   // ── trajectories and groups ──────────────────────────────────────────────────────────────────────────────
   const freeTraj = (id: number) => {
-    tFlags[id] = 0;
+    T[id * TS + T_FLAGS] = 0;
     tFree.push(id);
   };
   const submitGroup = (batch: number): number => {
@@ -462,16 +473,16 @@ export function simulate(cfg: SimConfig): SimResult {
       if (len > W.max_response_length) len = W.max_response_length;
       if (len < 1) len = 1;
       const perTurn = Math.max(1, Math.ceil(len / W.turns));
-      tGroup[id] = g;
-      tTurns[id] = W.turns;
-      tPerTurn[id] = perTurn;
-      tRemain[id] = perTurn;
-      tPrefill[id] = W.prompt_tokens;
-      tCtx[id] = W.prompt_tokens;
-      tVmin[id] = NO_VERSION;
-      tVmax[id] = -1;
-      tFlags[id] = 0;
-      tSerial[id] = trajSerial++;
+      T[id * TS + T_GROUP] = g;
+      T[id * TS + T_TURNS] = W.turns;
+      U[id * US + T_PER_TURN] = perTurn;
+      T[id * TS + T_REMAIN] = perTurn;
+      T[id * TS + T_PREFILL] = W.prompt_tokens;
+      T[id * TS + T_CTX] = W.prompt_tokens;
+      U[id * US + T_VMIN] = NO_VERSION;
+      U[id * US + T_VMAX] = -1;
+      T[id * TS + T_FLAGS] = 0;
+      U[id * US + T_SERIAL] = trajSerial++;
       gTrajs[g * n + i] = id;
       pending.push(id);
     }
@@ -479,24 +490,24 @@ export function simulate(cfg: SimConfig): SimResult {
     return g;
   };
   const callDone = (id: number) => {
-    if (tTurns[id] > 1) {
-      tTurns[id]--;
+    if (T[id * TS + T_TURNS] > 1) {
+      T[id * TS + T_TURNS]--;
       const lat =
         W.tool_latency_s > 0
           ? W.tool_latency_s * Math.exp(W.tool_latency_sigma * gauss() - W.tool_latency_sigma ** 2 / 2)
           : 0;
       const next = () => {
-        tCtx[id] += W.tool_output_tokens;
-        tPrefill[id] = W.tool_output_tokens;
-        tRemain[id] = tPerTurn[id];
+        T[id * TS + T_CTX] += W.tool_output_tokens;
+        T[id * TS + T_PREFILL] = W.tool_output_tokens;
+        T[id * TS + T_REMAIN] = U[id * US + T_PER_TURN];
         pending.push(id);
         fillAll();
       };
-      if (lat > 0) at(now + lat, next);
+      if (lat > 0) at(acc.now + lat, next);
       else next();
       return;
     }
-    const g = tGroup[id];
+    const g = T[id * TS + T_GROUP];
     gDone[g]++;
     if (gDone[g] === n && gState[g] === RUNNING) {
       gState[g] = FINISHED;
@@ -515,20 +526,21 @@ export function simulate(cfg: SimConfig): SimResult {
 
   // ── the trainer ──────────────────────────────────────────────────────────────────────────────────────────
   const phaseDone = (name: SimPhase, start: number, busy: boolean) => {
-    phaseAcc[name] += now - start;
-    if (busy) trainerBusy += now - start;
-    if (traceOpen && trace && now > start) trace.phases.push({ phase: name, start_s: start, end_s: now });
+    phaseAcc[name] += acc.now - start;
+    if (busy) acc.trainerBusy += acc.now - start;
+    if (traceOpen && trace && acc.now > start)
+      trace.phases.push({ phase: name, start_s: start, end_s: acc.now });
   };
   const phase = (name: SimPhase, dur: number, then: () => void) => {
-    const start = now;
-    at(now + Math.max(0, dur), () => {
+    const start = acc.now;
+    at(acc.now + Math.max(0, dur), () => {
       phaseDone(name, start, name !== 'gen' && name !== 'pause');
       then();
     });
   };
   /** Waits (as phase `name`, not busy) until `ready()` holds; re-checked when a group finishes or the replicas empty. */
   const waitUntil = (name: SimPhase, ready: () => boolean, then: () => void) => {
-    const start = now;
+    const start = acc.now;
     const go = () => {
       phaseDone(name, start, false);
       then();
@@ -537,7 +549,7 @@ export function simulate(cfg: SimConfig): SimResult {
     waiter = () => {
       if (!ready()) return false;
       // continue after the current event, so the state that made it ready is settled
-      at(now, go);
+      at(acc.now, go);
       return true;
     };
   };
@@ -561,7 +573,7 @@ export function simulate(cfg: SimConfig): SimResult {
     setStarted(-1);
     for (let i = 0; i < n; i++) {
       const id = gTrajs[g * n + i];
-      if ((tFlags[id] & 2) !== 0) traced.delete(tSerial[id]);
+      if ((T[id * TS + T_FLAGS] & 2) !== 0) traced.delete(U[id * US + T_SERIAL]);
       freeTraj(id);
     }
     gFree.push(g);
@@ -603,11 +615,11 @@ export function simulate(cfg: SimConfig): SimResult {
       setStarted(-1);
       for (let i = 0; i < n; i++) {
         const id = gTrajs[g * n + i];
-        const t = tCtx[id];
+        const t = T[id * TS + T_CTX];
         tokens += t;
-        const st = v - tVmax[id];
-        const w = v - tVmin[id];
-        const span = tVmax[id] - tVmin[id] + 1;
+        const st = v - U[id * US + T_VMAX];
+        const w = v - U[id * US + T_VMIN];
+        const span = U[id * US + T_VMAX] - U[id * US + T_VMIN] + 1;
         sN++;
         sSum += st;
         if (st > sMax) sMax = st;
@@ -618,15 +630,15 @@ export function simulate(cfg: SimConfig): SimResult {
         spSum += span;
         if (span > spMax) spMax = span;
         hist[w] = (hist[w] ?? 0) + 1;
-        if (traceOpen && (tFlags[id] & 2) !== 0) {
-          const bar = traced.get(tSerial[id]);
+        if (traceOpen && (T[id * TS + T_FLAGS] & 2) !== 0) {
+          const bar = traced.get(U[id * US + T_SERIAL]);
           if (bar) bar.trained_version = v;
         }
         freeTraj(id);
       }
       gFree.push(g);
     }
-    sTokens += tokens;
+    acc.sTokens += tokens;
     return tokens;
   };
   const trainSeconds = (tokens: number) => tokens / (C.train_tokens_per_s_per_gpu * trainerGpus);
@@ -637,15 +649,15 @@ export function simulate(cfg: SimConfig): SimResult {
   const openTrace = () => {
     if (!trace || traceOpen) return;
     traceOpen = true;
-    trace.t0 = now;
+    trace.t0 = acc.now;
   };
   const endStep = (next: () => void) => {
     let occ = 0;
     for (let r = 0; r < nRep; r++) {
-      advance(r, now);
+      advance(r, acc.now);
       occ += rOcc[r];
     }
-    const wall = now - stepStart;
+    const wall = acc.now - acc.stepStart;
     const none = sN === 0;
     for (let i = 0; i < hist.length; i++) hist[i] ??= 0;
     const off: OffPolicyMetrics = {
@@ -660,10 +672,10 @@ export function simulate(cfg: SimConfig): SimResult {
       'training/off_policy/evicted_samples': dropped,
     };
     const rolloutUtil = wall > 0 ? (occ - occAtStepStart) / (nRep * wall) : 0;
-    const trainerUtil = wall > 0 ? trainerBusy / wall : 0;
+    const trainerUtil = wall > 0 ? acc.trainerBusy / wall : 0;
     steps.push({
       step: steps.length + 1,
-      end_s: now,
+      end_s: acc.now,
       wall_s: wall,
       phases: phaseAcc,
       utilisation: {
@@ -677,23 +689,23 @@ export function simulate(cfg: SimConfig): SimResult {
       staleness_hist: hist,
       dropped_samples: dropped,
       trained_trajectories: sN,
-      generated_tokens: genTokens - genAtStepStart,
-      trained_tokens: sTokens,
+      generated_tokens: acc.genTokens - genAtStepStart,
+      trained_tokens: acc.sTokens,
     });
     if (trace && traceOpen && steps.length === cfg.trace_step) {
-      trace.t1 = now;
+      trace.t1 = acc.now;
       traceOpen = false;
       recording = false;
     }
     if (trace && steps.length + 1 + LOOKBACK >= cfg.trace_step) recording = true;
     occAtStepStart = occ;
-    genAtStepStart = genTokens;
-    stepStart = now;
+    genAtStepStart = acc.genTokens;
+    acc.stepStart = acc.now;
     phaseAcc = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<SimPhase, number>;
-    trainerBusy = 0;
+    acc.trainerBusy = 0;
     dropped = 0;
     sN = 0;
-    sTokens = 0;
+    acc.sTokens = 0;
     sSum = 0;
     sMax = Number.NEGATIVE_INFINITY;
     sMin = Number.POSITIVE_INFINITY;
@@ -801,7 +813,7 @@ export function simulate(cfg: SimConfig): SimResult {
     refill();
     const pendingLive = () => {
       let k = 0;
-      for (let i = 0; i < pending.size; i++) if (gState[tGroup[pending.at(i)]] === RUNNING) k++;
+      for (let i = 0; i < pending.size; i++) if (gState[T[pending.at(i) * TS + T_GROUP]] === RUNNING) k++;
       return k;
     };
     const sync = () => {
@@ -892,10 +904,10 @@ export function simulate(cfg: SimConfig): SimResult {
       if (t !== rNext[id]) {
         continue;
       }
-      now = t;
+      acc.now = t;
       onReplica(id);
     } else {
-      now = Math.max(now, t);
+      acc.now = Math.max(acc.now, t);
       const f = timers[id - nRep];
       freeTimers.push(id - nRep);
       f();
@@ -955,7 +967,7 @@ export function simulate(cfg: SimConfig): SimResult {
       dropped_samples: steps.reduce((a, s) => a + s.dropped_samples, 0),
       generated_tokens_per_s: total > 0 ? steps.reduce((a, s) => a + s.generated_tokens, 0) / total : 0,
       trained_tokens_per_s: total > 0 ? steps.reduce((a, s) => a + s.trained_tokens, 0) / total : 0,
-      mean_prompts_in_system: now > 0 ? inSystemIntegral / now : 0,
+      mean_prompts_in_system: acc.now > 0 ? acc.inSystemIntegral / acc.now : 0,
       staleness_hist: allHist,
     },
   };

@@ -242,6 +242,43 @@ describe('the training loop', () => {
       if (threshold === 0) expect(evicted).toBeGreaterThan(0);
     });
 
+  for (const threshold of [0, 1])
+    it(`async wait at max_off_policy_threshold ${threshold}: nothing is evicted, groups reaching the threshold are trained oldest first`, async () => {
+      const storage = new MemoryStorage();
+      const { local } = start(
+        {
+          lab: { harness: 'search', max_turns: 4 },
+          data: { train_batch_size: 1, max_response_length: 4 },
+          agentlightning: { async_rollout: { enabled: true, async_train_batch_size: 3 } },
+          trainer: {
+            total_training_steps: 4,
+            v1: { sampler: { max_off_policy_threshold: threshold, max_off_policy_strategy: 'wait' } },
+          },
+        },
+        { storage, concurrency: 2 },
+      );
+      // groups finished past a full batch are carried over complete: the next step trains them (it used to
+      // wait for their rollouts again, for ever)
+      const summary = await local.run.run();
+      local.close();
+      expect(summary).toMatchObject({ reason: 'done', steps: 4 });
+      const lines = parseFileLogger(storage.text('metrics.jsonl'));
+      expect(lines.map((l) => l.step)).toEqual([1, 2, 3, 4]);
+      for (const l of lines) {
+        // a full batch (train_batch_size 1 × n 2) every step, and wait never evicts
+        expect(l.data['training/async/n_completed_rollouts']).toBe(2);
+        expect(l.data['training/off_policy/evicted_samples']).toBe(0);
+        expect(l.data['lab/async/n_dropped_stale_groups'] ?? 0).toBe(0);
+      }
+      for (const l of lines) {
+        const trained = l.data['training/off_policy/trajectory_staleness_worst/min'] ?? Number.NaN;
+        // oldest first: no group carried over is older (in steps) than the one trained
+        expect(l.data['training/async/new_carry_over_age_max_steps']).toBeLessThanOrEqual(trained);
+        // three groups in the system, one trained a step, oldest first: none waits more than three steps
+        expect(l.data['training/off_policy/trajectory_staleness_worst/max']).toBeLessThanOrEqual(2);
+      }
+    });
+
   it('pause holds the run between phases, resume continues it, stop ends it cleanly', async () => {
     const { local, events } = start({ trainer: { total_training_steps: 50 } });
     const run = local.run;
