@@ -16,6 +16,7 @@
 import { mulberry32 } from '../core/random';
 import type { AdamWHyper } from './cpu/adamw';
 import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
+import { attentionBackwardFast, attentionForwardFast } from './cpu/attentionFast';
 import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
@@ -23,8 +24,9 @@ import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
 
 /**
- * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the blocked fast path (`matmulModeFast`,
- * cpu/matmulFast.ts), which computes the same products.
+ * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the SIMD fast path (`matmulModeFast`,
+ * cpu/matmulFast.ts), which computes the same products. With the reference, attention runs the reference loops
+ * (cpu/attention.ts); with any other matmul, attention runs as matmuls through it (cpu/attentionFast.ts).
  */
 export type MatmulFn = (
   mode: MatmulMode,
@@ -250,7 +252,8 @@ function trunkCpu(
     const h = `h${l}.`;
     layernormForwardCpu(res[l], p[`${h}ln1.w`], p[`${h}ln1.b`], a.ln1, a.ln1s, N, C);
     mm('nn', a.ln1, p[`${h}attn.qkv.w`], a.qkv, N, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
-    attentionForwardCpu(a.qkv, a.att, a.atty, B, T, C, H);
+    if (mm === matmulModeCpu) attentionForwardCpu(a.qkv, a.att, a.atty, B, T, C, H);
+    else attentionForwardFast(a.qkv, a.att, a.atty, B, T, C, H, mm);
     mm('nn', a.atty, p[`${h}attn.proj.w`], a.resMid, N, C, C, {
       bias: p[`${h}attn.proj.b`],
       accumulate: true,
@@ -377,7 +380,8 @@ export function backwardCpu(
     mm('nt', dres, p[`${h}attn.proj.w`], datty, N, C, C);
     mm('tn', a.atty, dres, g[`${h}attn.proj.w`], C, C, N, { accumulate: true });
     colsumCpu(dres, N, C, g[`${h}attn.proj.b`]);
-    attentionBackwardCpu(a.qkv, a.att, datty, dqkv, B, T, C, H);
+    if (mm === matmulModeCpu) attentionBackwardCpu(a.qkv, a.att, datty, dqkv, B, T, C, H);
+    else attentionBackwardFast(a.qkv, a.att, datty, dqkv, B, T, C, H, mm);
     mm('nt', dqkv, p[`${h}attn.qkv.w`], dln, N, C, 3 * C);
     mm('tn', a.ln1, dqkv, g[`${h}attn.qkv.w`], C, 3 * C, N, { accumulate: true });
     colsumCpu(dqkv, N, 3 * C, g[`${h}attn.qkv.b`]);
