@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import wabtInit from 'wabt';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const KERNELS = ['gemm'];
+export const KERNELS = ['kernels'];
 
 const MADD = /\(MADD (\(local\.get \$\w+\)) (\(local\.get \$\w+\)) (\(local\.get \$\w+\))\)/g;
 

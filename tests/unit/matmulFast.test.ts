@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { uniformF32 } from '../../src/core/random';
 import { type MatmulMode, matmulModeCpu } from '../../src/engine/cpu/matmul';
-import { fastKernel, matmulModeFast } from '../../src/engine/cpu/matmulFast';
+import { matmulModeFast } from '../../src/engine/cpu/matmulFast';
+import { fastKernel } from '../../src/engine/cpu/simd';
 
 function maxAbs(a: Float32Array, b: Float32Array): number {
   let m = 0;

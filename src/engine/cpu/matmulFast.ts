@@ -1,6 +1,6 @@
 /**
  * The CPU engine's fast matmul: the same contract as `matmulModeCpu` (matmul.ts, the reference), computed by a
- * WebAssembly SIMD kernel (wasm/gemm.wat; its bytes in wasm/gemm.wasm.ts, made by tests/tools/build-wasm.mjs).
+ * WebAssembly SIMD kernel (`gemm` of wasm/kernels.wat, loaded by simd.ts).
  * Every mode is reduced to one kernel, c (M,N) = a (M,K) · b (K,N), on copies in the kernel's memory:
  *   a is copied as stored and read with strides (row-major (M,K) for 'nn' and 'nt', (K,M) for a small 'tn'
  *   a; a 'tn' a of 2^18 values or more is transposed into rows first, by the module's transpose);
@@ -12,65 +12,7 @@
  * tests/unit/matmulFast.test.ts holds them to it. Where WebAssembly SIMD is missing, the reference runs.
  */
 import { type MatmulMode, matmulModeCpu } from './matmul';
-import { relaxed, simd } from './wasm/gemm.wasm';
-
-/** Which kernel `matmulModeFast` runs on this runtime. */
-export type FastKernel = 'relaxed-simd' | 'simd' | 'reference';
-
-interface Gemm {
-  kind: FastKernel;
-  memory: WebAssembly.Memory | null;
-  /** gemm(M, P, K, a, ars, aks, bp, ps, ks, c, rowsOuter): see wasm/gemm.wat */
-  gemm: (...args: number[]) => void;
-  /** transpose(src, R, C, dst, ldd): dst[c·ldd + r] = src[r·C + c] */
-  transpose: (src: number, R: number, C: number, dst: number, ldd: number) => void;
-  f32: Float32Array;
-}
-
-const decode = (b64: string) => Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-
-let loaded: Gemm | null = null;
-
-function load(): Gemm {
-  if (loaded) return loaded;
-  const variants: [FastKernel, string][] = [
-    ['relaxed-simd', relaxed],
-    ['simd', simd],
-  ];
-  if (typeof WebAssembly === 'object')
-    for (const [kind, b64] of variants) {
-      const bytes = decode(b64);
-      if (!WebAssembly.validate(bytes)) continue;
-      const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes));
-      const memory = inst.exports.memory as WebAssembly.Memory;
-      loaded = {
-        kind,
-        memory,
-        gemm: inst.exports.gemm as Gemm['gemm'],
-        transpose: inst.exports.transpose as Gemm['transpose'],
-        f32: new Float32Array(memory.buffer),
-      };
-      return loaded;
-    }
-  loaded = { kind: 'reference', memory: null, gemm: () => {}, transpose: () => {}, f32: new Float32Array(0) };
-  return loaded;
-}
-
-/** The kernel this runtime uses: relaxed SIMD where it validates, else SIMD, else the reference loops. */
-export function fastKernel(): FastKernel {
-  return load().kind;
-}
-
-/** The kernel's memory as floats, grown to hold at least n. */
-function heap(g: Gemm, n: number): Float32Array {
-  const memory = g.memory as WebAssembly.Memory;
-  const bytes = n * 4;
-  if (memory.buffer.byteLength < bytes) {
-    memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / 65536));
-    g.f32 = new Float32Array(memory.buffer);
-  } else if (g.f32.buffer !== memory.buffer) g.f32 = new Float32Array(memory.buffer);
-  return g.f32;
-}
+import { heap, simdKernels } from './simd';
 
 /**
  * Same contract as `matmulModeCpu`: c (=|+=) op(a) · op(b) (+ bias). nn: a (M,K), b (K,N). nt: a (M,K), b
@@ -90,8 +32,8 @@ export function matmulModeFast(
   if (a.length < M * K) throw new Error(`matmul ${mode}: A has ${a.length} values, needs ${M * K}`);
   if (b.length < K * N) throw new Error(`matmul ${mode}: B has ${b.length} values, needs ${K * N}`);
   if (c.length < M * N) throw new Error(`matmul ${mode}: C has ${c.length} values, needs ${M * N}`);
-  const g = load();
-  if (g.kind === 'reference') {
+  const g = simdKernels();
+  if (!g) {
     matmulModeCpu(mode, a, b, c, M, N, K, opts);
     return;
   }
