@@ -16,15 +16,20 @@
 import { mulberry32 } from '../core/random';
 import type { AdamWHyper } from './cpu/adamw';
 import { attentionBackwardCpu, attentionForwardCpu } from './cpu/attention';
+import { attentionBackwardFast, attentionForwardFast } from './cpu/attentionFast';
 import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
+import { geluBackwardFast, geluForwardFast } from './cpu/geluFast';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
+import { logprobBackwardFast, logprobForwardFast } from './cpu/logprobFast';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
 
 /**
- * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the blocked fast path (`matmulModeFast`,
- * cpu/matmulFast.ts), which computes the same products.
+ * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the SIMD fast path (`matmulModeFast`,
+ * cpu/matmulFast.ts), which computes the same products. With the reference, every op runs its reference loops
+ * (cpu/<op>.ts); with any other matmul, attention runs as matmuls through it (cpu/attentionFast.ts) and the
+ * log-softmax and GELU on the SIMD module (cpu/logprobFast.ts, cpu/geluFast.ts).
  */
 export type MatmulFn = (
   mode: MatmulMode,
@@ -250,14 +255,15 @@ function trunkCpu(
     const h = `h${l}.`;
     layernormForwardCpu(res[l], p[`${h}ln1.w`], p[`${h}ln1.b`], a.ln1, a.ln1s, N, C);
     mm('nn', a.ln1, p[`${h}attn.qkv.w`], a.qkv, N, 3 * C, C, { bias: p[`${h}attn.qkv.b`] });
-    attentionForwardCpu(a.qkv, a.att, a.atty, B, T, C, H);
+    if (mm === matmulModeCpu) attentionForwardCpu(a.qkv, a.att, a.atty, B, T, C, H);
+    else attentionForwardFast(a.qkv, a.att, a.atty, B, T, C, H, mm);
     mm('nn', a.atty, p[`${h}attn.proj.w`], a.resMid, N, C, C, {
       bias: p[`${h}attn.proj.b`],
       accumulate: true,
     });
     layernormForwardCpu(a.resMid, p[`${h}ln2.w`], p[`${h}ln2.b`], a.ln2, a.ln2s, N, C);
     mm('nn', a.ln2, p[`${h}mlp.fc.w`], a.fch, N, 4 * C, C, { bias: p[`${h}mlp.fc.b`] });
-    geluForwardCpu(a.fch, a.fcg);
+    (mm === matmulModeCpu ? geluForwardCpu : geluForwardFast)(a.fch, a.fcg);
     const out = new Float32Array(a.resMid);
     mm('nn', a.fcg, p[`${h}mlp.proj.w`], out, N, C, 4 * C, {
       bias: p[`${h}mlp.proj.b`],
@@ -287,7 +293,7 @@ export function forwardCpu(
   layernormForwardCpu(res[cfg.layers], p['lnf.w'], p['lnf.b'], lnf, lnfs, N, C);
   const logits = new Float32Array(N * V);
   mm('nt', lnf, p.wte, logits, N, V, C);
-  const { logp, entropy, lse } = logprobForwardCpu(
+  const { logp, entropy, lse } = (mm === matmulModeCpu ? logprobForwardCpu : logprobForwardFast)(
     logits,
     batch.tokens,
     batch.mask,
@@ -343,7 +349,7 @@ export function backwardCpu(
   const p = views(layout, params);
   const g = views(layout, grads);
   if (!accumulate) grads.fill(0);
-  const dlogits = logprobBackwardCpu(
+  const dlogits = (mm === matmulModeCpu ? logprobBackwardCpu : logprobBackwardFast)(
     acts.logits,
     batch.tokens,
     weights,
@@ -369,7 +375,7 @@ export function backwardCpu(
     mm('nt', dres, p[`${h}mlp.proj.w`], dfcg, N, 4 * C, C);
     mm('tn', a.fcg, dres, g[`${h}mlp.proj.w`], 4 * C, C, N, { accumulate: true });
     colsumCpu(dres, N, C, g[`${h}mlp.proj.b`]);
-    geluBackwardCpu(a.fch, dfcg, dfch);
+    (mm === matmulModeCpu ? geluBackwardCpu : geluBackwardFast)(a.fch, dfcg, dfch);
     mm('nt', dfch, p[`${h}mlp.fc.w`], dln, N, C, 4 * C);
     mm('tn', a.ln2, dfch, g[`${h}mlp.fc.w`], C, 4 * C, N, { accumulate: true });
     colsumCpu(dfch, N, 4 * C, g[`${h}mlp.fc.b`]);
@@ -377,7 +383,8 @@ export function backwardCpu(
     mm('nt', dres, p[`${h}attn.proj.w`], datty, N, C, C);
     mm('tn', a.atty, dres, g[`${h}attn.proj.w`], C, C, N, { accumulate: true });
     colsumCpu(dres, N, C, g[`${h}attn.proj.b`]);
-    attentionBackwardCpu(a.qkv, a.att, datty, dqkv, B, T, C, H);
+    if (mm === matmulModeCpu) attentionBackwardCpu(a.qkv, a.att, datty, dqkv, B, T, C, H);
+    else attentionBackwardFast(a.qkv, a.att, datty, dqkv, B, T, C, H, mm);
     mm('nt', dqkv, p[`${h}attn.qkv.w`], dln, N, C, 3 * C);
     mm('tn', a.ln1, dqkv, g[`${h}attn.qkv.w`], C, 3 * C, N, { accumulate: true });
     colsumCpu(dqkv, N, 3 * C, g[`${h}attn.qkv.b`]);

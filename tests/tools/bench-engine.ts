@@ -4,7 +4,7 @@
  * with ratios. Medians over --reps repetitions after a warm-up.
  *
  *   npm run bench:engine -- [--configs ci,laptop] [--backends node,chromium,cpu,onnx] [--reps 3]
- *   npm run bench:engine -- --model smollm2-135m,qwen3-0.6b|DIR [--seq 64] [--reps 1]   (benchLlama.ts)
+ *   npm run bench:engine -- --model smollm2-135m,qwen3-0.6b|DIR [--seq 64] [--reps 1] [--threads 1]   (benchLlama.ts)
  *
  * 'onnx' runs the same weights, exported to ONNX (src/engine/onnx/export.ts), in onnxruntime-web 1.30: on the
  * wasm execution provider in this Node process (vs the CPU reference and the Node WebGPU engine), and, when

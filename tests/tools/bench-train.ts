@@ -16,7 +16,8 @@
  *               peer's loss and gradient norm against ours (it must compute the same step).
  * Flags: --harness LIST (learning; default instruction-short) --steps N (learning, default 20) --val-every K (5)
  *   --seeds LIST (0) --phase-steps N (3) --backends cpu,dawn --sections phases,rollout,async,learning,peer
- *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --json FILE
+ *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --threads N (the peer's torch threads, 1;
+ *   our engine runs on one thread) --json FILE
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ import { loadTokenizer } from '../../src/cli/tokenizers';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
 import { sftGradient } from '../../src/core/pipeline';
 import { decodeCheckpoint } from '../../src/engine/checkpoint';
+import { fastKernel } from '../../src/engine/cpu/simd';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { CpuPolicy } from '../../src/engine/policy/cpuPolicy';
 import { GpuPolicy } from '../../src/engine/policy/gpuPolicy';
@@ -56,6 +58,7 @@ const { flags } = parseArgs(process.argv.slice(2), {
   sections: { type: 'string' },
   peer: { type: 'string' },
   repeat: { type: 'number' },
+  threads: { type: 'number' },
   json: { type: 'string' },
   events: { type: 'string' },
 });
@@ -74,6 +77,9 @@ const phaseSteps = Number(flags['phase-steps'] ?? 3);
 const phaseHarness = String(flags['phase-harness'] ?? 'instruction-short');
 const peerPython = (flags.peer as string | undefined) ?? process.env.HARNESS_LAB_PEER_PYTHON;
 const repeat = Number(flags.repeat ?? 3);
+const peerThreads = Number(flags.threads ?? 1);
+if (!Number.isInteger(peerThreads) || peerThreads < 1)
+  throw new Error('--threads must be a positive integer');
 for (const h of [...harnesses, phaseHarness])
   if (!isHarnessName(h)) throw new Error(`unknown harness '${h}'`);
 
@@ -443,7 +449,7 @@ if (sections.has('peer')) {
     `\n4. one update step, ${B} rows × ${T} positions (${B * T} tokens), ${ck.config.layers}×${ck.config.width} model`,
   );
   console.log(
-    `  ours (cpu engine, one thread): ${f(oursS, 3)} s, ${f((B * T) / oursS, 0)} tok/s, loss ${first.loss.toFixed(5)}, grad norm ${first.gradNorm.toFixed(5)}`,
+    `  ours (cpu engine, one thread, ${fastKernel()} kernels): ${f(oursS, 3)} s, ${f((B * T) / oursS, 0)} tok/s, loss ${first.loss.toFixed(5)}, grad norm ${first.gradNorm.toFixed(5)}`,
   );
   const peer: Record<string, unknown> = { ours_seconds: oursS, tokens: B * T };
   if (!peerPython)
@@ -471,7 +477,15 @@ if (sections.has('peer')) {
     );
     const r = spawnSync(
       peerPython,
-      [join(root, 'python/bench_train_peer.py'), ckPath, file, '--repeat', String(repeat)],
+      [
+        join(root, 'python/bench_train_peer.py'),
+        ckPath,
+        file,
+        '--repeat',
+        String(repeat),
+        '--threads',
+        String(peerThreads),
+      ],
       {
         encoding: 'utf8',
         maxBuffer: 1 << 24,

@@ -1,7 +1,8 @@
 /**
- * `npm run bench:engine -- --model SHAPE|DIR[,…] [--seq T] [--reps R]`: the Llama-family engine's log-prob
- * forward on a Hugging Face folder. SHAPE (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_llama_peer.py
- * in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer) make a folder of that shape with seeded random weights and
+ * `npm run bench:engine -- --model SHAPE|DIR[,…] [--seq T] [--reps R] [--threads N]`: the Llama-family
+ * engine's log-prob forward on a Hugging Face folder (N: the peer's torch threads; ours runs on one). SHAPE
+ * (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_llama_peer.py in HARNESS_LAB_PEER_PYTHON, else
+ * python/.venv-peer) make a folder of that shape with seeded random weights and
  * time the same forward in PyTorch on the CPU in the same run; a DIR is benchmarked on our engine alone.
  * Per row: tokens/s (median of --reps), the process's peak RSS, the ratio to PyTorch, max |Δ log-prob| against
  * it, and the fused output head's memory: the measured ArrayBuffer growth of one head pass over the T rows
@@ -16,6 +17,7 @@ import { join, resolve } from 'node:path';
 import { nodeGpuContext } from '../../src/cli/webgpuNode';
 import { fusedHeadForwardCpu, headBytesPerToken } from '../../src/engine/cpu/fusedLogprob';
 import { matmulModeFast } from '../../src/engine/cpu/matmulFast';
+import { fastKernel } from '../../src/engine/cpu/simd';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { headName } from '../../src/engine/llama/model';
@@ -41,6 +43,7 @@ export async function benchLlama(argv: string[]): Promise<number> {
   let models: string[] = [];
   let seq = 64;
   let reps = 1;
+  let threads = 1;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -48,10 +51,12 @@ export async function benchLlama(argv: string[]): Promise<number> {
     if (flag === '--model') models = value.split(',');
     else if (flag === '--seq') seq = Number(value);
     else if (flag === '--reps') reps = Number(value);
-    else throw new Error(`unknown flag ${flag} with --model (known: --model, --seq, --reps)`);
+    else if (flag === '--threads') threads = Number(value);
+    else throw new Error(`unknown flag ${flag} with --model (known: --model, --seq, --reps, --threads)`);
   }
   if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
   if (!Number.isInteger(reps) || reps < 1) throw new Error('--reps must be a positive integer');
+  if (!Number.isInteger(threads) || threads < 1) throw new Error('--threads must be a positive integer');
   const python = process.env.HARNESS_LAB_PEER_PYTHON ?? join(root, 'python/.venv-peer/bin/python');
   let gpu: GpuContext | Error;
   try {
@@ -81,6 +86,8 @@ export async function benchLlama(argv: string[]): Promise<number> {
           String(seq),
           '--repeat',
           String(reps),
+          '--threads',
+          String(threads),
         ],
         { encoding: 'utf8', maxBuffer: 1 << 26 },
       );
@@ -133,7 +140,7 @@ export async function benchLlama(argv: string[]): Promise<number> {
       }
       const label = isShape ? m : dir;
       console.log(
-        `${label.padEnd(14)} ${cfg.modelType} ${String(folder.layout.total).padStart(10)} params  ours (CPU, 1 thread) ` +
+        `${label.padEnd(14)} ${cfg.modelType} ${String(folder.layout.total).padStart(10)} params  ours (CPU, 1 thread, ${fastKernel()} kernels) ` +
           `log-prob ${(ids.length / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s for ${ids.length} tokens), peak RSS ${mb(rss)} MiB`,
       );
       if (peer)

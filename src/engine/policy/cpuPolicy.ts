@@ -1,8 +1,8 @@
 /**
  * The CPU policy engine: the model of ../model.ts on the CPU. It is the fallback where no WebGPU exists and
- * the yardstick the WebGPU engine is tested against. Matmuls run on the blocked fast path by default
- * (cpu/matmulFast.ts); `kernels: 'reference'` runs the plain reference loops instead (same results within
- * f32 rounding). Sampling prefills the prompt in one batched pass, then decodes one token at a time against a
+ * the yardstick the WebGPU engine is tested against. Matmuls run on the WebAssembly SIMD fast path by
+ * default (cpu/matmulFast.ts), and attention as matmuls through it (cpu/attentionFast.ts); `kernels:
+ * 'reference'` runs the plain reference loops instead (same results within f32 rounding). Sampling prefills the prompt in one batched pass, then decodes one token at a time against a
  * per-layer KV cache.
  */
 import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
@@ -44,7 +44,7 @@ import type {
 } from './types';
 
 export interface CpuPolicyOptions {
-  /** 'fast' (default): blocked matmuls; 'reference': the reference loops of cpu/matmul.ts */
+  /** 'fast' (default): SIMD matmuls and attention; 'reference': the reference loops of cpu/matmul.ts, cpu/attention.ts */
   kernels?: 'fast' | 'reference';
 }
 
