@@ -8,7 +8,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { UpstreamError } from '../../core/algos/numeric';
-import { listReferenceStacks } from '../../core/algos/stacks';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
 import { formatNoRows, type NoRowsEntry, whyNoRows } from '../../core/pipeline/noRows';
 import { REFERENCE_STACK, resolveTrainerOptions } from '../../core/pipeline/options';
@@ -172,9 +171,7 @@ export const ANALYZE_FLAGS: FlagSpec = {
 };
 
 export const command: Command = {
-  summary: `what the trainer (${REFERENCE_STACK.label} by default; --reference-stack ${listReferenceStacks()
-    .map((s) => s.name)
-    .join('|')}) does with a trace: rows, drops, retokenization, advantages, weights`,
+  summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
     'npm run lab -- analyze <trace file>... [--tokenizer qwen3|policy|PATH|none] [--no-retokenization] ' +
     `[--sign ${WEIGHT_SIGNS.map((s) => s.name).join('|')}] [--examples N] [--per-token] [--json] ` +

@@ -170,6 +170,16 @@ function availableOn(name: AggModeName, stack?: ReferenceStackName): boolean {
   );
 }
 
+/** Every registered mode, whichever stack has it. */
+export function allAggModes(): AggMode[] {
+  return [...modes.values()];
+}
+
+/** Whether a reference stack has a mode. */
+export function hasAggMode(name: string, stack?: ReferenceStackName): boolean {
+  return modes.has(name as AggModeName) && availableOn(name as AggModeName, stack);
+}
+
 /** The modes of a reference stack (default: the default stack's four). */
 export function listAggModes(stack?: ReferenceStackName): AggMode[] {
   return [...modes.values()].filter((m) => availableOn(m.name, stack));

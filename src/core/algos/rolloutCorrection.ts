@@ -149,7 +149,8 @@ function clampedStd(v: ArrayLike<number>, mask: Uint8Array, lo: number, hi: numb
   const c = new Float64Array(mask.length);
   const c2 = new Float64Array(mask.length);
   for (let t = 0; t < mask.length; t++) {
-    const x = v[t] < lo ? lo : Math.min(v[t], hi);
+    // torch.clamp(min=lo, max=hi) is min(max(x, lo), hi): hi wins when lo > hi (an inverted k1 threshold)
+    const x = Math.min(Math.max(v[t], lo), hi);
     c[t] = f(x);
     c2[t] = f(x * x);
   }

@@ -46,7 +46,7 @@ export interface StackChange {
   keys: readonly string[];
   summary: string;
   /** upstream file:function and the pull request that made the change */
-  upstream: string;
+  madeBy: string;
 }
 
 export interface ReferenceStack {
@@ -99,7 +99,7 @@ registerStack({
       keys: ['algorithm.adv_estimator'],
       summary:
         'REINFORCE++ carries the running return unchanged through mask-0 spans (observation tokens), so a turn before a tool observation gets the later reward, discounted by γ once per valid token; returns are 0 at mask-0 positions (0.8.0 restarted the return at every mask-0 position and kept r_t there)',
-      upstream:
+      madeBy:
         'verl/trainer/ppo/core_algos.py:compute_reinforce_plus_plus_outcome_advantage, verl-project/verl#7300 (fixes #7278)',
     },
     {
@@ -107,15 +107,14 @@ registerStack({
       keys: ['actor_rollout_ref.actor.loss_agg_mode'],
       summary:
         "new loss_agg_mode 'token-sum': L = dp_size · Σ_t m_t ℓ_t (0.8.0: ValueError Invalid loss_agg_mode)",
-      upstream:
-        'verl/trainer/ppo/core_algos.py:agg_loss, verl/workers/config/actor.py, verl-project/verl#7197',
+      madeBy: 'verl/trainer/ppo/core_algos.py:agg_loss, verl/workers/config/actor.py, verl-project/verl#7197',
     },
     {
       id: 'dro_policy_loss',
       keys: ['actor_rollout_ref.actor.policy_loss.loss_mode', 'actor_rollout_ref.actor.policy_loss.dro_beta'],
       summary:
         "new policy loss 'dro': ℓ = −(logπ·A − ½β(logπ − logπ_old)²)·w_IS, aggregated by loss_agg_mode; β = policy_loss.dro_beta > 0 (0.8.0: unknown loss mode)",
-      upstream:
+      madeBy:
         'verl/trainer/ppo/core_algos.py:compute_policy_loss_dro, verl/workers/config/actor.py:PolicyLossConfig.dro_beta, verl-project/verl#7245',
     },
     {
@@ -123,14 +122,14 @@ registerStack({
       keys: ['algorithm.rollout_correction.rollout_is', 'algorithm.rollout_correction.rollout_is_threshold'],
       summary:
         'rollout_corr/rollout_is_seq_fraction_high and _low compare the raw per-row mean IS weight with the thresholds (0.8.0 used the truncated weights, so with TIS the high fraction was always 0); the weights themselves are unchanged',
-      upstream: 'verl/trainer/ppo/rollout_corr_helper.py:compute_is_metrics, verl-project/verl#6806',
+      madeBy: 'verl/trainer/ppo/rollout_corr_helper.py:compute_is_metrics, verl-project/verl#6806',
     },
     {
       id: 'rs_k1_threshold_order',
       keys: ['algorithm.rollout_correction.rollout_rs_threshold'],
       summary:
         "a k1 rejection threshold 'lo_hi' with lo > hi raises ValueError (0.8.0 accepted it and rejected every row or token)",
-      upstream: 'verl/trainer/ppo/rollout_corr_helper.py:_parse_rollout_rs_thresholds (verl 0.9.0)',
+      madeBy: 'verl/trainer/ppo/rollout_corr_helper.py:_parse_rollout_rs_thresholds (verl 0.9.0)',
     },
   ],
 });

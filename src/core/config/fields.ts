@@ -1083,7 +1083,7 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
         value: st.name,
         label: st.label,
         title: st.changes.length
-          ? st.changes.map((c) => `${c.summary} (${c.upstream})`).join('; ')
+          ? st.changes.map((c) => `${c.summary} (${c.madeBy})`).join('; ')
           : 'the releases Agent Lightning 1.0 runs on',
       })),
     label: 'Reference stack',
