@@ -119,6 +119,24 @@ def advantage_cases() -> list[dict]:
         add("rpp_gamma1_binary", "reinforce_plus_plus", m, binary, idx8)
         cases.append(advantage_case("remax_baselines" + sfx, "remax", m16, outcome_rewards(m16, s16), idx16,
                                     baselines=rng.uniform((16,), -0.5, 1.0), dtype=dtype))
+    # multi-turn rows (assistant turns between observation spans, mask 0), where verl 0.9.0's REINFORCE++ carries
+    # the return through the observations (verl-project/verl#7300); the last row ends on an observation token that
+    # holds the reward, as Agent Lightning's trajectory rows do when the trace ends with a tool result
+    mt = [[1, 1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0],
+          [1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1],
+          [1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0],
+          [1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]]
+    scores = [1.0, -0.5, 0.75, 0.3]
+    rewards = outcome_rewards(mt, scores)
+    rewards[3] = [0.0] * 6 + [0.0] + [0.3] + [0.0] * 4  # the reward on a mask-0 (observation) token
+    idx = ["p", "p", "q", "q"]
+    for dtype in ("float32", "bfloat16"):
+        sfx = "" if dtype == "float32" else "_bf16"
+        for gamma in (1.0, 0.9):
+            cases.append(advantage_case(f"rpp_gamma{gamma}_multi_turn_observations{sfx}", "reinforce_plus_plus", mt,
+                                        f32(rewards), idx, gamma=gamma, dtype=dtype))
+        cases.append(advantage_case(f"grpo_multi_turn_observations{sfx}", "grpo", mt, f32(rewards), idx,
+                                    dtype=dtype))
     return cases
 
 
@@ -179,6 +197,13 @@ def agg_loss_cases() -> list[dict]:
     # a result whose float32 value is integral (adjacent float32 values 8 apart): still a float
     big = f32(np.full((2, 4), 121310744.0) + np.asarray([[0, 8, 16, 24], [32, 40, 48, 56]]))
     cases.append(agg_case("token-mean_integral_float_result", "token-mean", big, [[1, 1, 1, 1], [1, 1, 0, 0]]))
+    # verl 0.9.0's token-sum (verl-project/verl#7197); 0.8.0 raises ValueError for it
+    cases.append(agg_case("token-sum_defaults", "token-sum", lm, m))
+    cases.append(agg_case("token-sum_holes_zero_row", "token-sum", lh, mh))
+    cases.append(agg_case("token-sum_dp2", "token-sum", lh, mh, dp_size=2))
+    cases.append(agg_case("token-sum_dp2_globals_ignored", "token-sum", lh, mh, dp_size=2, batch_num_tokens=2 * ntok,
+                          global_batch_size=14))
+    cases.append(agg_case("token-sum_all_masked", "token-sum", lm, [[0] * 9 for _ in range(6)]))
     return cases
 
 
@@ -186,10 +211,11 @@ def agg_loss_cases() -> list[dict]:
 # policy_loss: get_policy_loss_fn(loss_mode) with the keyword arguments the actor passes; ∂L/∂log_prob by autograd.
 
 
-def actor_config(clip_ratio: float, low, high, c: float, mode: str) -> ActorConfig:
+def actor_config(clip_ratio: float, low, high, c: float, mode: str, policy_loss=None) -> ActorConfig:
+    extra = {} if policy_loss is None else {"policy_loss": policy_loss}
     return ActorConfig(
         strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1, clip_ratio=clip_ratio,
-        clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c, loss_agg_mode=mode,
+        clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c, loss_agg_mode=mode, **extra,
     )
 
 
@@ -197,13 +223,20 @@ def run_policy_loss(params: dict, inp: dict) -> dict:
     import agentlightning.verl.per_rollout_loss  # noqa: F401  (registers per_rollout_mean)
 
     mode = params["loss_agg_mode"]
-    config = actor_config(params.get("clip_ratio", 0.2), params.get("clip_ratio_low"), params.get("clip_ratio_high"),
-                          params.get("clip_ratio_c", 3.0), mode)
-    config.global_batch_info.update(params.get("global_batch_info") or {})
     log_prob = torch.tensor(inp["log_prob"], dtype=torch.float32, requires_grad=True)
     isw = inp.get("rollout_is_weights")
     try:
-        pg_loss, metrics = core_algos.get_policy_loss_fn(params["loss_mode"])(
+        # the loss function first: a release without the loss raises here, before its config is built
+        fn = core_algos.get_policy_loss_fn(params["loss_mode"])
+        policy_loss = None
+        if "dro_beta" in params:
+            from verl.workers.config.actor import PolicyLossConfig
+
+            policy_loss = PolicyLossConfig(loss_mode=params["loss_mode"], dro_beta=params["dro_beta"])
+        config = actor_config(params.get("clip_ratio", 0.2), params.get("clip_ratio_low"),
+                              params.get("clip_ratio_high"), params.get("clip_ratio_c", 3.0), mode, policy_loss)
+        config.global_batch_info.update(params.get("global_batch_info") or {})
+        pg_loss, metrics = fn(
             old_log_prob=torch.tensor(inp["old_log_prob"], dtype=torch.float32),
             log_prob=log_prob,
             advantages=torch.tensor(inp["advantages"], dtype=torch.float32),
@@ -213,6 +246,9 @@ def run_policy_loss(params: dict, inp: dict) -> dict:
             rollout_is_weights=None if isw is None else torch.tensor(isw, dtype=torch.float32),
         )
         pg_loss.backward()
+        if params["loss_mode"] == "dro":  # DRO reports only actor/ppo_kl
+            return {"pg_loss": float(pg_loss), "ppo_kl": float(metrics["actor/ppo_kl"]),
+                    "grad_log_prob": log_prob.grad}
         return {
             "pg_loss": float(pg_loss),
             "pg_clipfrac": float(metrics["actor/pg_clipfrac"]),
@@ -225,7 +261,8 @@ def run_policy_loss(params: dict, inp: dict) -> dict:
 
 
 def policy_case(name: str, loss_mode: str, mode: str, old: list, lp: list, adv: list, mask: list, *,
-                clip=(0.2, 0.2, 0.2), c: float = 3.0, is_weights: list | None = None, gbi: dict | None = None) -> dict:
+                clip=(0.2, 0.2, 0.2), c: float = 3.0, is_weights: list | None = None, gbi: dict | None = None,
+                dro_beta: float | None = None) -> dict:
     params = {
         "loss_mode": loss_mode,
         "loss_agg_mode": mode,
@@ -235,6 +272,8 @@ def policy_case(name: str, loss_mode: str, mode: str, old: list, lp: list, adv: 
         "clip_ratio_c": c,
         "global_batch_info": gbi or {},
     }
+    if loss_mode == "dro":
+        params["dro_beta"] = dro_beta
     inp = {"old_log_prob": f32(old), "log_prob": f32(lp), "advantages": f32(adv), "response_mask": mask,
            "rollout_is_weights": None if is_weights is None else f32(is_weights)}
     return {"name": name, "params": params, "input": inp, "expected": run_policy_loss(params, inp)}
@@ -278,6 +317,17 @@ def policy_loss_cases() -> list[dict]:
                                  is_weights=isw))
     cases.append(policy_case("per_rollout_mean_dp2", "per_rollout_mean", "token-mean", old, far, neg, m,
                              gbi={"dp_size": 2}))
+    # verl 0.9.0's dro (verl-project/verl#7245) over every aggregation, and vanilla with token-sum (#7197);
+    # 0.8.0 raises ValueError for both
+    for mode in [*AGG_MODES, "token-sum"]:
+        cases.append(policy_case(f"dro_{mode}_far_ratios", "dro", mode, old, far, adv, m, dro_beta=0.05))
+    cases.append(policy_case("dro_token-mean_rollout_is_weights_beta0.5", "dro", "token-mean", old, near, neg, m,
+                             is_weights=isw, dro_beta=0.5))
+    cases.append(policy_case("dro_token-mean_engine_globals", "dro", "token-mean", old, far, adv, m, dro_beta=0.1,
+                             gbi={"dp_size": 2, "batch_num_tokens": 2 * ntok + 3, "global_batch_size": 2 * B,
+                                  "loss_scale_factor": None}))
+    cases.append(policy_case("dro_beta_zero_raises", "dro", "token-mean", old, far, adv, m, dro_beta=0.0))
+    cases.append(policy_case("vanilla_token-sum_far_ratios", "vanilla", "token-sum", old, far, adv, m))
     return cases
 
 
@@ -397,6 +447,11 @@ def rollout_correction_cases() -> list[dict]:
         rc_case("is_threshold_inverted_raises", old, roll, m, rollout_is="token", threshold="3_2"),
         rc_case("is_threshold_nonpositive_raises", old, roll, m, rollout_is="token", threshold=-1.0),
         rc_case("all_masked_raises", old, roll, [[0] * T for _ in range(B)], rollout_is="token"),
+        # where verl 0.9.0 differs: rollout_is_seq_fraction_* on raw weights (verl-project/verl#6806), and a k1
+        # rejection threshold with lower > upper (a ValueError from 0.9.0 on)
+        rc_case("token_is_thr1.2_seq_fraction_raw", old_far, roll, mh, rollout_is="token", threshold=1.2),
+        rc_case("token_is_icepop_seq_fraction_raw", old_far, roll, m, rollout_is="token", threshold="0.8_1.2"),
+        rc_case("rs_token_k1_inverted_lo_hi", old_far, roll, m, rs="token_k1", rs_threshold="2.0_0.5"),
     ]
     return cases
 

@@ -4,7 +4,8 @@
     python/golden/make.sh [OUT_DIR]            (makes the pinned venv when it is missing, then runs this)
     generate.py [--out DIR] [--family NAME]...
 
-Every `expected` value is what agentlightning 1.0.x / verl 0.8.0 / torch (CPU) returned for the recorded input;
+Every `expected` value is what agentlightning 1.0.x / verl (0.8.0, or 0.9.0 for the verl-0.9.0 reference stack) /
+torch (CPU) returned for the recorded input;
 nothing is re-implemented. Inputs are seeded, so a rerun on the same package versions writes the same files.
 Schema: tests/golden/README.md (the schema of the shared golden vectors, plus the additions listed there).
 """

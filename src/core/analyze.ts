@@ -8,7 +8,7 @@
 
 import type { MergeFailure, MergeFailureKind } from './aggregate/mergeFailure';
 import { type NoRowsEntry, whyNoRows } from './pipeline/noRows';
-import { REFERENCE_STACK, type TrainerOptions } from './pipeline/options';
+import { referenceStackOf, type TrainerOptions } from './pipeline/options';
 import { callWeights, callWeightsInput, rowsOfRollouts } from './pipeline/perCall';
 import {
   DEFAULT_WEIGHT_SIGN,
@@ -318,7 +318,7 @@ export function analyzeTrace(
     if (view.trainPosition[r] >= 0)
       for (let t = batch.offsets[r]; t < batch.offsets[r + 1]; t++) trained[t] = view.responseMask[t];
   const analysis: Analysis = {
-    reference: REFERENCE_STACK.label,
+    reference: referenceStackOf(o).label,
     sign: { name: sign.name, symbol: sign.symbol },
     input: { rollouts: rollouts.length, calls, promptTokens, responseTokens, issues: trace.issues.length },
     importCounters: trace.counters,

@@ -1,5 +1,5 @@
 import { useEffect } from 'react';
-import { REFERENCE_STACK } from '../core/pipeline/options';
+import { referenceStackOf } from '../core/pipeline/options';
 import { AdvantagesPanel } from './advantages/AdvantagesPanel';
 import { describeGpu, useGpu } from './gpuStatus';
 import { ImportBar } from './ImportBar';
@@ -78,6 +78,8 @@ export function App() {
   const samples = useSamples((s) => s.samples) ?? [];
   const samplesError = useSamples((s) => s.error);
   const importSource = useLab((s) => s.importSource);
+  const run = useActiveRunSettings();
+  const stack = useView((v) => referenceStackOf(resolveOptions(v, run)));
   useSampleLoader();
   const gpu = useGpu((s) => s.status);
   const probe = useGpu((s) => s.probe);
@@ -94,7 +96,7 @@ export function App() {
       <header className="header">
         <h1>Harness Lab</h1>
         <span className="reference" data-testid="reference-stack" title="the upstream releases reproduced">
-          numbers as {REFERENCE_STACK.label} compute them
+          numbers as {stack.label} compute them
         </span>
         <output
           className="gpu-status"

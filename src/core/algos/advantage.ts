@@ -16,6 +16,7 @@ import type { ResponseRows } from '../batch/types';
 import { createRegistry } from '../registry';
 import { type Grouping, groupMembers } from './groups';
 import { type FloatDType, rounder, UpstreamError } from './numeric';
+import { type ReferenceStackName, semanticsOf } from './stacks';
 
 export interface AdvantageInput {
   rows: ResponseRows;
@@ -36,6 +37,8 @@ export interface AdvantageOptions {
   gamma?: number;
   /** dtype of token_level_rewards upstream; bf16 on Agent Lightning's path. Default float32. */
   dtype?: FloatDType;
+  /** the reference stack (stacks.ts) whose estimator semantics apply; default the default stack */
+  stack?: ReferenceStackName;
 }
 
 export interface AdvantageOutput {
@@ -450,7 +453,7 @@ registerAdvEstimator('grpo_passk', {
 registerAdvEstimator('reinforce_plus_plus', {
   label: 'REINFORCE++',
   formula:
-    'G_t = r_t + γ·G_{t+1}·m_{t+1} (the running return restarts at every mask-0 position), A = whiten_batch(G)·m; returns = G',
+    'G_t = r_t + γ·G_{t+1}·m_{t+1} (verl 0.8.0: the running return restarts at every mask-0 position; verl 0.9.0: it is carried through mask-0 spans and G = 0 there), A = whiten_batch(G)·m; returns = G',
   tex: 'G_t = r_t + \\gamma\\, G_{t+1}\\, m_{t+1},\\quad A = \\operatorname{whiten}_{\\text{batch}}(G)\\, m',
   source: 'verl core_algos.compute_reinforce_plus_plus_outcome_advantage',
   options: [GAMMA],
@@ -459,14 +462,21 @@ registerAdvEstimator('reinforce_plus_plus', {
     const R = rounder(dtype);
     const gamma = opts.gamma ?? 1;
     const g32 = f(gamma);
+    const carry = semanticsOf(opts.stack).reinforceReturnAtMask0 === 'carry';
     const { offsets: off, mask } = rows;
     const returns = new Float32Array(off[rows.nRows]);
     for (let i = 0; i < rows.nRows; i++) {
       let run = 0;
       for (let t = off[i + 1] - 1; t >= off[i]; t--) {
-        run = R(tokenLevelRewards[t] + R(g32 * run));
-        returns[t] = run;
-        if (!mask[t]) run = 0;
+        const next = R(tokenLevelRewards[t] + R(g32 * run));
+        if (carry) {
+          // 0.9.0: returns = G·m; the running return moves only on valid tokens
+          if (mask[t]) run = next;
+          returns[t] = mask[t] ? next : 0;
+        } else {
+          returns[t] = next;
+          run = mask[t] ? next : 0;
+        }
       }
     }
     return { advantages: maskedWhitenTimesMask(returns, mask, R), returns, dtype };

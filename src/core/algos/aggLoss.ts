@@ -9,15 +9,18 @@
  * | seq-mean-token-sum | dp / G |
  * | seq-mean-token-mean | dp / (G · (T_r + 1e-8)) |
  * | seq-mean-token-sum-norm | dp / (G · (loss_scale_factor ?? T)) |
+ * | token-sum (verl 0.9.0) | dp |
  *
  * With dp_size > 1, token-mean needs batch_num_tokens and the seq-mean modes need global_batch_size (ValueError
- * otherwise, as upstream). An all-masked batch gives 0/0 = NaN in every mode. (A development version of verl
+ * otherwise, as upstream). An all-masked batch gives 0/0 = NaN in every mode but token-sum (0). `token-sum` exists
+ * only on the verl 0.9.0 reference stack (stacks.ts); on the default stack it is upstream's ValueError. (A development version of verl
  * before 0.8.0 divided the plain masked sum by T in seq-mean-token-sum-norm; 0.8.0 divides the seq-mean.)
  */
 import type { ResponseRows } from '../batch/types';
 import { createRegistry } from '../registry';
 import { countRange, maskWords } from './maskOps';
 import { UpstreamError } from './numeric';
+import { type ReferenceStackName, semanticsOf } from './stacks';
 
 export const LOSS_AGG_MODES = [
   'token-mean',
@@ -26,6 +29,8 @@ export const LOSS_AGG_MODES = [
   'seq-mean-token-sum-norm',
 ] as const;
 export type LossAggMode = (typeof LOSS_AGG_MODES)[number];
+/** every registered mode, on any reference stack */
+export type AggModeName = LossAggMode | 'token-sum';
 
 export interface AggOptions {
   dpSize?: number;
@@ -40,10 +45,12 @@ export interface AggOptions {
   paddedWidth?: number;
   /** per-row valid-token counts when the caller already has them (saves a pass over the mask) */
   rowCounts?: Int32Array;
+  /** the reference stack whose modes exist (stacks.ts); default the default stack */
+  stack?: ReferenceStackName;
 }
 
 export interface AggMode {
-  name: LossAggMode;
+  name: AggModeName;
   label: string;
   formula: string;
   /** the same formula in TeX (the page typesets it) */
@@ -151,12 +158,48 @@ registerAggMode({
   },
 });
 
-export function listAggModes(): AggMode[] {
+registerAggMode({
+  name: 'token-sum',
+  label: 'token-sum (verl 0.9.0)',
+  formula:
+    'L = dp · Σ_t m_t ℓ_t (no normaliser: DDP/FSDP averaging over dp ranks makes it the global token sum)',
+  tex: 'L = \\mathrm{dp}\\sum_{r,t} m_{rt}\\,\\ell_{rt}',
+  source: 'verl 0.9.0 core_algos.agg_loss',
+  rowCoefficients: (rows, opts) => new Float64Array(rows.nRows).fill(opts.dpSize ?? 1),
+});
+
+function availableOn(name: AggModeName, stack?: ReferenceStackName): boolean {
+  return (
+    (LOSS_AGG_MODES as readonly string[]).includes(name) || semanticsOf(stack).extraAggModes.includes(name)
+  );
+}
+
+/** Every registered mode, whichever stack has it. */
+export function allAggModes(): AggMode[] {
   return modes.list();
 }
 
-export function getAggMode(name: string): AggMode {
-  return modes.get(name);
+/** Whether a reference stack has a mode. */
+export function hasAggMode(name: string, stack?: ReferenceStackName): boolean {
+  return modes.has(name) && availableOn(name as AggModeName, stack);
+}
+
+/** The modes of a reference stack (default: the default stack's four). */
+export function listAggModes(stack?: ReferenceStackName): AggMode[] {
+  return modes.list().filter((m) => availableOn(m.name, stack));
+}
+
+/** A mode of a reference stack; one the stack does not have is upstream's ValueError. */
+export function getAggMode(name: string, stack?: ReferenceStackName): AggMode {
+  const m = modes.find(name);
+  if (!m || !availableOn(m.name as AggModeName, stack))
+    throw new UpstreamError(
+      'ValueError',
+      `Invalid loss_agg_mode: ${name} (known${stack ? ` on ${stack}` : ''}: ${listAggModes(stack)
+        .map((x) => x.name)
+        .join(', ')})`,
+    );
+  return m;
 }
 
 /** verl `agg_loss(loss_mat, loss_mask, loss_agg_mode, …)`: the scalar loss. */
@@ -166,11 +209,16 @@ export function aggLoss(
   mode: string,
   opts: AggOptions = {},
 ): number {
-  const m = getAggMode(mode);
+  const m = getAggMode(mode, opts.stack);
   const { offsets: off, mask } = rows;
   if (lossMat.length !== off[rows.nRows])
     throw new Error(`loss has ${lossMat.length} values but the rows hold ${off[rows.nRows]} tokens`);
   const dp = opts.dpSize ?? 1;
+  if (m.name === 'token-sum') {
+    let s = 0;
+    for (let t = 0; t < lossMat.length; t++) if (mask[t]) s += lossMat[t];
+    return Math.fround(s * dp);
+  }
   if (m.name === 'token-mean') {
     requireGlobal(opts, 'batchNumTokens');
     let s = 0;

@@ -13,11 +13,12 @@
  * `lab analyze`, the trainer view and `aggLoss` iterate this registry; a new mode is one registration.
  */
 import type { ResponseRows } from '../batch/types';
-import { createRegistry } from '../registry';
-import { type AggOptions, getAggMode, listAggModes } from './aggLoss';
+import { createRegistry, UnknownNameError } from '../registry';
+import { type AggOptions, allAggModes, getAggMode, hasAggMode } from './aggLoss';
 import type { Grouping } from './groups';
 import type { FloatDType } from './numeric';
 import { rolloutDivisors } from './rolloutLevel';
+import type { ReferenceStackName } from './stacks';
 
 export type LossModeKey =
   | 'actor_rollout_ref.actor.loss_agg_mode'
@@ -59,25 +60,33 @@ export function registerLossMode(m: LossMode): void {
   modes.register(m.name, m);
 }
 
-export function listLossModes(): LossMode[] {
-  return modes.list();
+/** The loss modes of a reference stack (default: the default stack's): agg_loss modes it lacks are left out. */
+export function listLossModes(stack?: ReferenceStackName): LossMode[] {
+  return modes.list().filter((m) => m.key !== AGG_KEY || hasAggMode(m.name, stack));
 }
 
 export function getLossMode(name: string): LossMode {
-  return modes.get(name);
+  const m = modes.find(name);
+  if (!m) {
+    const valid = listLossModes().map((x) => x.name);
+    throw new UnknownNameError(modes.kind, name, valid);
+  }
+  return m;
 }
 
-for (const agg of listAggModes())
+const AGG_KEY = 'actor_rollout_ref.actor.loss_agg_mode';
+
+for (const agg of allAggModes())
   registerLossMode({
     name: agg.name,
-    key: 'actor_rollout_ref.actor.loss_agg_mode',
+    key: AGG_KEY,
     label: agg.label,
     formula: agg.formula,
     tex: agg.tex,
     source: `${agg.source} (policy_loss.loss_mode: vanilla)`,
     policyLoss: 'vanilla',
     normalizesAdvantages: false,
-    rowCoefficients: (ctx) => getAggMode(agg.name).rowCoefficients(ctx.rows, ctx),
+    rowCoefficients: (ctx) => getAggMode(agg.name, ctx.stack).rowCoefficients(ctx.rows, ctx),
   });
 
 registerLossMode({

@@ -8,14 +8,19 @@
  * `per_rollout_mean` is Agent Lightning's (agentlightning/verl/per_rollout_loss.py): the same per-token ℓ on
  * advantages already divided by (rollout tokens × trained rows), then L = dp · Σ_t m_t ℓ_t.
  *
+ * `dro` (verl 0.9.0 only, core_algos.compute_policy_loss_dro) is Direct Reward Optimization:
+ *   ℓ = −(logπ·A − ½β·(logπ − logπ_old)²)·w_IS, L = agg_loss(ℓ, mask, loss_agg_mode, …), β = policy_loss.dro_beta > 0;
+ *   its only metric is ppo_kl = masked_mean(−(logπ − logπ_old)) (no clamp, no clipping).
+ *
  * Metrics follow upstream exactly: pg_clipfrac = masked_mean(1[ℓ2 > ℓ1]), ppo_kl = masked_mean(−clamped
  * log-ratio), pg_clipfrac_lower = masked_mean(1[max(ℓ1,ℓ2) > −A·c]·1[A<0]); all unweighted by w_IS.
  */
 import type { ResponseRows } from '../batch/types';
-import { createRegistry } from '../registry';
-import { type AggOptions, aggLoss, rowTokenCounts } from './aggLoss';
+import { createRegistry, UnknownNameError } from '../registry';
+import { type AggOptions, aggLoss, getAggMode, rowTokenCounts } from './aggLoss';
 import { getLossMode } from './lossModes';
 import { bf16, type FloatDType, UpstreamError } from './numeric';
+import { type ReferenceStackName, semanticsOf } from './stacks';
 
 export interface ClipOptions {
   clipRatio?: number;
@@ -38,6 +43,8 @@ export interface PolicyLossInput {
 
 export interface PolicyLossOptions extends ClipOptions, AggOptions {
   lossAggMode?: string;
+  /** dro's β (policy_loss.dro_beta) */
+  droBeta?: number | null;
 }
 
 export interface PolicyLossResult {
@@ -144,12 +151,38 @@ export function registerPolicyLoss(mode: PolicyLossMode): void {
   registry.register(mode.name, mode);
 }
 
-export function getPolicyLoss(name: string): PolicyLossMode {
-  return registry.get(name);
+export function getPolicyLoss(name: string, stack?: ReferenceStackName): PolicyLossMode {
+  const m = registry.find(name);
+  if (!m) {
+    const valid = listPolicyLosses(stack).map((x) => x.name);
+    throw new UnknownNameError(
+      registry.kind,
+      name,
+      valid,
+      `Unsupported loss mode: ${name} (known: ${valid.join(', ')})`,
+    );
+  }
+  if (!lossOnStack(name, stack))
+    throw new UpstreamError(
+      'ValueError',
+      `Unsupported loss mode: ${name} on ${stack ?? 'the default reference stack'} (known there: ${listPolicyLosses(
+        stack,
+      )
+        .map((x) => x.name)
+        .join(', ')})`,
+    );
+  return m;
 }
 
-export function listPolicyLosses(): PolicyLossMode[] {
-  return registry.list();
+const DEFAULT_STACK_LOSSES = ['vanilla', 'per_rollout_mean'];
+
+function lossOnStack(name: string, stack?: ReferenceStackName): boolean {
+  return DEFAULT_STACK_LOSSES.includes(name) || semanticsOf(stack).extraPolicyLosses.includes(name);
+}
+
+/** The policy losses of a reference stack (default: the default stack's). */
+export function listPolicyLosses(stack?: ReferenceStackName): PolicyLossMode[] {
+  return registry.list().filter((m) => lossOnStack(m.name, stack));
 }
 
 registerPolicyLoss({
@@ -178,9 +211,64 @@ registerPolicyLoss({
   },
 });
 
+/** DRO's per-token losses ℓ_t (after w_IS), ∂ℓ_t/∂logπ_t = (−A + β·(logπ − logπ_old))·w_IS, and ppo_kl. */
+export function droTokenLosses(input: PolicyLossInput, droBeta: number | null | undefined) {
+  if (droBeta == null || !(droBeta > 0))
+    throw new UpstreamError('ValueError', 'policy_loss.dro_beta must be a positive value when using DRO');
+  const { rows, oldLogProb, logProb, advantages } = input;
+  const n = rows.offsets[rows.nRows];
+  for (const [name, a] of [
+    ['oldLogProb', oldLogProb],
+    ['logProb', logProb],
+    ['advantages', advantages],
+  ] as const)
+    if (a.length !== n) throw new Error(`${name} has ${a.length} values but the rows hold ${n} tokens`);
+  const w = input.rolloutIsWeights ?? null;
+  if (w && w.length !== n)
+    throw new Error(`rolloutIsWeights has ${w.length} values but the rows hold ${n} tokens`);
+  const halfBeta = Math.fround(0.5 * droBeta);
+  const tokenLosses = new Float32Array(n);
+  const tokenGrads = new Float32Array(n);
+  let m = 0;
+  let kl = 0;
+  for (let t = 0; t < n; t++) {
+    const lr = Math.fround(logProb[t] - oldLogProb[t]);
+    const pen = Math.fround(halfBeta * Math.fround(lr * lr));
+    const loss = -Math.fround(Math.fround(logProb[t] * advantages[t]) - pen);
+    const wt = w ? w[t] : 1;
+    tokenLosses[t] = w ? Math.fround(loss * wt) : loss;
+    tokenGrads[t] = (-advantages[t] + droBeta * lr) * wt;
+    if (rows.mask[t]) {
+      m++;
+      kl -= lr;
+    }
+  }
+  return { tokenLosses, tokenGrads, ppoKl: Math.fround(kl / Math.fround(m + 1e-8)) };
+}
+
+registerPolicyLoss({
+  name: 'dro',
+  label: 'DRO (verl 0.9.0)',
+  formula:
+    'L = agg_loss(−(logπ·A − ½β(logπ − logπ_old)²)·w_IS, mask, loss_agg_mode), β = policy_loss.dro_beta',
+  source: 'verl 0.9.0 core_algos.compute_policy_loss_dro',
+  compute(input, opts) {
+    const r = droTokenLosses(input, opts.droBeta);
+    const pgLoss = aggLoss(input.rows, r.tokenLosses, opts.lossAggMode ?? 'token-mean', opts);
+    return { pgLoss, pgClipfrac: 0, pgClipfracLower: 0, ...r };
+  },
+});
+
 export interface PolicyGradientOptions extends ClipOptions, AggOptions {
   /** a loss-mode registry name (lossModes.ts): an agg_loss mode, or per_rollout_mean */
   lossMode: string;
+  /**
+   * the per-token policy loss when lossMode is an agg_loss mode: 'vanilla' (default, dual-clip PPO) or 'dro'
+   * (verl 0.9.0 stack only; needs droBeta)
+   */
+  policyLoss?: 'vanilla' | 'dro';
+  /** actor_rollout_ref.actor.policy_loss.dro_beta */
+  droBeta?: number | null;
 }
 
 export interface PolicyGradient {
@@ -202,6 +290,7 @@ export interface PolicyGradient {
  * engine's global batch info (batchNumTokens, globalBatchSize, dpSize) to reproduce a mini-batch of a larger step.
  */
 export function policyLossGradient(input: PolicyLossInput, opts: PolicyGradientOptions): PolicyGradient {
+  if (opts.policyLoss === 'dro') return droGradient(input, opts);
   const mode = getLossMode(opts.lossMode);
   const r = ppoTokenLosses(input, opts);
   const rows = input.rows;
@@ -217,4 +306,19 @@ export function policyLossGradient(input: PolicyLossInput, opts: PolicyGradientO
       ? getPolicyLoss('per_rollout_mean').compute(input, opts).pgLoss
       : aggLoss(rows, r.tokenLosses, mode.name, opts);
   return { loss, grad, pgClipfrac: r.pgClipfrac, ppoKl: r.ppoKl, pgClipfracLower: r.pgClipfracLower };
+}
+
+/** dro's loss and ∂L/∂logπ_t = c_r·m_t·∂ℓ_t/∂logπ_t over the agg_loss mode `opts.lossMode`. */
+function droGradient(input: PolicyLossInput, opts: PolicyGradientOptions): PolicyGradient {
+  getPolicyLoss('dro', opts.stack);
+  const rows = input.rows;
+  const agg = getAggMode(opts.lossMode, opts.stack);
+  const r = droTokenLosses(input, opts.droBeta);
+  const coef = agg.rowCoefficients(rows, { ...opts, rowCounts: rowTokenCounts(rows) });
+  const grad = new Float32Array(r.tokenGrads.length);
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++)
+    for (let t = off[i]; t < off[i + 1]; t++) grad[t] = mask[t] ? r.tokenGrads[t] * coef[i] : 0;
+  const loss = aggLoss(rows, r.tokenLosses, agg.name, opts);
+  return { loss, grad, pgClipfrac: 0, ppoKl: r.ppoKl, pgClipfracLower: 0 };
 }

@@ -13,6 +13,7 @@
  */
 import type { ResponseRows } from '../batch/types';
 import { UpstreamError } from './numeric';
+import { type ReferenceStackName, type StackSemantics, semanticsOf } from './stacks';
 
 const SAFETY_BOUND = 20;
 const RS_OPTIONS = new Set([
@@ -38,6 +39,8 @@ export interface RolloutCorrectionConfig {
   rolloutRs?: string | null;
   /** number, or a string with one spec per option ("lo_hi" for k1 options) */
   rolloutRsThreshold?: string | number | null;
+  /** the reference stack whose rollout-correction semantics apply (stacks.ts); default the default stack */
+  stack?: ReferenceStackName;
 }
 
 export interface RolloutCorrectionResult {
@@ -146,7 +149,8 @@ function clampedStd(v: ArrayLike<number>, mask: Uint8Array, lo: number, hi: numb
   const c = new Float64Array(mask.length);
   const c2 = new Float64Array(mask.length);
   for (let t = 0; t < mask.length; t++) {
-    const x = v[t] < lo ? lo : Math.min(v[t], hi);
+    // torch.clamp(min=lo, max=hi) is min(max(x, lo), hi): hi wins when lo > hi (an inverted k1 threshold)
+    const x = Math.min(Math.max(v[t], lo), hi);
     c[t] = f(x);
     c2[t] = f(x * x);
   }
@@ -215,7 +219,8 @@ function pyFloat(s: string, bad: () => Error): number {
  * compute_rollout_correction_weights + compute_is_metrics (verl 0.8.0): raw weights exp(clamp(log ρ, ±20)) per
  * token or per row (from the row's masked log-ratio sum), × mask; truncated at the upper bound (TIS) or zeroed
  * outside [lower, upper] (IcePop). The statistics describe the truncated weights; the high/low fractions
- * are measured on the raw ones (on the row log-ratio sums at sequence level).
+ * are measured on the raw ones (on the row log-ratio sums at sequence level). The per-row fractions
+ * (rollout_is_seq_fraction_high/low) use the truncated row means on verl 0.8.0 and the raw ones on 0.9.0.
  */
 function isWeightsAndMetrics(
   rows: ResponseRows,
@@ -225,6 +230,7 @@ function isWeightsAndMetrics(
   threshold: { upper: number; lower: number | null },
   batchNormalize: boolean,
   metrics: Record<string, number>,
+  semantics: StackSemantics,
 ): Float32Array {
   const { mask, offsets: off } = rows;
   const n = logRatio.length;
@@ -294,8 +300,9 @@ function isWeightsAndMetrics(
   metrics.rollout_is_seq_max = max(seqMean);
   metrics.rollout_is_seq_min = min(seqMean);
   metrics.rollout_is_seq_max_deviation = max(seqMean.map((x) => f(Math.abs(x - 1))));
-  metrics.rollout_is_seq_fraction_high = fraction(seqMean, (x) => x > fUp);
-  metrics.rollout_is_seq_fraction_low = fraction(seqMean, (x) => x < fLow);
+  const fractionOf = semantics.isSeqFractionWeights === 'raw' ? rowMaskedMean(rows, raw, st) : seqMean;
+  metrics.rollout_is_seq_fraction_high = fraction(fractionOf, (x) => x > fUp);
+  metrics.rollout_is_seq_fraction_low = fraction(fractionOf, (x) => x < fLow);
   if (icepop) {
     let oob = 0;
     for (let t = 0; t < n; t++) if (mask[t] && (raw[t] < fLoKeep || raw[t] > fUp)) oob++;
@@ -335,6 +342,7 @@ interface Thr {
 export function parseRsThresholds(
   options: string[],
   spec: string | number | null | undefined,
+  semantics: StackSemantics = semanticsOf(),
 ): Map<string, Thr> {
   if (spec === null || spec === undefined)
     throw new UpstreamError('ValueError', 'rollout_rs_threshold must be provided for rejection sampling.');
@@ -369,6 +377,11 @@ export function parseRsThresholds(
       }
       if (lo <= 0 || hi <= 0)
         throw new UpstreamError('ValueError', `Thresholds for option '${opt}' must be positive, got ${s}.`);
+      if (semantics.rejectsInvertedK1Thresholds && lo > hi)
+        throw new UpstreamError(
+          'ValueError',
+          `Thresholds for option '${opt}' must be lower <= upper, got ${s}.`,
+        );
       out.set(opt, { lower: lo, upper: hi });
     } else {
       if (s.includes('_'))
@@ -399,6 +412,7 @@ function rejection(
   rs: string,
   spec: string | number | null | undefined,
   metrics: Record<string, number>,
+  semantics: StackSemantics,
 ): Uint8Array {
   const { mask, offsets: off } = rows;
   const n = logRatio.length;
@@ -416,7 +430,7 @@ function rejection(
   }
   if (opts.length === 0)
     throw new UpstreamError('ValueError', 'rollout_rs must contain at least one valid option.');
-  const thr = parseRsThresholds(opts, spec);
+  const thr = parseRsThresholds(opts, spec, semantics);
   if (rows.nRows === 0) return mask.slice();
   const k1 = new Float32Array(n);
   const k2 = new Float32Array(n);
@@ -631,6 +645,7 @@ export function computeRolloutCorrection(
       parseIsThreshold(thr),
       cfg.rolloutIsBatchNormalize ?? false,
       m,
+      semanticsOf(cfg.stack),
     );
   }
   let mask = rows.mask.slice();
@@ -640,7 +655,15 @@ export function computeRolloutCorrection(
         'ValueError',
         'rollout_rs_threshold must be explicitly provided when rollout_rs is enabled. Set rollout_rs_threshold to the desired threshold value.',
       );
-    mask = rejection(rows, logRatio, st, cfg.rolloutRs, cfg.rolloutRsThreshold, m) as Uint8Array<ArrayBuffer>;
+    mask = rejection(
+      rows,
+      logRatio,
+      st,
+      cfg.rolloutRs,
+      cfg.rolloutRsThreshold,
+      m,
+      semanticsOf(cfg.stack),
+    ) as Uint8Array<ArrayBuffer>;
   }
   offPolicyMetrics(rows, oldLogProb, rolloutLogProb, logRatio, st, m);
   const metrics: Record<string, number> = {};

@@ -19,6 +19,7 @@ import { listAdvEstimators, traceUnavailable } from '../algos/advantage';
 import { LOSS_AGG_MODES } from '../algos/aggLoss';
 import { KL_PENALTIES } from '../algos/kl';
 import { listPolicyLosses } from '../algos/policyLoss';
+import { DEFAULT_REFERENCE_STACK, listReferenceStacks } from '../algos/stacks';
 
 export type FieldKind = 'int' | 'float' | 'bool' | 'enum' | 'string' | 'list' | 'threshold';
 export type FieldScope = 'analysis' | 'run' | 'template';
@@ -1071,6 +1072,26 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     label: 'GPUs per node',
     help: 'GPUs per node',
     scopes: T,
+  },
+  {
+    key: 'lab.reference_stack',
+    flag: 'reference-stack',
+    kind: 'enum',
+    default: DEFAULT_REFERENCE_STACK,
+    choices: () =>
+      listReferenceStacks().map((st) => ({
+        value: st.name,
+        label: st.label,
+        title: st.changes.length
+          ? st.changes.map((c) => `${c.summary} (${c.madeBy})`).join('; ')
+          : 'the releases Agent Lightning 1.0 runs on',
+      })),
+    label: 'Reference stack',
+    help: "whose semantics the numbers follow: Agent Lightning 1.0 on verl 0.8.0 (what it pins), or the same rows on verl 0.9.0's algorithms",
+    scopes: A,
+    option: 'referenceStack',
+    page: true,
+    urlKey: 'stack',
   },
 ];
 

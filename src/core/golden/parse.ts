@@ -1,3 +1,4 @@
+import { listReferenceStacks, stackOfVerlVersion } from '../algos/stacks';
 import type { GoldenCase, GoldenFile, Json } from './types';
 
 export class GoldenFormatError extends Error {}
@@ -30,7 +31,23 @@ export function parseGoldenFile(data: unknown, where: string): GoldenFile {
       throw new GoldenFormatError(`${at} (${c.name}): "expected.raises" must be an exception class name`);
     return { name: c.name, params, input: c.input, expected: exp };
   });
-  return { family: data.family, source, tolerance: { abs: tol.abs, rel: tol.rel }, cases };
+  const out: GoldenFile = { family: data.family, source, tolerance: { abs: tol.abs, rel: tol.rel }, cases };
+  const gen = data.generator;
+  if (gen !== undefined) {
+    if (!isObj(gen) || typeof gen.verl !== 'string')
+      throw new GoldenFormatError(
+        `${where}: "generator" must be an object with the "verl" version that wrote it`,
+      );
+    const stack = stackOfVerlVersion(gen.verl);
+    if (!stack)
+      throw new GoldenFormatError(
+        `${where}: generator.verl ${gen.verl} is the verl of no reference stack (known: ${listReferenceStacks()
+          .map((s) => `${s.name} = verl ${s.verl}`)
+          .join(', ')})`,
+      );
+    out.stack = stack.name;
+  }
+  return out;
 }
 
 /** Parses JSON text of a golden file. */

@@ -4,6 +4,7 @@
  * error's name); an unknown family fails all its cases with one clear message.
  */
 import { UpstreamError } from '../algos/numeric';
+import { DEFAULT_REFERENCE_STACK } from '../algos/stacks';
 import { compareValues, type Difference } from './compare';
 import './families/index';
 import { getFamily } from './registry';
@@ -55,7 +56,7 @@ export function runGoldenFile(file: GoldenFile): FileResult {
         : null;
     let got: unknown;
     try {
-      got = runner(c);
+      got = runner(c, { stack: file.stack ?? DEFAULT_REFERENCE_STACK });
     } catch (e) {
       const kind = errorKind(e);
       const msg = e instanceof Error ? e.message : String(e);

@@ -12,6 +12,12 @@ import { getAdvEstimator } from '../algos/advantage';
 import { getLossMode, listLossModes } from '../algos/lossModes';
 import type { FloatDType } from '../algos/numeric';
 import {
+  DEFAULT_REFERENCE_STACK,
+  getReferenceStack,
+  type ReferenceStack,
+  type ReferenceStackName,
+} from '../algos/stacks';
+import {
   type ConfigFieldDef,
   DTYPE_CHOICES,
   type FieldChoice,
@@ -24,12 +30,13 @@ import {
 } from '../config/fields';
 import type { TokenSource } from '../tokenize/retokenize';
 
-/** The upstream releases whose semantics this reproduces (named in the page and the CLI). */
-export const REFERENCE_STACK = {
-  agentlightning: '1.0.x',
-  verl: '0.8.0',
-  label: 'Agent Lightning 1.0.x + verl 0.8.0',
-} as const;
+/** The default reference stack: the upstream releases whose semantics the defaults reproduce (algos/stacks.ts). */
+export const REFERENCE_STACK: ReferenceStack = getReferenceStack(DEFAULT_REFERENCE_STACK);
+
+/** The stack the options choose (`lab.reference_stack`). */
+export function referenceStackOf(o: Pick<TrainerSettings, 'referenceStack'>): ReferenceStack {
+  return getReferenceStack(o.referenceStack);
+}
 
 export type RolloutIsLevel = 'token' | 'sequence';
 
@@ -82,6 +89,8 @@ export interface TrainerSettings {
   rolloutIsBatchNormalize: boolean;
   rolloutRs: string | null;
   rolloutRsThreshold: number | string | null;
+  /** lab.reference_stack: whose semantics (Agent Lightning 1.0 + verl 0.8.0, or verl 0.9.0's algorithms) */
+  referenceStack: ReferenceStackName;
 }
 
 /** The settings resolved as upstream resolves them: what the pipeline computes with. */

@@ -34,13 +34,14 @@ import { getLossMode, type LossContext, listLossModes } from '../algos/lossModes
 import { type FloatDType, rounder } from '../algos/numeric';
 import { computeRolloutCorrection } from '../algos/rolloutCorrection';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout } from '../algos/rolloutLevel';
+import type { ReferenceStack } from '../algos/stacks';
 import { trimBatch } from '../algos/trim';
 import type { ResponseRows, TrainingBatch } from '../batch/types';
 import type { ChatTokenizer } from '../tokenize/tokenizer';
 import type { Rollout } from '../trace/types';
 import {
   getOptionSpec,
-  REFERENCE_STACK,
+  referenceStackOf,
   resolveTrainerOptions,
   TrainerOptionError,
   type TrainerOptions,
@@ -217,6 +218,7 @@ export function computeTrainerAdvantages(
       rolloutIsBatchNormalize: o.rolloutIsBatchNormalize,
       rolloutRs: o.rolloutRs,
       rolloutRsThreshold: o.rolloutRsThreshold,
+      stack: o.referenceStack,
     });
     mask = rc.responseMask;
     rolloutIsWeights = rc.rolloutIsWeights;
@@ -228,7 +230,7 @@ export function computeTrainerAdvantages(
   const R = rounder(dtype);
   const uids = indexGroups(batch.dataIds);
   const rollouts = indexGroups(batch.rolloutIds);
-  const aopts = { normAdvByStd: o.normAdvByStdInGrpo, gamma: o.gamma, dtype };
+  const aopts = { normAdvByStd: o.normAdvByStdInGrpo, gamma: o.gamma, dtype, stack: o.referenceStack };
   const rewards = tb.rewards;
   let advantages: Float32Array;
   let returns: Float32Array | null = null;
@@ -324,6 +326,7 @@ function miniBatchContext(
     lossScaleFactor: o.lossScaleFactor,
     paddedWidth: o.maxResponseLength,
     advantagesDType: adv.dtype,
+    stack: o.referenceStack,
   };
 }
 
@@ -375,7 +378,8 @@ export interface ModeView {
 
 export interface TrainerView {
   options: TrainerOptions;
-  reference: typeof REFERENCE_STACK;
+  /** the reference stack the options chose */
+  reference: ReferenceStack;
   /** the adapter's rows (all of them, in adapter order), merge failures, counters and metrics */
   build: BuildResult;
   /** = build.batch: every row the adapter built; per-token arrays below are aligned with it */
@@ -550,7 +554,7 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
   }
   return {
     options: o,
-    reference: REFERENCE_STACK,
+    reference: referenceStackOf(o),
     build,
     batch: all,
     rowStatus: tb.rowStatus,

@@ -3,7 +3,7 @@
  * but not of a local file, so the data of every view can be exported. Everything comes from the page's computed
  * result (core's trainer view), weights in the sign convention on screen.
  */
-import { REFERENCE_STACK, type TrainerOptions } from '../../core/pipeline/options';
+import { referenceStackOf, type TrainerOptions } from '../../core/pipeline/options';
 import { signed, signedSides, type WeightSign } from '../../core/pipeline/sign';
 import type { TraceBatch } from '../../core/trace/types';
 import { indexBatch } from './derive';
@@ -33,7 +33,7 @@ export interface ExportContext {
 
 function header(ctx: ExportContext) {
   return {
-    reference: REFERENCE_STACK.label,
+    reference: referenceStackOf(ctx.options).label,
     source: ctx.source,
     sign: { name: ctx.sign.name, symbol: ctx.sign.symbol, reinforced: ctx.sign.reinforced },
     options: ctx.options,

@@ -16,6 +16,8 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
  * beside it). Other files of the same schema are checked with `npm run lab -- golden FILE…`.
  */
 const goldenDir = resolve(repoRoot, 'tests/golden');
+/** The same families written by verl 0.9.0 (python/golden/make.sh --stack verl-0.9.0): the verl-0.9.0 stack. */
+const verl09Dir = resolve(goldenDir, 'verl-0.9.0');
 
 function load(name: string, dir = goldenDir): GoldenFile {
   const path = join(dir, name);
@@ -23,7 +25,7 @@ function load(name: string, dir = goldenDir): GoldenFile {
 }
 
 describe('golden vectors', () => {
-  const dirs = [goldenDir];
+  const dirs = [goldenDir, verl09Dir];
   const listed: { dir: string; files: string[]; error: string }[] = dirs.map((dir) => {
     try {
       return { dir, files: readdirSync(dir).filter((f) => f.endsWith('.json')), error: '' };
@@ -36,12 +38,21 @@ describe('golden vectors', () => {
       expect(l.error).toBe('');
       expect(l.files.length).toBeGreaterThan(0);
     }
-    const families = listed[0].files.map((f) => load(f).family).sort();
-    expect(families).toEqual(listFamilies());
+    for (const l of listed) {
+      const families = l.files.map((f) => load(f, l.dir).family).sort();
+      expect(families, l.dir).toEqual(listFamilies());
+    }
+    // each folder runs against the stack of the verl that wrote it
+    expect(listed[0].files.map((f) => load(f).stack)).toEqual(
+      listed[0].files.map(() => 'agentlightning-1.0+verl-0.8.0'),
+    );
+    expect(listed[1].files.map((f) => load(f, verl09Dir).stack)).toEqual(
+      listed[1].files.map(() => 'verl-0.9.0'),
+    );
   });
   for (const { dir, files } of listed)
     for (const name of files) {
-      it(`${dir === goldenDir ? 'tests/golden' : dir}/${name} passes`, () => {
+      it(`${dir === goldenDir ? 'tests/golden' : 'tests/golden/verl-0.9.0'}/${name} passes`, () => {
         const file = load(name, dir);
         const res = runGoldenFile(file);
         const failures = res.cases

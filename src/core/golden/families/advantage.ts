@@ -5,7 +5,7 @@ import { registerFamily } from '../registry';
 import { nested, rowsFromMask, sameShape, strings, vector } from './tensors';
 
 /** verl ray_trainer.compute_advantage → the registered estimator (golden family `advantage`). */
-registerFamily('advantage', (c) => {
+registerFamily('advantage', (c, { stack }) => {
   const p = c.params;
   const rows = rowsFromMask(c.input.response_mask, 'response_mask');
   const tokenLevelRewards = sameShape(rows, c.input.token_level_rewards, 'token_level_rewards');
@@ -34,6 +34,7 @@ registerFamily('advantage', (c) => {
       epsilon: typeof p.epsilon === 'number' ? p.epsilon : 1e-6,
       gamma: typeof cfg.gamma === 'number' ? cfg.gamma : typeof p.gamma === 'number' ? p.gamma : 1,
       dtype,
+      stack,
     },
   );
   const res: Record<string, unknown> = {

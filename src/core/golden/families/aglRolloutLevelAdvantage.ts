@@ -12,7 +12,7 @@ import { nested, optNum, rowsFromMask, sameShape, strings } from './tensors';
  */
 registerFamily(
   'agl_rollout_level_advantage',
-  (c) => {
+  (c, { stack }) => {
     const p = c.params;
     const rows = rowsFromMask(c.input.response_mask, 'response_mask');
     const dtype: FloatDType = p.reward_dtype === 'bfloat16' ? 'bfloat16' : 'float32';
@@ -29,11 +29,12 @@ registerFamily(
         normAdvByStd: p.norm_adv_by_std_in_grpo !== false,
         gamma: optNum(p.gamma) ?? 1,
         dtype,
+        stack,
       },
     );
     const numTrainedRows = optNum(p.num_trained_rows) ?? rows.nRows;
     const normalized = normalizeAdvantagesByRollout(rows, adv.advantages, rollouts, numTrainedRows, dtype);
-    const loss = getPolicyLoss(String(p.loss_mode ?? 'per_rollout_mean')).compute(
+    const loss = getPolicyLoss(String(p.loss_mode ?? 'per_rollout_mean'), stack).compute(
       {
         rows,
         oldLogProb: sameShape(rows, c.input.old_log_prob, 'old_log_prob'),
@@ -52,6 +53,7 @@ registerFamily(
         clipRatioHigh: optNum(p.clip_ratio_high),
         clipRatioC: optNum(p.clip_ratio_c) ?? 3,
         paddedWidth: rows.T,
+        stack,
         ...globalBatchInfo(p.global_batch_info),
       },
     );

@@ -1,5 +1,6 @@
 import { buildTrainingBatch, SampleBuildError } from '../../aggregate/buildTrainingBatch';
 import { listLossModes } from '../../algos/lossModes';
+import type { ReferenceStackName } from '../../algos/stacks';
 import { resolveTrainerOptions, type TrainerOptions } from '../../pipeline/options';
 import {
   advantagesFor,
@@ -15,7 +16,7 @@ import { registerFamily } from '../registry';
 import type { Json } from '../types';
 import { GoldenInputError, num } from './tensors';
 
-function optionsOf(p: Record<string, Json>): TrainerOptions {
+function optionsOf(p: Record<string, Json>, stack: ReferenceStackName): TrainerOptions {
   const rc = (p.rollout_correction ?? null) as Record<string, Json> | null;
   return resolveTrainerOptions({
     traceAggregatorLevel: p.trace_aggregator_level as TrainerOptions['traceAggregatorLevel'],
@@ -38,6 +39,7 @@ function optionsOf(p: Record<string, Json>): TrainerOptions {
     rolloutIsBatchNormalize: Boolean(rc?.rollout_is_batch_normalize),
     rolloutRs: (rc?.rollout_rs ?? null) as string | null,
     rolloutRsThreshold: (rc?.rollout_rs_threshold ?? null) as number | string | null,
+    referenceStack: stack,
   });
 }
 
@@ -50,8 +52,8 @@ const rowsOf = (a: ArrayLike<number>, offsets: Int32Array, n: number) =>
  */
 registerFamily(
   'agl_train_step',
-  (c) => {
-    const o = optionsOf(c.params);
+  (c, ctx) => {
+    const o = optionsOf(c.params, ctx.stack);
     const imported = readCompletedRollouts(c.input);
     const fatal = imported.issues.filter((i) => i.severity !== 'warning');
     if (fatal.length) throw new GoldenInputError(fatal.map(formatIssue).join('; '));

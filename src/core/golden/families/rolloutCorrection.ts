@@ -5,7 +5,7 @@ import { nested, rowsFromMask, sameShape } from './tensors';
 /** verl rollout_corr_helper.compute_rollout_correction_and_add_to_batch (golden family `rollout_correction`). */
 registerFamily(
   'rollout_correction',
-  (c) => {
+  (c, { stack }) => {
     const p = c.params;
     const rows = rowsFromMask(c.input.response_mask, 'response_mask');
     const isLevel = p.rollout_is;
@@ -22,6 +22,7 @@ registerFamily(
         rolloutIsBatchNormalize: Boolean(p.rollout_is_batch_normalize),
         rolloutRs: (p.rollout_rs as string | null) ?? null,
         rolloutRsThreshold: (p.rollout_rs_threshold as string | number | null) ?? null,
+        stack,
       },
     );
     return {
