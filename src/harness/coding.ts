@@ -1,7 +1,8 @@
 /**
  * Coding: the model writes a program in Tally (see tinylang.ts) inside a ``` block; the harness runs the task's
  * tests in the sandboxed interpreter and sends the results (or the error) back as the next user message, until
- * every test passes or the turns run out. Reward: the fraction of tests the last program passed.
+ * every test passes or the turns run out. Reward: CODING_REWARD's (the fraction of tests the last program passed).
+ * Levels grade the program's size (lines of the reference solution) and the number of tests.
  */
 import { mulberry32 } from '../core/random';
 import type { ChatMessage } from '../core/trace/types';
@@ -10,6 +11,7 @@ import { hash32 } from './engines';
 import {
   answerText,
   Conversation,
+  checkLevel,
   type Harness,
   type HarnessOptions,
   type HarnessOutcome,
@@ -17,6 +19,10 @@ import {
   type TaskBase,
 } from './harness';
 import { runTally } from './tinylang';
+
+/** The reward definition (Harness.reward). */
+export const CODING_REWARD =
+  "partial credit: the fraction of the task's tests the last program passed (an error or a timeout fails a test); the continuous pass rate code RL uses (verl reward_score/prime_code with continuous=True, PRIME; AceCoder's test-case pass rate), where a binary all-pass reward gives a small policy no signal";
 
 export interface CodingTest {
   inputs: Record<string, number>;
@@ -134,18 +140,28 @@ const PROBLEMS: Problem[] = [
   },
 ];
 
-function makeTask(split: Split, seed: number, i: number): CodingTask {
-  const rand = mulberry32(hash32(`coding:${split}:${seed}:${i}`));
-  const p = PROBLEMS[Math.floor(rand() * PROBLEMS.length)];
+/** A problem's level by the size of its reference solution: ≤ 7 lines, 8 lines, ≥ 9 lines. */
+export function programLevel(p: { correct: string }): 1 | 2 | 3 {
+  const lines = p.correct.split('\n').length;
+  return lines <= 7 ? 1 : lines === 8 ? 2 : 3;
+}
+
+/** Tests per task: 4 in the mixed stream; with a level, 2 × level (more tests, fewer lucky passes). */
+export const testsAtLevel = (level: number | null) => (level === null ? 4 : 2 * level);
+
+function makeTask(split: Split, seed: number, i: number, level: number | null): CodingTask {
+  const rand = mulberry32(hash32(`coding:${split}:${seed}:${i}${level === null ? '' : `:level${level}`}`));
+  const pool = level === null ? PROBLEMS : PROBLEMS.filter((p) => programLevel(p) === level);
+  const p = pool[Math.floor(rand() * pool.length)];
   const tests: CodingTest[] = [];
   // Validation tests come from a disjoint input stream; the problems themselves are shared.
-  for (let t = 0; t < 4; t++) {
+  for (let t = 0; t < testsAtLevel(level); t++) {
     const inputs = p.inputs(rand);
     tests.push({ inputs, expected: p.solve(inputs).map(String) });
   }
   const vars = Object.keys(tests[0].inputs).join(', ');
   return {
-    id: `coding-${split}-${seed}-${i}`,
+    id: `coding-${split}-${seed}-${i}${level === null ? '' : `-l${level}`}`,
     split,
     kind: p.kind,
     statement: `${p.statement} The input variable${vars.includes(',') ? 's' : ''} ${vars} ${vars.includes(',') ? 'are' : 'is'} already set.`,
@@ -195,8 +211,31 @@ export function extractProgram(text: string): string | null {
 
 export const codingHarness: Harness<CodingTask> = {
   name: 'coding',
-  makeTasks(split, seed, n) {
-    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i));
+  levels: [
+    {
+      level: 1,
+      label: 'short',
+      description: 'a reference solution of at most 7 lines (one loop, one accumulator); 2 tests',
+    },
+    {
+      level: 2,
+      label: 'medium',
+      description: 'a reference solution of 8 lines (two variables, a loop or two branches); 4 tests',
+    },
+    {
+      level: 3,
+      label: 'long',
+      description:
+        'a reference solution of 9 lines or more (a loop with a branch, or three variables); 6 tests',
+    },
+  ],
+  reward: CODING_REWARD,
+  makeTasks(split, seed, n, level = null) {
+    checkLevel(codingHarness, level);
+    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i, level));
+  },
+  levelOf(task) {
+    return programLevel(PROBLEMS.find((p) => p.kind === task.kind) as Problem);
   },
 
   async run(client: ChatClient, task: CodingTask, opts: HarnessOptions): Promise<HarnessOutcome> {

@@ -45,13 +45,47 @@ export interface HarnessOutcome {
   info?: Record<string, unknown>;
 }
 
+/**
+ * One difficulty level of a harness: what makes its tasks harder (search: hops, coding: program size and
+ * tests, instruction: constraints), and how the reward is defined, with the upstream reward it mirrors.
+ */
+export interface TaskLevel {
+  level: number;
+  label: string;
+  description: string;
+}
+
 export interface Harness<T extends TaskBase = TaskBase> {
   readonly name: string;
-  /** `n` tasks of a split; the same (split, seed, n) always gives the same tasks, and splits never overlap. */
-  makeTasks(split: Split, seed: number, n: number): T[];
+  /** the harness's difficulty levels, easiest first (empty: one kind of task) */
+  readonly levels: readonly TaskLevel[];
+  /** the reward definition and its upstream analogue (README's harness table shows it) */
+  readonly reward: string;
+  /**
+   * `n` tasks of a split; the same (split, seed, n, level) always gives the same tasks, and splits never
+   * overlap. `level` null (the default) draws the harness's historical mix of levels; a level draws only
+   * tasks of that level, from their own stream.
+   */
+  makeTasks(split: Split, seed: number, n: number, level?: number | null): T[];
+  /** the level a task belongs to (read from its content, so recorded tasks keep their level) */
+  levelOf(task: T): number;
   run(client: ChatClient, task: T, opts: HarnessOptions): Promise<HarnessOutcome>;
   /** The expert's next assistant text given the messages of the call it answers. */
   expert(task: T, messages: ChatMessage[], tools?: ToolDefinition[]): string;
+}
+
+/** Checks a requested level against a harness's levels; a clear error names the valid ones. */
+export function checkLevel(
+  h: { name: string; levels: readonly TaskLevel[] },
+  level: number | null | undefined,
+): void {
+  if (level === null || level === undefined) return;
+  if (!h.levels.some((l) => l.level === level))
+    throw new Error(
+      h.levels.length === 0
+        ? `harness '${h.name}' has no difficulty levels (got level ${level}; use null)`
+        : `harness '${h.name}' has levels ${h.levels.map((l) => l.level).join(', ')}; got ${level}`,
+    );
 }
 
 /** Number of assistant turns already in the (request) messages. */

@@ -2,7 +2,7 @@
  * Instruction following: one turn, verifiable constraints in the style of IFEval (word counts, casing,
  * required and banned words, format). Reward: 0 unless the response mentions the topic (so random text cannot
  * collect the constraints it satisfies by accident, like "avoid the word X"); otherwise the fraction of
- * constraints met (partial credit).
+ * constraints met (partial credit): INSTRUCTION_REWARD. Levels count the constraints (1 to 5).
  */
 import { mulberry32 } from '../core/random';
 import type { ChatMessage } from '../core/trace/types';
@@ -11,12 +11,17 @@ import { hash32 } from './engines';
 import {
   answerText,
   Conversation,
+  checkLevel,
   type Harness,
   type HarnessOptions,
   type HarnessOutcome,
   type Split,
   type TaskBase,
 } from './harness';
+
+/** The reward definition (Harness.reward). */
+export const INSTRUCTION_REWARD =
+  "partial credit: 0 unless the topic is mentioned, else the fraction of the constraints met; IFEval's instruction-level strict accuracy (Zhou et al. 2023) gated on the topic, the verifiable-constraint reward of RLVR on instruction following (Tulu 3's IFEval verifier; Agent Lightning's LLM-in-Sandbox instruction following)";
 
 export type Constraint =
   | { kind: 'min-words'; n: number }
@@ -173,21 +178,44 @@ function pick<T>(rand: () => number, xs: readonly T[]): T {
   return xs[Math.floor(rand() * xs.length)];
 }
 
-function makeTask(split: Split, seed: number, i: number): InstructionTask {
-  const rand = mulberry32(hash32(`instruction:${split}:${seed}:${i}`));
+/** The constraint families a level draws from (casing: lower or upper; format: bullets or a title). */
+const FAMILIES = ['min-words', 'max-words', 'casing', 'include', 'ban', 'format', 'ends-with'] as const;
+
+/** A seeded Fisher-Yates permutation of 0..n-1. */
+function permutationOf(rand: () => number, n: number): number[] {
+  const p = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [p[i], p[j]] = [p[j], p[i]];
+  }
+  return p;
+}
+
+/** The highest level: five constraints or more (the mixed stream has up to seven). */
+const TOP_LEVEL = 5;
+
+function makeTask(split: Split, seed: number, i: number, level: number | null): InstructionTask {
+  const rand = mulberry32(
+    hash32(`instruction:${split}:${seed}:${i}${level === null ? '' : `:level${level}`}`),
+  );
   // Splits use disjoint topics, so validation measures transfer rather than memorised prompts.
   const topics = TOPICS.filter((_, j) => (j % 4 === 0) === (split === 'val'));
   const topic = pick(rand, topics);
   const cs: Constraint[] = [];
+  // The mixed stream (no level) draws each family with its own probability (the historical tasks); a level
+  // draws exactly `level` families, each at most once, so the level is the constraint count.
+  const families = level === null ? null : new Set(permutationOf(rand, FAMILIES.length).slice(0, level));
+  const has = (f: (typeof FAMILIES)[number], p: number) =>
+    families === null ? rand() < p : families.has(FAMILIES.indexOf(f));
   const lo = 15 + Math.floor(rand() * 20);
-  if (rand() < 0.7) cs.push({ kind: 'min-words', n: lo });
-  if (rand() < 0.6) cs.push({ kind: 'max-words', n: lo + 15 + Math.floor(rand() * 25) });
-  const casing = rand();
+  if (has('min-words', 0.7)) cs.push({ kind: 'min-words', n: lo });
+  if (has('max-words', 0.6)) cs.push({ kind: 'max-words', n: lo + 15 + Math.floor(rand() * 25) });
+  const casing = families === null ? rand() : families.has(FAMILIES.indexOf('casing')) ? rand() * 0.45 : 1;
   if (casing < 0.3) cs.push({ kind: 'lowercase' });
   else if (casing < 0.45) cs.push({ kind: 'uppercase' });
   const inc = pick(rand, EXTRA);
-  if (rand() < 0.7) cs.push({ kind: 'include', word: inc });
-  if (rand() < 0.6)
+  if (has('include', 0.7)) cs.push({ kind: 'include', word: inc });
+  if (has('ban', 0.6))
     cs.push({
       kind: 'ban',
       word: pick(
@@ -195,10 +223,10 @@ function makeTask(split: Split, seed: number, i: number): InstructionTask {
         FILLER.filter((w) => w.length > 3),
       ),
     });
-  const fmt = rand();
+  const fmt = families === null ? rand() : families.has(FAMILIES.indexOf('format')) ? rand() * 0.6 : 1;
   if (fmt < 0.35) cs.push({ kind: 'bullets', n: 2 + Math.floor(rand() * 3) });
   else if (fmt < 0.6) cs.push({ kind: 'title' });
-  if (rand() < 0.4) {
+  if (has('ends-with', 0.4)) {
     const up = cs.some((c) => c.kind === 'uppercase');
     const low = cs.some((c) => c.kind === 'lowercase');
     const p = pick(rand, ENDINGS);
@@ -206,7 +234,8 @@ function makeTask(split: Split, seed: number, i: number): InstructionTask {
   }
   if (cs.length === 0) cs.push({ kind: 'min-words', n: lo });
   const prompt = `Write a short piece about ${topic}.\n${cs.map((c) => `- ${describe(c)}`).join('\n')}`;
-  return { id: `instruction-${split}-${seed}-${i}`, split, topic, constraints: cs, prompt };
+  const id = `instruction-${split}-${seed}-${i}${level === null ? '' : `-l${level}`}`;
+  return { id, split, topic, constraints: cs, prompt };
 }
 
 const SYSTEM = 'You are a careful writer. Follow every instruction exactly.';
@@ -244,8 +273,18 @@ export function expertResponse(task: InstructionTask): string {
 
 export const instructionHarness: Harness<InstructionTask> = {
   name: 'instruction',
-  makeTasks(split, seed, n) {
-    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i));
+  levels: Array.from({ length: TOP_LEVEL }, (_, k) => ({
+    level: k + 1,
+    label: `${k + 1}${k + 1 === TOP_LEVEL ? '+' : ''} constraint${k ? 's' : ''}`,
+    description: `${k + 1 === TOP_LEVEL ? `${TOP_LEVEL} (${TOP_LEVEL} or more in the mixed stream)` : k + 1} verifiable constraint${k ? 's' : ''} on a piece about a topic`,
+  })),
+  reward: INSTRUCTION_REWARD,
+  makeTasks(split, seed, n, level = null) {
+    checkLevel(instructionHarness, level);
+    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i, level));
+  },
+  levelOf(task) {
+    return Math.min(task.constraints.length, TOP_LEVEL);
   },
   async run(client: ChatClient, task: InstructionTask, opts: HarnessOptions): Promise<HarnessOutcome> {
     const conv = new Conversation(() => SYSTEM, { role: 'user', content: task.prompt }, opts.behaviours);
@@ -297,6 +336,10 @@ function makeShortTask(split: Split, seed: number, i: number): ShortInstructionT
   return { id: `instruction-short-${split}-${seed}-${i}`, split, topic, words, include, prompt };
 }
 
+/** The reward definition (Harness.reward). */
+export const SHORT_INSTRUCTION_REWARD =
+  'partial credit: the fraction of the three requirements met (the topic, exactly N words, the given word); IFEval instruction-level accuracy without the topic gate';
+
 export function scoreShortInstruction(task: ShortInstructionTask, text: string): number {
   const met =
     (hasWord(text, task.topic) ? 1 : 0) +
@@ -320,8 +363,17 @@ export function shortExpertResponse(task: ShortInstructionTask): string {
 
 export const shortInstructionHarness: Harness<ShortInstructionTask> = {
   name: 'instruction-short',
-  makeTasks(split, seed, n) {
+  // One kind of task; level 1 names it (and draws the same tasks as no level).
+  levels: [
+    { level: 1, label: '3 requirements', description: 'exactly N words (3 to 7), the topic, one given word' },
+  ],
+  reward: SHORT_INSTRUCTION_REWARD,
+  makeTasks(split, seed, n, level = null) {
+    checkLevel(shortInstructionHarness, level);
     return Array.from({ length: n }, (_, i) => makeShortTask(split, seed, i));
+  },
+  levelOf() {
+    return 1;
   },
   async run(client: ChatClient, task: ShortInstructionTask, opts: HarnessOptions): Promise<HarnessOutcome> {
     const conv = new Conversation(() => SYSTEM, { role: 'user', content: task.prompt }, opts.behaviours);

@@ -19,6 +19,8 @@ export interface RunSpec {
   /** rollouts per task */
   groupSize: number;
   seed: number;
+  /** difficulty level of the tasks (Harness.levels; absent or null: the harness's mix) */
+  level?: number | null;
   behaviours: Behaviour[];
   maxTurns?: number;
   apiKey?: string;
@@ -39,7 +41,7 @@ export function rolloutPaths(rolloutId: string, split: Split): { baseUrl: string
 }
 
 export function planRollouts(spec: RunSpec): PlannedRollout[] {
-  const tasks = getHarness(spec.harness).makeTasks(spec.split, spec.seed, spec.n);
+  const tasks = getHarness(spec.harness).makeTasks(spec.split, spec.seed, spec.n, spec.level ?? null);
   const out: PlannedRollout[] = [];
   for (const task of tasks)
     for (let g = 0; g < spec.groupSize; g++) {

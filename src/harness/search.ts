@@ -1,9 +1,9 @@
 /**
  * Search: multi-turn question answering with one tool, `search`, over an in-memory corpus of invented facts
  * (so no model can know the answers beforehand). Questions take one or two hops ("what river flows through the
- * capital of X?" needs the country page, then the city page). The final answer is the assistant text (or its
- * <answer>…</answer> part) of the first reply without a tool call; reward 1 for an exact match after
- * normalisation (case, surrounding punctuation and whitespace), else 0.
+ * capital of X?" needs the country page, then the city page); level 3 asks from a city that is not the capital
+ * (city → country → capital). The final answer is the assistant text (or its <answer>…</answer> part) of the
+ * first reply without a tool call; the reward is SEARCH_REWARD's.
  */
 import { mulberry32 } from '../core/random';
 import type { ChatMessage, ToolDefinition } from '../core/trace/types';
@@ -12,6 +12,7 @@ import { hash32 } from './engines';
 import {
   answerText,
   Conversation,
+  checkLevel,
   type Harness,
   type HarnessOptions,
   type HarnessOutcome,
@@ -19,6 +20,10 @@ import {
   type TaskBase,
 } from './harness';
 import { pythonJsonDumps } from './toolParser';
+
+/** The reward definition (Harness.reward). */
+export const SEARCH_REWARD =
+  'exact match: 1 when the normalised answer (lower case, surrounding punctuation and whitespace removed) equals the gold answer, else 0; the outcome reward of Search-R1 (Jin et al. 2025; verl reward_score/search_r1_like_qa_em.py, em_check), which also strips articles and inner punctuation';
 
 export interface Doc {
   title: string;
@@ -181,48 +186,87 @@ export function extractAnswer(text: string): string {
   return m ? m[1] : text;
 }
 
-function makeTask(split: Split, seed: number, i: number): SearchTask {
-  const rand = mulberry32(hash32(`search:${split}:${seed}:${i}`));
-  // Disjoint countries per split (every fourth country is validation).
-  const countries = WORLD.countries.filter((_, j) => (j % 4 === 0) === (split === 'val'));
-  const country = countries[Math.floor(rand() * countries.length)];
-  const cities = WORLD.cities.filter((c) => c.country === country.name);
-  const id = `search-${split}-${seed}-${i}`;
-  const kind = Math.floor(rand() * 4);
-  if (kind === 0) {
-    const city = cities[Math.floor(rand() * cities.length)];
-    return {
-      id,
-      split,
-      question: `In which year was the city of ${city.name} founded?`,
-      answer: String(city.founded),
-      hops: [city.name],
-    };
-  }
-  if (kind === 1)
-    return {
+type Question = (rand: () => number, country: Country, id: string, split: Split) => SearchTask;
+
+const capitalOf = (country: Country) => WORLD.cities.find((c) => c.name === country.capital) as City;
+const citiesOf = (country: Country) => WORLD.cities.filter((c) => c.country === country.name);
+
+/** The question kinds by the hops they need (the level); within a level, drawn uniformly. */
+const QUESTIONS: Record<1 | 2 | 3, Question[]> = {
+  1: [
+    (rand, country, id, split) => {
+      const cities = citiesOf(country);
+      const city = cities[Math.floor(rand() * cities.length)];
+      return {
+        id,
+        split,
+        question: `In which year was the city of ${city.name} founded?`,
+        answer: String(city.founded),
+        hops: [city.name],
+      };
+    },
+    (_rand, country, id, split) => ({
       id,
       split,
       question: `What is the currency of ${country.name}?`,
       answer: country.currency,
       hops: [country.name],
-    };
-  const capital = WORLD.cities.find((c) => c.name === country.capital) as City;
-  if (kind === 2)
-    return {
+    }),
+  ],
+  2: [
+    (_rand, country, id, split) => ({
       id,
       split,
       question: `Which river flows through the capital of ${country.name}?`,
-      answer: capital.river,
-      hops: [country.name, capital.name],
-    };
-  return {
-    id,
-    split,
-    question: `In which year was the capital of ${country.name} founded?`,
-    answer: String(capital.founded),
-    hops: [country.name, capital.name],
-  };
+      answer: capitalOf(country).river,
+      hops: [country.name, capitalOf(country).name],
+    }),
+    (_rand, country, id, split) => ({
+      id,
+      split,
+      question: `In which year was the capital of ${country.name} founded?`,
+      answer: String(capitalOf(country).founded),
+      hops: [country.name, capitalOf(country).name],
+    }),
+  ],
+  // From a city that is not the capital: its article names the country, whose article names the capital.
+  3: [
+    (rand, country, id, split) => {
+      const city = citiesOf(country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
+      return {
+        id,
+        split,
+        question: `Which river flows through the capital of the country in which the city of ${city.name} lies?`,
+        answer: capitalOf(country).river,
+        hops: [city.name, country.name, capitalOf(country).name],
+      };
+    },
+    (rand, country, id, split) => {
+      const city = citiesOf(country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
+      return {
+        id,
+        split,
+        question: `In which year was the capital of the country in which the city of ${city.name} lies founded?`,
+        answer: String(capitalOf(country).founded),
+        hops: [city.name, country.name, capitalOf(country).name],
+      };
+    },
+  ],
+};
+
+function makeTask(split: Split, seed: number, i: number, level: number | null): SearchTask {
+  const rand = mulberry32(hash32(`search:${split}:${seed}:${i}${level === null ? '' : `:level${level}`}`));
+  // Disjoint countries per split (every fourth country is validation).
+  const countries = WORLD.countries.filter((_, j) => (j % 4 === 0) === (split === 'val'));
+  const country = countries[Math.floor(rand() * countries.length)];
+  const id = `search-${split}-${seed}-${i}${level === null ? '' : `-l${level}`}`;
+  // The mixed stream (no level) is the historical one: four kinds, one and two hops, half each.
+  if (level === null) {
+    const kind = Math.floor(rand() * 4);
+    return QUESTIONS[kind < 2 ? 1 : 2][kind % 2](rand, country, id, split);
+  }
+  const qs = QUESTIONS[level as 1 | 2 | 3];
+  return qs[Math.floor(rand() * qs.length)](rand, country, id, split);
 }
 
 const SYSTEM = (turn: number) =>
@@ -230,8 +274,31 @@ const SYSTEM = (turn: number) =>
 
 export const searchHarness: Harness<SearchTask> = {
   name: 'search',
-  makeTasks(split, seed, n) {
-    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i));
+  levels: [
+    {
+      level: 1,
+      label: '1 hop',
+      description: "one article holds the answer (a city's founding year, a currency)",
+    },
+    {
+      level: 2,
+      label: '2 hops',
+      description: "the country's article names its capital, whose article holds the answer",
+    },
+    {
+      level: 3,
+      label: '3 hops',
+      description:
+        "a city's article names its country, whose article names the capital, whose article holds the answer",
+    },
+  ],
+  reward: SEARCH_REWARD,
+  makeTasks(split, seed, n, level = null) {
+    checkLevel(searchHarness, level);
+    return Array.from({ length: n }, (_, i) => makeTask(split, seed, i, level));
+  },
+  levelOf(task) {
+    return task.hops.length;
   },
 
   async run(client: ChatClient, task: SearchTask, opts: HarnessOptions): Promise<HarnessOutcome> {

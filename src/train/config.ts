@@ -19,7 +19,7 @@ import {
 } from '../core/config/fields';
 import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import { BEHAVIOURS, type Behaviour } from '../harness/harness';
-import { HARNESSES, type HarnessName } from '../harness/registry';
+import { getHarness, HARNESSES, type HarnessName } from '../harness/registry';
 import { MODEL_PRESETS, type ModelPreset } from './models';
 import { ROLLOUT_DEVICES, ROLLOUT_ENGINES, type RolloutDevice, resolveRolloutChoice } from './rolloutEngines';
 
@@ -128,6 +128,8 @@ export interface TrainConfig {
     train_tasks: number;
     val_tasks: number;
     max_turns: number | null;
+    /** difficulty level of the tasks (Harness.levels; null: the harness's mix of levels) */
+    task_level: number | null;
     /** dtype of rewards and advantages on Agent Lightning's path (its adapter builds bf16 scores) */
     reward_dtype: 'bfloat16' | 'float32';
     /** 'engine': the recorded ids (what Agent Lightning trains on); 'retokenize': chat template re-encoded */
@@ -445,6 +447,12 @@ export function checkConsistency(c: TrainConfig): void {
     );
   const rollout = resolveRolloutChoice(c).problem;
   if (rollout) throw new TrainConfigError(rollout.path, rollout.message);
+  const levels = getHarness(c.lab.harness).levels.map((l) => l.level);
+  if (c.lab.task_level !== null && !levels.includes(c.lab.task_level))
+    throw new TrainConfigError(
+      'lab.task_level',
+      `must be null or one of harness '${c.lab.harness}''s levels ${levels.join(', ')}, got ${c.lab.task_level}`,
+    );
   if (c.lab.train_tasks < c.data.train_batch_size)
     throw new TrainConfigError(
       'lab.train_tasks',

@@ -5,6 +5,7 @@
 import { retokenizeCall } from '../core/tokenize/retokenize';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
+import { stripThink } from '../harness/toolParser';
 
 export type Metrics = Record<string, number>;
 
@@ -131,6 +132,68 @@ export function retokenizationMismatchRate(rollouts: Rollout[], tok: ChatTokeniz
   return n ? bad / n : Number.NaN;
 }
 
+/** Signs of a degenerate policy in one rollout (the collapse modes RL on agents is known for). */
+export interface Degeneracy {
+  /** the rollout's last reply has no text outside its reasoning and no tool call */
+  emptyAnswer: boolean;
+  /** the same tool call (name and arguments, JSON whitespace ignored) was issued twice or more */
+  toolLoop: boolean;
+  /** a reply repeats an earlier reply of the rollout word for word, or repeats one 4-word phrase 3 times or more */
+  repeatedText: boolean;
+}
+
+function canonicalArgs(args: string): string {
+  try {
+    return JSON.stringify(JSON.parse(args));
+  } catch {
+    return args.trim();
+  }
+}
+
+/** Whether some run of 4 words occurs at least 3 times in the text. */
+function repeatsPhrase(text: string): boolean {
+  const w = text.toLowerCase().split(/\s+/).filter(Boolean);
+  const seen = new Map<string, number>();
+  for (let i = 0; i + 4 <= w.length; i++) {
+    const k = w.slice(i, i + 4).join(' ');
+    const n = (seen.get(k) ?? 0) + 1;
+    if (n >= 3) return true;
+    seen.set(k, n);
+  }
+  return false;
+}
+
+export function degeneracyOf(r: Rollout): Degeneracy {
+  const answered = r.calls.filter((c) => c.response);
+  const texts = answered.map((c) => stripThink(c.response?.message.content ?? '').trim());
+  const last = answered[answered.length - 1];
+  const emptyAnswer =
+    last !== undefined && texts[texts.length - 1] === '' && !last.response?.message.tool_calls?.length;
+  const calls = answered.flatMap((c) =>
+    (c.response?.message.tool_calls ?? []).map(
+      (tc) => `${tc.function.name}(${canonicalArgs(tc.function.arguments)})`,
+    ),
+  );
+  const toolLoop = new Set(calls).size < calls.length;
+  const repeatedText = texts.some((t, i) => t !== '' && (texts.indexOf(t) < i || repeatsPhrase(t)));
+  return { emptyAnswer, toolLoop, repeatedText };
+}
+
+/**
+ * The degenerate-policy check: the fraction of rollouts with an empty answer, a tool-call loop, repeated text,
+ * and any of the three (`${prefix}/degenerate/*`).
+ */
+export function degeneracyMetrics(rollouts: Rollout[], prefix = 'val'): Metrics {
+  const d = rollouts.map(degeneracyOf);
+  const frac = (f: (x: Degeneracy) => boolean) => mean(d.map((x) => (f(x) ? 1 : 0)));
+  return {
+    [`${prefix}/degenerate/empty_answer`]: frac((x) => x.emptyAnswer),
+    [`${prefix}/degenerate/tool_loop`]: frac((x) => x.toolLoop),
+    [`${prefix}/degenerate/repeated_text`]: frac((x) => x.repeatedText),
+    [`${prefix}/degenerate/any`]: frac((x) => x.emptyAnswer || x.toolLoop || x.repeatedText),
+  };
+}
+
 /** Unbiased pass@k from n samples with c passes (Chen et al. 2021): 1 − C(n−c, k)/C(n, k). */
 export function passAtK(n: number, c: number, k: number): number {
   if (n - c < k) return 1;
@@ -142,13 +205,15 @@ export function passAtK(n: number, c: number, k: number): number {
 /**
  * Validation metrics: Agent Lightning's (`RolloutAdapter.get_test_metrics`: val/reward, val/n_rollouts,
  * val/mean_response_length_per_turn, val/mean_total_response_length_per_rollout, val/turn_count) plus ours:
- * pass@k (a sample passes with reward ≥ 1), tool calls per rollout, merge rate.
+ * pass@k (a sample passes with reward ≥ 1), tool calls per rollout, merge rate, the degenerate-policy check
+ * (degeneracyMetrics) and, given each task's difficulty level, the reward per level (`val/reward/level_<k>`).
  */
 export function validationMetrics(
   rollouts: Rollout[],
   k: number,
   fillna: number,
   mergeRate: number,
+  levelOf?: (dataId: string) => number | undefined,
 ): Metrics {
   const rewards = rollouts.map((r) => r.finalReward ?? fillna);
   const withTrace = rollouts.filter((r) => r.calls.some((c) => c.responseTokenIds?.length));
@@ -176,5 +241,16 @@ export function validationMetrics(
   m['val/tool_calls_per_rollout'] = mean(rollouts.map(toolCallsOf));
   m['val/merge_rate'] = mergeRate;
   m['val/n_failed_rollouts'] = rollouts.filter((r) => r.state === 'failed').length;
+  Object.assign(m, degeneracyMetrics(rollouts));
+  if (levelOf) {
+    const byLevel = new Map<number, number[]>();
+    rollouts.forEach((r, i) => {
+      const level = levelOf(r.dataId);
+      if (level === undefined) return;
+      byLevel.set(level, [...(byLevel.get(level) ?? []), rewards[i]]);
+    });
+    for (const [level, rs] of [...byLevel].sort((a, b) => a[0] - b[0]))
+      m[`val/reward/level_${level}`] = mean(rs);
+  }
   return m;
 }

@@ -215,8 +215,10 @@ registerPreset({
     'is NOT robust at this scale: over 8 steps (8 tasks × 4 rollouts) the wrong answers’ length grew more ' +
     'under GRPO than under Dr. GRPO on 3 of 6 seeds (seeds 0–5, second-half minus first-half mean: +2.26, ' +
     '−0.49, +2.71, −0.15, +0.12, −1.56 tokens), i.e. no reliable direction; read the length curves as noise ' +
-    'unless a longer run shows a trend. GRPO and per_rollout_mean give the same update on this single-turn ' +
-    'harness (identical curves).',
+    'unless a longer run shows a trend. GRPO and per_rollout_mean weight every token alike on this ' +
+    'single-turn harness (one row per rollout: the same length exponent), but their curves are not identical: ' +
+    'the two losses round differently, the sampled rollouts diverge, and on seed 0 the curves split at step 3; ' +
+    'a gap between these two is sampling noise, not an effect of the loss.',
 });
 
 registerPreset({

@@ -73,6 +73,8 @@ export class TrainRun {
   private readonly now: () => number;
   private readonly tasks: TaskBase[];
   private readonly valTasks: TaskBase[];
+  /** each val task's difficulty level (Harness.levelOf), for the per-level val reward */
+  private readonly valLevels: Map<string, number>;
   private paused = false;
   /** when the current pause began (null: running), and the paused time before it */
   private pausedSince: number | null = null;
@@ -107,8 +109,9 @@ export class TrainRun {
     this.state = opts.resumeState ? { ...opts.resumeState } : { step: 0, policyVersion: 0, cursor: 0 };
     const lab = this.config.lab;
     const h = getHarness(lab.harness);
-    this.tasks = h.makeTasks('train', lab.seed, lab.train_tasks);
-    this.valTasks = h.makeTasks('val', lab.seed, lab.val_tasks);
+    this.tasks = h.makeTasks('train', lab.seed, lab.train_tasks, lab.task_level);
+    this.valTasks = h.makeTasks('val', lab.seed, lab.val_tasks, lab.task_level);
+    this.valLevels = new Map(this.valTasks.map((t) => [t.id, h.levelOf(t)]));
     if (this.config.actor_rollout_ref.rollout.max_model_len > opts.policy.config.contextLength)
       throw new Error(
         `actor_rollout_ref.rollout.max_model_len (${this.config.actor_rollout_ref.rollout.max_model_len}) exceeds the policy's context (${opts.policy.config.contextLength})`,
@@ -374,6 +377,7 @@ export class TrainRun {
         cfg.lab.pass_k,
         cfg.agentlightning.reward_fillna_value,
         mergeRateOf(rollouts, cfg),
+        (dataId) => this.valLevels.get(dataId),
       );
       this.emit({ type: 'val', step, metrics: nullable(m) });
       return m;

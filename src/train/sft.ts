@@ -26,6 +26,8 @@ export interface SftOptions {
   seed: number;
   /** expert trajectories (distinct tasks) to train on */
   tasks: number;
+  /** difficulty level of those tasks (null or absent: the harness's mix) */
+  level?: number | null;
   steps: number;
   /** rows per optimizer step */
   batchRows: number;
@@ -45,10 +47,15 @@ export async function expertRollouts(
   split: Split,
   seed: number,
   n: number,
-  opts: { behaviours?: Behaviour[]; maxResponseLength?: number; maxModelLen?: number } = {},
+  opts: {
+    behaviours?: Behaviour[];
+    maxResponseLength?: number;
+    maxModelLen?: number;
+    level?: number | null;
+  } = {},
 ): Promise<Rollout[]> {
   const h = getHarness(harness);
-  const tasks = h.makeTasks(split, seed, n);
+  const tasks = h.makeTasks(split, seed, n, opts.level ?? null);
   const taskOf = new Map<string, TaskBase>();
   const engine = new ScriptedEngine(
     tokenizer,
@@ -99,7 +106,12 @@ export async function expertRows(
   tokenizer: ChatTokenizer,
   seed: number,
   tasks: number,
-  opts: { behaviours?: Behaviour[]; maxResponseLength?: number; maxModelLen?: number } = {},
+  opts: {
+    behaviours?: Behaviour[];
+    maxResponseLength?: number;
+    maxModelLen?: number;
+    level?: number | null;
+  } = {},
 ): Promise<{ rows: TrainingBatch; failed: number }> {
   const rollouts = await expertRollouts(harness, tokenizer, 'train', seed, tasks, opts);
   const cfg: TrainConfig = defaultTrainConfig();

@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatTokenizer } from '../../src/core/tokenize/tokenizer';
 import type { Rollout } from '../../src/core/trace/types';
+import { type CodingTask, runCodingTests } from '../../src/harness/coding';
 import { type ChatEngine, type EngineCall, RandomEngine, ScriptedEngine } from '../../src/harness/engines';
 import { LlmProxy } from '../../src/harness/proxy';
-import { getHarness, type HarnessName } from '../../src/harness/registry';
+import { getHarness, HARNESSES, type HarnessName } from '../../src/harness/registry';
 import { planRollouts, type RunSpec, runInline } from '../../src/harness/runner';
+import { degeneracyMetrics, degeneracyOf, validationMetrics } from '../../src/train/metrics';
 import { qwen3 } from './qwen3';
 
 let tok: ChatTokenizer;
@@ -148,5 +150,117 @@ describe('bad model output ends as an observation or a failed rollout, never a l
     const ok = r.calls.filter((c) => c.httpStatus === 200);
     expect(ok.length).toBeGreaterThan(0);
     expect(r.calls.at(-1)?.httpStatus).toBe(400);
+  });
+});
+
+describe('difficulty levels', () => {
+  it('the mixed stream (no level) is the historical one: known tasks at known seeds', () => {
+    // Recorded before levels existed; traces, samples and the shipped checkpoints' expert data depend on them.
+    const [s] = getHarness('search').makeTasks('val', 3, 1) as unknown as {
+      question: string;
+      answer: string;
+    }[];
+    expect(s.question).toBe('In which year was the city of Bexveka founded?');
+    const [c] = getHarness('coding').makeTasks('val', 3, 1) as unknown as {
+      kind: string;
+      tests: unknown[];
+    }[];
+    expect(c.tests).toHaveLength(4);
+    const [i] = getHarness('instruction').makeTasks('train', 3, 1) as unknown as { prompt: string }[];
+    expect(i.prompt).toBe(
+      'Write a short piece about kites.\n- Use at least 31 words.\n- Write everything in lowercase letters.\n- Include the word "horizon".\n- Format the answer as exactly 4 bullet points starting with "- ".',
+    );
+    expect(getHarness('search').makeTasks('val', 3, 1, null)).toEqual(
+      getHarness('search').makeTasks('val', 3, 1),
+    );
+  });
+
+  for (const name of ['search', 'coding', 'instruction'] as const) {
+    const h = getHarness(name);
+    it(`${name}: a level draws only tasks of that level, reproducibly, with disjoint splits`, () => {
+      expect(h.levels.length).toBeGreaterThanOrEqual(3);
+      for (const { level } of h.levels) {
+        const train = h.makeTasks('train', 5, 24, level);
+        expect(train.map((t) => h.levelOf(t))).toEqual(train.map(() => level));
+        expect(h.makeTasks('train', 5, 24, level)).toEqual(train);
+        const val = h.makeTasks('val', 5, 24, level);
+        const key = (t: object) => JSON.stringify({ ...t, id: '', split: '' });
+        const trainKeys = new Set(train.map(key));
+        expect(val.filter((t) => trainKeys.has(key(t)))).toEqual([]);
+      }
+      const top = h.levels[h.levels.length - 1].level;
+      expect(() => h.makeTasks('train', 5, 2, top + 1)).toThrow(`harness '${name}' has levels`);
+    });
+
+    it(`${name}: the scripted expert solves every level`, async () => {
+      for (const { level } of h.levels) {
+        const rs = await run(name, 'scripted', 6, { level });
+        expect(mean(rs)).toBe(1);
+      }
+    });
+  }
+
+  it('search: a task needs as many tool calls as its level has hops', async () => {
+    for (const level of [1, 2, 3]) {
+      const rs = await run('search', 'scripted', 4, { level });
+      for (const r of rs) expect(r.calls.length).toBe(level + 1);
+    }
+  });
+
+  it('coding: more tests at higher levels, and partial credit is the fraction passed', async () => {
+    expect(
+      getHarness('coding')
+        .makeTasks('val', 2, 4, 1)
+        .map((t) => (t as unknown as CodingTask).tests.length),
+    ).toEqual([2, 2, 2, 2]);
+    expect((getHarness('coding').makeTasks('val', 2, 1, 3)[0] as unknown as CodingTask).tests).toHaveLength(
+      6,
+    );
+    const task = (getHarness('coding').makeTasks('val', 2, 40) as unknown as CodingTask[]).find(
+      (t) => t.kind === 'is-prime',
+    );
+    if (!task) throw new Error('no is-prime task in the first 40');
+    const primes = task.tests.filter((t) => t.expected[0] === '1').length;
+    // "print 1" passes exactly the tests whose n is prime
+    expect(runCodingTests(task, 'print 1').passed).toBe(primes);
+    const [r] = await run('coding', fixedText(tok, ['```\nprint 1\n```']), 1, { maxTurns: 1 });
+    const t0 = getHarness('coding').makeTasks('val', 7, 1)[0] as unknown as CodingTask;
+    expect(r.finalReward).toBe(runCodingTests(t0, 'print 1').passed / t0.tests.length);
+  });
+
+  it('every harness documents its reward with an upstream analogue', () => {
+    for (const name of Object.keys(HARNESSES) as HarnessName[]) {
+      expect(getHarness(name).reward).toMatch(/verl|IFEval|Search-R1|PRIME/);
+      expect(getHarness(name).levels.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('the degenerate-policy check', () => {
+  it('flags an empty answer, a tool-call loop and repeated text; the expert shows none', async () => {
+    const call = '<tool_call>\n{"name": "search", "arguments": {"query": "Kaselo"}}\n</tool_call>';
+    const [loop] = await run('search', fixedText(tok, [call, call, '<answer>x</answer>']), 1);
+    expect(degeneracyOf(loop)).toEqual({ emptyAnswer: false, toolLoop: true, repeatedText: false });
+    const [empty] = await run('search', fixedText(tok, ['<think>\nhmm\n</think>\n\n']), 1);
+    expect(degeneracyOf(empty)).toEqual({ emptyAnswer: true, toolLoop: false, repeatedText: false });
+    const [same] = await run('coding', fixedText(tok, ['```\nprint 0\n```']), 1, { maxTurns: 2 });
+    expect(degeneracyOf(same).repeatedText).toBe(true);
+    const [babble] = await run('instruction', fixedText(tok, ['the ocean is blue '.repeat(3)]), 1);
+    expect(degeneracyOf(babble).repeatedText).toBe(true);
+    const expert = [
+      ...(await run('search', 'scripted', 8, { level: 3 })),
+      ...(await run('coding', 'scripted', 8)),
+      ...(await run('instruction', 'scripted', 8)),
+    ];
+    const m = degeneracyMetrics(expert);
+    expect(m['val/degenerate/any']).toBe(0);
+    expect(degeneracyMetrics([loop, empty, same, babble, ...expert])['val/degenerate/any']).toBeCloseTo(
+      4 / 28,
+    );
+  });
+
+  it('validation metrics report the check and the reward per level', () => {
+    const m = validationMetrics([], 1, 0, 1, () => 1);
+    expect(Object.keys(m)).toContain('val/degenerate/tool_loop');
   });
 });

@@ -125,6 +125,10 @@ export const command: Command = {
     await client.health();
     // The agent regenerates a task from (harness, split, seed, index): the loop's task sets are those prefixes.
     const harness = getHarness(config.lab.harness);
+    if (config.lab.task_level !== null)
+      throw new UsageError(
+        `lab.task_level (${config.lab.task_level}) is not supported here: the agent regenerates a task from (harness, split, seed, index) at the harness's mix of levels`,
+      );
     const indexOf = new Map<string, number>();
     const index = (split: 'train' | 'val', tasks: TaskBase[]) => {
       for (const [i, t] of tasks.entries()) indexOf.set(`${split}/${t.id}`, i);

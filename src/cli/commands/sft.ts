@@ -16,7 +16,7 @@ import type { Command } from '../lab';
 import { loadTokenizer } from '../tokenizers';
 
 const usage = `lab sft --harness ${HARNESSES.names().join('|')} --out FILE.safetensors
-    [--seed S=1] [--tasks N=256] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
+    [--seed S=1] [--tasks N=256] [--task-level L] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
     [--model-preset ${Object.keys(MODEL_PRESETS).join('|')}=tiny] [--context T=1024] [--every N=20]
   supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.`;
 
@@ -37,6 +37,7 @@ export const command: Command = {
       out: { type: 'string' },
       seed: { type: 'number' },
       tasks: { type: 'number' },
+      'task-level': { type: 'number' },
       steps: { type: 'number' },
       'batch-rows': { type: 'number' },
       lr: { type: 'number' },
@@ -58,6 +59,12 @@ export const command: Command = {
         `--model-preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${preset}'`,
       );
     const seed = int(flags.seed, 'seed', 1, 0);
+    const levels = HARNESSES[harness].levels.map((l) => l.level);
+    const level = flags['task-level'] === undefined ? null : int(flags['task-level'], 'task-level', 1);
+    if (level !== null && !levels.includes(level))
+      throw new UsageError(
+        `--task-level must be one of ${harness}'s levels ${levels.join(', ')}, got ${level}`,
+      );
     const steps = int(flags.steps, 'steps', 300);
     const lr = flags.lr === undefined ? 3e-3 : Number(flags.lr);
     if (!(lr > 0)) throw new UsageError(`--lr must be > 0, got ${flags.lr}`);
@@ -78,6 +85,7 @@ export const command: Command = {
         harness,
         seed,
         tasks: int(flags.tasks, 'tasks', 256),
+        level,
         steps,
         batchRows: int(flags['batch-rows'], 'batch-rows', 16),
         lr,
@@ -96,6 +104,7 @@ export const command: Command = {
         'harness_lab.sft': JSON.stringify({
           harness,
           seed,
+          ...(level === null ? {} : { task_level: level }),
           steps,
           lr,
           preset,

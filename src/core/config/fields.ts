@@ -207,6 +207,17 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     scopes: R,
   },
   {
+    key: 'lab.task_level',
+    flag: 'task-level',
+    kind: 'int',
+    default: null,
+    nullable: true,
+    min: 1,
+    label: 'Task level',
+    help: "difficulty level of the train and val tasks (search: hops, coding: program size and tests, instruction: constraints; null: the harness's mix)",
+    scopes: R,
+  },
+  {
     key: 'lab.reward_dtype',
     flag: 'reward-dtype',
     kind: 'enum',
