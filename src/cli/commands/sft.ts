@@ -59,7 +59,7 @@ export const command: Command = {
         `--model-preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got '${preset}'`,
       );
     const seed = int(flags.seed, 'seed', 1, 0);
-    const levels = HARNESSES[harness].levels.map((l) => l.level);
+    const levels = HARNESSES.get(harness).levels.map((l) => l.level);
     const level = flags['task-level'] === undefined ? null : int(flags['task-level'], 'task-level', 1);
     if (level !== null && !levels.includes(level))
       throw new UsageError(
