@@ -11,6 +11,7 @@ import { getWeightSign, signed } from '../../src/core/pipeline/sign';
 import { computeTrainerView } from '../../src/core/pipeline/trainer';
 import { toAglEventsBundle } from '../../src/core/trace/io';
 import { AGENT_BATCH_SHAPE, syntheticAgentBatch } from '../../src/core/trace/synthetic';
+import type { WeightDiff } from '../../src/core/weightDiff';
 
 let dir: string;
 let out: string[];
@@ -35,6 +36,30 @@ const rollouts = syntheticAgentBatch({
 });
 
 describe('lab analyze', () => {
+  it('--diff-reference: the weight differences against another stack, with the change that causes them', async () => {
+    const events = join(dir, 'events.json');
+    const jsonl = join(dir, 'trace.jsonl');
+    writeFileSync(events, JSON.stringify(toAglEventsBundle(rollouts)));
+    expect(await convert.run([events, jsonl])).toBe(0);
+    const args = [jsonl, '--adv-estimator', 'reinforce_plus_plus', '--no-enable-rollout-level-advantage'];
+    out = [];
+    expect(await analyze.run([...args, '--diff-reference', 'verl-0.9.0', '--json'])).toBe(0);
+    const a = JSON.parse(out.join('\n')) as Analysis & { diffReference: WeightDiff };
+    const d = a.diffReference;
+    expect(d.b.reference).toBe('Agent Lightning 1.0.x rows + verl 0.9.0');
+    expect(d.causes[0].changes?.map((c) => c.id)).toEqual(['reinforce_returns_through_observations']);
+    expect(d.counts.rollouts).toBeGreaterThan(0);
+    out = [];
+    expect(await analyze.run([...args, '--diff-reference', 'verl-0.9.0'])).toBe(0);
+    const text = out.join('\n');
+    expect(text).toMatch(
+      /weight differences: Agent Lightning 1\.0\.x \+ verl 0\.8\.0 \(per_rollout_mean\) → /,
+    );
+    expect(text).toMatch(/reinforce_returns_through_observations: .*verl-project\/verl#7300/);
+    expect(text).toMatch(/rollouts that differ: [1-9]/);
+    await expect(analyze.run([jsonl, '--diff-reference', 'verl-0.7'])).rejects.toThrow(UsageError);
+  });
+
   it('analyzes a trace converted from Agent Lightning events, matching core numbers', async () => {
     const events = join(dir, 'events.json');
     const jsonl = join(dir, 'trace.jsonl');

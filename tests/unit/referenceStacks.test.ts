@@ -12,6 +12,7 @@ import {
   prepareTrainerBatch,
 } from '../../src/core/pipeline/trainer';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
+import { diffWeights } from '../../src/core/weightDiff';
 
 /**
  * A multi-turn trace: each rollout is three model calls whose prompts extend the previous prompt + response +
@@ -220,5 +221,64 @@ describe('reference stacks: verl 0.9.0 differs from Agent Lightning 1.0 + verl 0
     expect(() => resolveTrainerOptions({ referenceStack: 'verl-0.7' as never })).toThrow(
       /lab.reference_stack \(--reference-stack\): must be one of agentlightning-1.0\+verl-0.8.0, verl-0.9.0/,
     );
+  });
+});
+
+describe('weight differences between two stacks or settings on one trace', () => {
+  const resolve = (stack: typeof V08 | typeof V09, input: TrainerOptionsInput) =>
+    resolveTrainerOptions({ traceAggregatorLevel: 'trajectory', ...input, referenceStack: stack });
+
+  it('REINFORCE++: the stack moves tokens, calls and rollouts, largest first, attributed to #7300', () => {
+    const opts = {
+      advEstimator: 'reinforce_plus_plus',
+      enableRolloutLevelAdvantage: false,
+      policyLossMode: 'vanilla',
+    };
+    const d = diffWeights(rollouts, resolve(V08, opts), resolve(V09, opts), { limit: 5 });
+    expect(d.causes.map((c) => c.key)).toEqual(['lab.reference_stack']);
+    expect(d.causes[0].changes?.map((c) => c.id)).toEqual(['reinforce_returns_through_observations']);
+    expect(d.causes[0].changes?.[0].madeBy).toMatch(/#7300/);
+    expect(d.tokens).not.toBeNull();
+    expect(d.counts.tokens).toBeGreaterThan(20);
+    expect(d.tokens).toHaveLength(5);
+    const deltas = (d.tokens ?? []).map((t) => Math.abs(t.delta));
+    expect([...deltas].sort((x, y) => y - x)).toEqual(deltas);
+    for (const t of d.tokens ?? []) {
+      expect(t.causes).toEqual(['lab.reference_stack']);
+      expect(t.b - t.a).toBeCloseTo(t.delta, 6);
+    }
+    expect(d.counts.calls).toBeGreaterThan(0);
+    expect(d.counts.rollouts).toBeGreaterThan(0);
+    expect(d.a.reference).toBe('Agent Lightning 1.0.x + verl 0.8.0');
+    expect(d.b.reference).toBe('Agent Lightning 1.0.x rows + verl 0.9.0');
+  });
+
+  it('GRPO: no weight differs, and no listed change applies', () => {
+    const d = diffWeights(rollouts, resolve(V08, {}), resolve(V09, {}));
+    expect(d.counts).toEqual({ tokens: 0, calls: 0, rollouts: 0 });
+    expect(d.causes[0].changes).toEqual([]);
+  });
+
+  it('two changed settings: each token names the settings whose switch alone moves it', () => {
+    const base = {
+      advEstimator: 'reinforce_plus_plus',
+      enableRolloutLevelAdvantage: false,
+      policyLossMode: 'vanilla',
+    };
+    const d = diffWeights(
+      rollouts,
+      resolve(V08, { ...base, lossAggMode: 'token-mean' }),
+      resolve(V09, { ...base, lossAggMode: 'seq-mean-token-sum' }),
+      { limit: 1000 },
+    );
+    expect(d.causes.map((c) => c.key).sort()).toEqual([
+      'actor_rollout_ref.actor.loss_agg_mode',
+      'lab.reference_stack',
+    ]);
+    // REINFORCE++ whitens over the batch, so the stack alone moves every token; the aggregation alone moves
+    // every token too (its per-row coefficient changes): both are named, on every token
+    expect(d.counts.tokens).toBeGreaterThan(0);
+    for (const t of d.tokens ?? [])
+      expect(t.causes.sort()).toEqual(['actor_rollout_ref.actor.loss_agg_mode', 'lab.reference_stack']);
   });
 });

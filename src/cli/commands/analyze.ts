@@ -8,12 +8,14 @@
 import { existsSync, statSync } from 'node:fs';
 import { SampleBuildError } from '../../core/aggregate/buildTrainingBatch';
 import { UpstreamError } from '../../core/algos/numeric';
+import { listReferenceStacks, type ReferenceStackName } from '../../core/algos/stacks';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
 import { formatNoRows, type NoRowsEntry, whyNoRows } from '../../core/pipeline/noRows';
-import { REFERENCE_STACK, resolveTrainerOptions } from '../../core/pipeline/options';
+import { REFERENCE_STACK, resolveTrainerOptions, settingsOf } from '../../core/pipeline/options';
 import {
   DEFAULT_WEIGHT_SIGN,
   getWeightSign,
+  signed,
   WEIGHT_SIGNS,
   type WeightSignName,
 } from '../../core/pipeline/sign';
@@ -22,6 +24,7 @@ import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError, textOnlyCalls, tokenizeTextOnly } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
+import { diffWeights, type WeightDiff } from '../../core/weightDiff';
 import { type FlagSpec, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
@@ -168,13 +171,47 @@ export const ANALYZE_FLAGS: FlagSpec = {
   'no-retokenization': { type: 'bool' },
   sign: { type: 'string' },
   json: { type: 'bool' },
+  'diff-reference': { type: 'string' },
 };
+
+/** The weight differences against another reference stack, largest first, each with its causes. */
+function printDiff(d: WeightDiff, sg: (v: number) => number): void {
+  const f = (v: number) => sg(v).toPrecision(4);
+  console.log(
+    `\nweight differences: ${d.a.reference} (${d.a.lossMode}) → ${d.b.reference} (${d.b.lossMode})`,
+  );
+  for (const c of d.causes) {
+    console.log(`  cause ${c.key}: ${JSON.stringify(c.from)} → ${JSON.stringify(c.to)}`);
+    for (const x of c.changes ?? []) console.log(`    ${x.id}: ${x.summary} [${x.madeBy}]`);
+    if (c.changes && c.changes.length === 0) console.log('    (no listed change applies to these settings)');
+  }
+  const why = (k: string[]) => (k.length ? k.join(', ') : 'joint effect of the changed settings');
+  console.log(`  rollouts that differ: ${d.counts.rollouts}`);
+  for (const r of d.rollouts)
+    console.log(`    ${r.rolloutId}: ${f(r.a)} → ${f(r.b)} (Δ ${f(r.delta)}) — ${why(r.causes)}`);
+  console.log(`  calls that differ: ${d.counts.calls}`);
+  for (const c of d.calls)
+    console.log(
+      `    ${c.rolloutId} call ${c.call}: ${f(c.a)} → ${f(c.b)} (Δ ${f(c.delta)}) — ${why(c.causes)}`,
+    );
+  if (d.tokens === null) console.log('  tokens: not paired (the two sides build different rows)');
+  else {
+    console.log(`  tokens that differ: ${d.counts.tokens}`);
+    for (const t of d.tokens)
+      console.log(
+        `    ${t.rolloutId} row ${t.row} pos ${t.position} (call ${t.call}): ${f(t.a)} → ${f(t.b)} (Δ ${f(t.delta)}) — ${why(t.causes)}`,
+      );
+  }
+}
 
 export const command: Command = {
   summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
     'npm run lab -- analyze <trace file>... [--tokenizer qwen3|policy|PATH|none] [--no-retokenization] ' +
     `[--sign ${WEIGHT_SIGNS.map((s) => s.name).join('|')}] [--examples N] [--per-token] [--json] ` +
+    `[--diff-reference ${listReferenceStacks()
+      .map((s) => s.name)
+      .join('|')}] ` +
     trainerFlagsUsage() +
     '\n\nWeights are the push −∂L/∂logπ (positive = the update raises the token’s log-prob) unless --sign grad asks ' +
     "for ∂L/∂logπ. Token texts and merge-failure classes use the tokenizer the trace names in its rollouts' " +
@@ -274,8 +311,40 @@ export const command: Command = {
       }
       throw e;
     }
-    if (flags.json) console.log(JSON.stringify(analysis, null, 2));
-    else printText(analysis, label);
+    let diff: WeightDiff | null = null;
+    if (flags['diff-reference'] !== undefined) {
+      const other = String(flags['diff-reference']) as ReferenceStackName;
+      if (!listReferenceStacks().some((s) => s.name === other))
+        throw new UsageError(
+          `--diff-reference must be one of ${listReferenceStacks()
+            .map((s) => s.name)
+            .join(', ')}, got '${other}'`,
+        );
+      const a = resolveTrainerOptions(options);
+      try {
+        diff = diffWeights(
+          trace.rollouts,
+          a,
+          resolveTrainerOptions({ ...settingsOf(a), referenceStack: other }),
+          {
+            tokenizer,
+          },
+        );
+      } catch (e) {
+        if (e instanceof UpstreamError) {
+          console.error(`lab analyze: ${label}: under ${other} the trainer raises ${e.kind}: ${e.message}`);
+          return 1;
+        }
+        throw e;
+      }
+    }
+    const sg = (v: number) => signed(v, getWeightSign(signName));
+    if (flags.json)
+      console.log(JSON.stringify(diff ? { ...analysis, diffReference: diff } : analysis, null, 2));
+    else {
+      printText(analysis, label);
+      if (diff) printDiff(diff, sg);
+    }
     return 0;
   },
 };

@@ -66,6 +66,28 @@ describe('golden vectors', () => {
       });
     }
 
+  it('a file fails under the other stack exactly on the cases verl 0.9.0 changed', () => {
+    const file = load('advantage.json', verl09Dir);
+    const res = runGoldenFile({ ...file, stack: 'agentlightning-1.0+verl-0.8.0' });
+    const failed = res.cases.filter((c) => !c.ok).map((c) => c.name);
+    // REINFORCE++ on rows with mask-0 holes; every other estimator is the same in both releases
+    expect(failed.length).toBeGreaterThan(4);
+    for (const n of failed) expect(n).toMatch(/^rpp_/);
+    expect(failed).toContain('rpp_gamma0.9_multi_turn_observations');
+    const policy = load('policy_loss.json', verl09Dir);
+    const onOld = runGoldenFile({ ...policy, stack: 'agentlightning-1.0+verl-0.8.0' });
+    const raisedOnOld = onOld.cases.filter((c) => !c.ok).map((c) => c.name);
+    // dro and token-sum do not exist before 0.9.0 (the β = 0 case raises ValueError either way)
+    expect(raisedOnOld).toEqual(
+      policy.cases
+        .map((c) => c.name)
+        .filter(
+          (n) =>
+            (n.startsWith('dro_') && n !== 'dro_beta_zero_raises') || n === 'vanilla_token-sum_far_ratios',
+        ),
+    );
+  });
+
   it('a perturbed expected value fails with its path', () => {
     const file = load('advantage.json');
     const c = structuredClone(file.cases[0]);
