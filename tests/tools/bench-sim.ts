@@ -1,12 +1,40 @@
 /**
  * `npm run bench:sim`: how long the scheduling simulator takes on the 128-GPU, 400-step published scenario in
  * each of its modes (median of --repeat runs, after one warm-up), and the figures the tests assert (published,
- * simulated, error). `--refit` also refits the stored response medians of the published scenarios.
+ * simulated, error). `--refit` also refits the stored response medians of the published scenarios. `--hash`
+ * only prints a sha256 of every scenario × mode's full result (12 steps, step 2 traced), so a change meant to keep
+ * the results can be checked by diffing the output before and after.
  */
+import { createHash } from 'node:crypto';
 import { parseArgs } from '../../src/cli/args';
-import { CALIBRATION_TARGETS, calibrateMedian, getScenario, SCENARIOS, simulate } from '../../src/core/sim';
+import {
+  CALIBRATION_TARGETS,
+  calibrateMedian,
+  getScenario,
+  SCENARIOS,
+  SIM_MODES,
+  simulate,
+} from '../../src/core/sim';
 
-const { flags } = parseArgs(process.argv.slice(2), { repeat: { type: 'number' }, refit: { type: 'bool' } });
+const { flags } = parseArgs(process.argv.slice(2), {
+  repeat: { type: 'number' },
+  refit: { type: 'bool' },
+  hash: { type: 'bool' },
+});
+if (flags.hash) {
+  for (const sc of SCENARIOS)
+    for (const mode of SIM_MODES) {
+      let line: string;
+      try {
+        const r = simulate({ ...sc.config(mode), steps: 12, trace_step: 2 });
+        line = createHash('sha256').update(JSON.stringify(r)).digest('hex');
+      } catch (e) {
+        line = `error: ${(e as Error).message}`;
+      }
+      console.log(`${sc.name} ${mode} ${line}`);
+    }
+  process.exit(0);
+}
 const repeat = Number(flags.repeat ?? 3);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

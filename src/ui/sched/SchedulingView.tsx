@@ -4,7 +4,7 @@
  * staleness, tokens/s, drops), the shown mode's traced step on the Timeline view's own component, and
  * histograms of staleness and per-step utilisation. Everything lives in the URL (`sim`, `smode`, `sset`).
  */
-import { useMemo } from 'react';
+import { useEffect, useState } from 'react';
 import { getSimValue, SCENARIOS } from '../../core/sim';
 import { useView } from '../store';
 import { fmt } from '../tokens/colorScale';
@@ -14,10 +14,28 @@ import {
   LOCAL_SCENARIO,
   parseSimSet,
   resultRow,
-  runScheduling,
+  type SchedulingRun,
   SIM_SLIDERS,
+  type SimResponse,
   simStepTimeline,
 } from './simView';
+
+/** The one simulation worker of the page (sim.worker.ts) and the request whose answer the view waits for. */
+let worker: Worker | null = null;
+let lastId = 0;
+let onAnswer: ((m: SimResponse) => void) | null = null;
+function requestRun(scenario: string, set: string, answer: (m: SimResponse) => void): void {
+  if (!worker) {
+    worker = new Worker(new URL('./sim.worker.ts', import.meta.url), { type: 'module', name: 'sim' });
+    worker.onmessage = (e: MessageEvent<SimResponse>) => {
+      // an answer to an older request is left out: the view shows the newest inputs only
+      if (e.data.id === lastId || e.data.id === -1) onAnswer?.(e.data);
+    };
+    worker.onerror = (e) => onAnswer?.({ id: lastId, error: e.message || 'the simulation worker failed' });
+  }
+  onAnswer = answer;
+  worker.postMessage({ id: ++lastId, scenario, set });
+}
 
 const MODE_COLORS = ['#2d5bd7', '#d95f02', '#1b9e77', '#7570b3', '#e7298a', '#66a61e'];
 
@@ -56,12 +74,57 @@ function Bars(props: { label: string; values: number[]; fmtX: (i: number) => str
   );
 }
 
+/** The scenario select: there while the first answer is simulated too. */
+function ScenarioPicker(props: { scenario: string }) {
+  const set = useView((s) => s.set);
+  return (
+    <label>
+      Scenario{' '}
+      <select
+        data-testid="sched-scenario"
+        value={props.scenario}
+        onChange={(e) => set({ sim: e.target.value, simSet: '', simMode: '' })}
+      >
+        {SCENARIOS.map((s) => (
+          <option key={s.name} value={s.name}>
+            {s.name}
+          </option>
+        ))}
+        {props.scenario === LOCAL_SCENARIO && <option value={LOCAL_SCENARIO}>local run (fitted)</option>}
+      </select>
+    </label>
+  );
+}
+
 export function SchedulingView() {
   const sim = useView((s) => s.sim);
   const simMode = useView((s) => s.simMode);
   const simSet = useView((s) => s.simSet);
   const set = useView((s) => s.set);
-  const run = useMemo(() => runScheduling(sim, simSet), [sim, simSet]);
+  const key = `${sim}\n${simSet}`;
+  const [answer, setAnswer] = useState<{ key: string; run: SchedulingRun | null; error: string | null }>();
+  useEffect(() => {
+    requestRun(sim, simSet, (m) =>
+      setAnswer({ key, run: 'run' in m ? m.run : null, error: 'error' in m ? m.error : null }),
+    );
+  }, [sim, simSet, key]);
+  const busy = answer?.key !== key;
+  if (!answer?.run)
+    return (
+      <section className="sched" aria-label="Scheduling" data-testid="sched" data-busy={busy}>
+        <div className="sched-head">
+          <ScenarioPicker scenario={sim} />
+        </div>
+        {answer?.error ? (
+          <p className="note" role="alert" data-testid="sched-error">
+            {answer.error}
+          </p>
+        ) : (
+          <p className="muted">Simulating…</p>
+        )}
+      </section>
+    );
+  const run = answer.run;
   const shown = run.results.find((r) => r.summary.mode === simMode) ?? run.results[run.results.length - 1];
   const overrides = Object.fromEntries(
     parseSimSet(simSet).map((o) => [o.slice(0, o.indexOf('=')), o.slice(o.indexOf('=') + 1)]),
@@ -78,23 +141,9 @@ export function SchedulingView() {
   const utilBins = new Array(bins).fill(0);
   for (const u of util) utilBins[Math.min(bins - 1, Math.floor(u * bins))]++;
   return (
-    <section className="sched" aria-label="Scheduling" data-testid="sched">
+    <section className="sched" aria-label="Scheduling" data-testid="sched" data-busy={busy}>
       <div className="sched-head">
-        <label>
-          Scenario{' '}
-          <select
-            data-testid="sched-scenario"
-            value={run.scenario}
-            onChange={(e) => set({ sim: e.target.value, simSet: '', simMode: '' })}
-          >
-            {SCENARIOS.map((s) => (
-              <option key={s.name} value={s.name}>
-                {s.name}
-              </option>
-            ))}
-            {run.scenario === LOCAL_SCENARIO && <option value={LOCAL_SCENARIO}>local run (fitted)</option>}
-          </select>
-        </label>
+        <ScenarioPicker scenario={run.scenario} />
         <label>
           Mode drawn{' '}
           <select
@@ -194,6 +243,7 @@ export function SchedulingView() {
       <p data-testid="sched-shown" data-mode={shown.summary.mode} data-step-s={shown.summary.mean_step_s}>
         {shown.summary.mode}: {fmt(shown.summary.mean_step_s, 4)} s per step, pool utilisation{' '}
         {fmt(100 * shown.summary.utilisation.pool, 3)}%, {shown.steps.length} steps simulated
+        {busy ? ' (simulating the new inputs…)' : ''}
       </p>
       <div className="sched-hists">
         <Bars

@@ -32,10 +32,30 @@ export const SIM_SLIDERS: { key: string; label: string; min: number; max: number
 
 /** The scenario a fitted local run starts from (its fit comes as overrides of every field). */
 export const LOCAL_SCENARIO = 'local';
-/** The page simulates fewer steps than a scenario's own (it runs on the page's thread): at most 20, and at most
- *  about 40,000 trajectories per mode (a `steps=` override asks for more). */
-export const PAGE_STEPS = 20;
-const PAGE_TRAJECTORIES = 40_000;
+/** The page simulates fewer steps than a scenario's own (in a worker, sim.worker.ts): at most 100, and at most
+ *  about 200,000 trajectories per mode (a `steps=` override asks for more). */
+export const PAGE_STEPS = 100;
+const PAGE_TRAJECTORIES = 200_000;
+
+/** The page → worker message: which scenario with which `key=value` overrides; `id` pairs the answer. */
+export interface SimRequest {
+  id: number;
+  scenario: string;
+  set: string;
+}
+/** The worker → page message: the run, or why there is none. */
+export type SimResponse = { id: number; run: SchedulingRun } | { id: number; error: string };
+
+/** The worker's one check of what the page sends (errors name the field). */
+export function checkSimRequest(v: unknown): SimRequest {
+  if (typeof v !== 'object' || v === null) throw new Error('simulation request: expected an object');
+  const o = v as Record<string, unknown>;
+  if (typeof o.id !== 'number' || !Number.isInteger(o.id))
+    throw new Error('simulation request: id must be an integer');
+  if (typeof o.scenario !== 'string') throw new Error('simulation request: scenario must be a string');
+  if (typeof o.set !== 'string') throw new Error('simulation request: set must be a string');
+  return { id: o.id, scenario: o.scenario, set: o.set };
+}
 
 export function parseSimSet(s: string): string[] {
   return s
