@@ -3,6 +3,7 @@
  * Web Worker / worker_thread and the in-page proxy, or a direct in-process call. The shapes and their runtime
  * validator are defined once here and used on both ends of a channel.
  */
+import { isRecord } from '../core/wire';
 
 export interface HttpRequest {
   method: string;
@@ -42,10 +43,6 @@ export type HttpHandler = (req: HttpRequest) => Promise<HttpResponse>;
 export type ChannelMessage =
   | { kind: 'http-request'; id: number; request: HttpRequest }
   | { kind: 'http-response'; id: number; response: HttpResponse };
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function checkHeaders(v: unknown, where: string): Record<string, string> {
   if (!isRecord(v)) throw new Error(`${where}.headers must be an object of strings`);

@@ -4,6 +4,7 @@
  * (`logprobs: true`: `choices[0].logprobs.content[].logprob`), and the request validator the proxy uses.
  */
 import type { ChatMessage, ToolCall, ToolDefinition } from '../core/trace/types';
+import { isRecord } from '../core/wire';
 
 export interface ChatCompletionRequest {
   model?: string;
@@ -44,10 +45,6 @@ export class RequestError extends Error {
   ) {
     super(message);
   }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function optNumber(

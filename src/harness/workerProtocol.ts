@@ -3,6 +3,8 @@
  * worker_thread). HTTP traffic to the proxy goes over a separate MessageChannel (see http.ts); these messages
  * only start jobs and report how they ended. One validator, used on both ends.
  */
+
+import { isRecord, str } from '../core/wire';
 import { BEHAVIOURS, type Behaviour } from './harness';
 import type { PortLike } from './http';
 import { type HarnessName, isHarnessName } from './registry';
@@ -32,15 +34,6 @@ export type FromWorker =
       info?: Record<string, unknown>;
     }
   | { type: 'failed'; rolloutId: string; error: string };
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function str(o: Record<string, unknown>, k: string, where: string): string {
-  if (typeof o[k] !== 'string') throw new Error(`${where}.${k} must be a string`);
-  return o[k] as string;
-}
 
 export function parseToWorker(data: unknown): ToWorker {
   if (!isRecord(data)) throw new Error('worker message must be an object');

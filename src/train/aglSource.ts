@@ -20,6 +20,7 @@
  */
 import { readAglEvents } from '../core/trace/io/aglEvents';
 import type { Rollout } from '../core/trace/types';
+import { isRecord as isObj } from '../core/wire';
 import { type DrainInfo, type GroupRequest, type RolloutSource, SourceClosedError } from './source';
 
 export interface AglTaskInput {
@@ -44,10 +45,6 @@ interface Enqueued {
 export class AglError extends Error {}
 
 type Fetch = typeof fetch;
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function need<T>(ok: boolean, v: unknown, what: string): T {
   if (!ok) throw new AglError(`Agent Lightning gateway: ${what}, got ${JSON.stringify(v)?.slice(0, 200)}`);

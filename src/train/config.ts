@@ -17,6 +17,7 @@ import {
   isUpstreamKey,
   NULL_SPELLING,
 } from '../core/config/fields';
+import { isRecord } from '../core/wire';
 import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import { BEHAVIOURS, type Behaviour } from '../harness/harness';
 import { getHarness, HARNESSES, type HarnessName } from '../harness/registry';
@@ -249,10 +250,6 @@ export function fieldByPath(path: string): ConfigField | undefined {
 }
 export function fieldByFlag(flag: string): ConfigField | undefined {
   return byFlag.get(flag);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export function getPath(obj: unknown, path: string): unknown {

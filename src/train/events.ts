@@ -3,7 +3,8 @@
  * validator for the boundary it crosses (a trainer worker posting to the page, a gateway streaming SSE).
  * Timestamps are ms since the epoch (the run's clock), so phases, rollouts and calls draw on one timeline.
  */
-import type { PhaseName } from './step';
+import { isRecord, list, num, numOrNull, oneOf, record, str } from '../core/wire';
+import { PHASE_NAMES, type PhaseName } from './step';
 
 export interface CallSummary {
   startMs: number;
@@ -53,22 +54,6 @@ export type TrainEvent =
   | { type: 'log'; level: 'info' | 'warn'; message: string }
   | { type: 'run_end'; atMs: number; reason: 'done' | 'stopped' | 'error'; error?: string };
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-const num = (o: Record<string, unknown>, k: string, where: string): number => {
-  if (typeof o[k] !== 'number' || !Number.isFinite(o[k]))
-    throw new Error(`${where}.${k} must be a finite number`);
-  return o[k] as number;
-};
-const str = (o: Record<string, unknown>, k: string, where: string): string => {
-  if (typeof o[k] !== 'string') throw new Error(`${where}.${k} must be a string`);
-  return o[k] as string;
-};
-const numOrNull = (o: Record<string, unknown>, k: string, where: string): number | null =>
-  o[k] === null ? null : num(o, k, where);
-
 function metricsOf(v: unknown, where: string): Record<string, number | null> {
   if (!isRecord(v)) throw new Error(`${where} must be an object`);
   for (const [k, x] of Object.entries(v))
@@ -91,24 +76,22 @@ export function parseTrainEvent(v: unknown): TrainEvent {
       return v as TrainEvent;
     case 'phase':
       num(v, 'step', w);
-      str(v, 'phase', w);
+      oneOf(v, 'phase', w, PHASE_NAMES);
       num(v, 'startMs', w);
       num(v, 'endMs', w);
       return v as TrainEvent;
     case 'rollout': {
       num(v, 'step', w);
-      if (v.split !== 'train' && v.split !== 'val') throw new Error(`${w}.split must be 'train' or 'val'`);
+      oneOf(v, 'split', w, ['train', 'val']);
       str(v, 'rolloutId', w);
       str(v, 'dataId', w);
-      if (v.state !== 'succeeded' && v.state !== 'failed')
-        throw new Error(`${w}.state must be 'succeeded' or 'failed'`);
+      oneOf(v, 'state', w, ['succeeded', 'failed']);
       numOrNull(v, 'reward', w);
       num(v, 'startMs', w);
       num(v, 'endMs', w);
-      if (!Array.isArray(v.calls)) throw new Error(`${w}.calls must be a list`);
-      v.calls.forEach((c, i) => {
+      list(v, 'calls', w).forEach((x, i) => {
         const cw = `${w}.calls[${i}]`;
-        if (!isRecord(c)) throw new Error(`${cw} must be an object`);
+        const c = record(x, cw);
         num(c, 'startMs', cw);
         num(c, 'endMs', cw);
         numOrNull(c, 'policyVersion', cw);
@@ -120,7 +103,7 @@ export function parseTrainEvent(v: unknown): TrainEvent {
     }
     case 'rejections':
       num(v, 'step', w);
-      if (!Array.isArray(v.items)) throw new Error(`${w}.items must be a list`);
+      list(v, 'items', w);
       return v as TrainEvent;
     case 'step':
       num(v, 'step', w);
@@ -145,13 +128,12 @@ export function parseTrainEvent(v: unknown): TrainEvent {
       numOrNull(v, 'etaS', w);
       return v as TrainEvent;
     case 'log':
-      if (v.level !== 'info' && v.level !== 'warn') throw new Error(`${w}.level must be 'info' or 'warn'`);
+      oneOf(v, 'level', w, ['info', 'warn']);
       str(v, 'message', w);
       return v as TrainEvent;
     case 'run_end':
       num(v, 'atMs', w);
-      if (v.reason !== 'done' && v.reason !== 'stopped' && v.reason !== 'error')
-        throw new Error(`${w}.reason must be done, stopped or error`);
+      oneOf(v, 'reason', w, ['done', 'stopped', 'error']);
       return v as TrainEvent;
     default:
       throw new Error(`train event: unknown type ${JSON.stringify(t)}`);

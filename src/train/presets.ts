@@ -11,6 +11,7 @@
  */
 
 import { createRegistry, UnknownNameError } from '../core/registry';
+import { isRecord } from '../core/wire';
 import {
   cloneConfig,
   resolveTrainConfig,
@@ -70,10 +71,6 @@ export function getPreset(slug: string): TrainPreset {
   const p = registry.find(slug);
   if (!p) throw new UnknownPresetError(slug);
   return p;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Deep merge of a patch onto a plain object (arrays and scalars replace). */

@@ -20,17 +20,20 @@ import { ActorMetrics, type Advantages, buildStepRows, computeAdvantages, type S
 import { hashSeed, permutation } from './rng';
 import { tick } from './tick';
 
-export type PhaseName =
-  | 'gen'
-  | 'pause'
-  | 'old_log_prob'
-  | 'ref'
-  | 'adv'
-  | 'update_actor'
-  | 'update_weights'
-  | 'resume'
-  | 'validate'
-  | 'save_checkpoint';
+/** The phases a step is timed in (`timing_s/<name>`, the timeline). */
+export const PHASE_NAMES = [
+  'gen',
+  'pause',
+  'old_log_prob',
+  'ref',
+  'adv',
+  'update_actor',
+  'update_weights',
+  'resume',
+  'validate',
+  'save_checkpoint',
+] as const;
+export type PhaseName = (typeof PHASE_NAMES)[number];
 
 /** Times `f` as phase `name` (the run loop records it for the timeline and timing_s/<name>). */
 export type PhaseHook = <R>(name: PhaseName, f: () => Promise<R>) => Promise<R>;

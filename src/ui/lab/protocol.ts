@@ -5,6 +5,7 @@
 import { resolveTrainerOptions } from '../../core/pipeline/options';
 import type { RetokCallView } from '../../core/tokenize/retokenizationView';
 import type { TraceBatch } from '../../core/trace/types';
+import { isRecord as isObj } from '../../core/wire';
 import type { BuiltRows, ComputeOptions, WeightsPart } from './pipeline';
 
 /** A trace's own tokenizer (a brought model's), used for its token texts instead of the default Qwen3 one. */
@@ -70,10 +71,6 @@ export type FromWorker =
     }
   | { type: 'retok'; id: number; view: RetokCallView; tokenText: Map<number, string> }
   | { type: 'failed'; id: number; message: string };
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Checks a message the worker received; throws with what is wrong. */
 export function checkToWorker(v: unknown): ToWorker {

@@ -32,6 +32,15 @@ export function colorByLabel(key: ColorBy, sign: WeightSign): string {
 }
 
 /**
+ * The colouring to paint with: the one asked for when the trace has it, else the first of COLOR_BY it has (the
+ * view says so), else the one asked for.
+ */
+export function shownColorBy(asked: ColorBy, available: ReadonlySet<ColorBy>): ColorBy {
+  if (available.has(asked)) return asked;
+  return COLOR_BY.find((k) => available.has(k)) ?? asked;
+}
+
+/**
  * Scale for a quantity over the values it takes on the tokens in view (trainable tokens only for weights).
  * Weights are given in the sign convention `sign`; blue is the reinforced side for weights and advantages.
  */

@@ -15,7 +15,7 @@ import { equalRewardReason, groupRewards, isStale, useWeightSign } from '../lab/
 import { SettingsInSight } from '../SettingsInSight';
 import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
-import { COLOR_BY, type ColorBy, colorByLabel, scaleFor } from '../tokens/quantities';
+import { COLOR_BY, type ColorBy, colorByLabel, scaleFor, shownColorBy } from '../tokens/quantities';
 import { CallView } from './CallView';
 import { MergeView } from './MergeView';
 import { RetokView } from './RetokView';
@@ -108,7 +108,7 @@ export function TracePanel() {
   const stale = useLab((s) => isStale(s.requestedOptions, s.resultOptions));
   const source = useLab((s) => s.summary?.name ?? '');
   const failedSource = useLab((s) => (s.importError ? s.failedSource : null));
-  const { call, colorBy, traceView, set } = useView();
+  const { call, colorBy: askedColorBy, traceView, set } = useView();
   const view = useView();
   const sign = useWeightSign();
   const selected = useSelectedRollout();
@@ -154,6 +154,21 @@ export function TracePanel() {
 
   // the trainer's log-probs and entropies at the batch positions (a kept training trace has them per call)
   const trainer = useMemo(() => (res ? trainerValuesOf(res.batch, rollouts) : null), [res, rollouts]);
+  const available = useMemo(() => {
+    const s = new Set<ColorBy>();
+    if (res) {
+      s.add('weight').add('advantage').add('mask');
+      if (res.batch.responseLogProbs) s.add('logprob');
+    } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
+    // the trainer's side of a kept training trace: its log-probs and entropies, and the engine − trainer gap where both exist
+    const calls = rollouts.flatMap((r) => r.calls);
+    if (calls.some((c) => c.trainerLogProbs)) s.add('trainerLogprob');
+    if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
+    if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
+    return s;
+  }, [res, rollouts]);
+  // a colouring this trace lacks falls back to one it has, and the view says so
+  const colorBy = shownColorBy(askedColorBy, available);
   const scale = useMemo(() => {
     const values =
       colorBy === 'weight'
@@ -172,19 +187,6 @@ export function TracePanel() {
     () => (colorBy === 'weight' ? scale : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign)),
     [res, colorBy, scale, sign],
   );
-  const available = useMemo(() => {
-    const s = new Set<ColorBy>();
-    if (res) {
-      s.add('weight').add('advantage').add('mask');
-      if (res.batch.responseLogProbs) s.add('logprob');
-    } else if (rollouts.some((r) => r.calls.some((c) => c.responseLogProbs))) s.add('logprob');
-    // the trainer's side of a kept training trace: its log-probs and entropies, and the engine − trainer gap where both exist
-    const calls = rollouts.flatMap((r) => r.calls);
-    if (calls.some((c) => c.trainerLogProbs)) s.add('trainerLogprob');
-    if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
-    if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
-    return s;
-  }, [res, rollouts]);
   const run = useActiveRunSettings();
   const options = resolveOptions(view, run);
   const noRowsOf = useMemo(() => {
@@ -299,6 +301,12 @@ export function TracePanel() {
             {traceView !== 'retok' && (
               <>
                 <ColorControl available={available} sign={sign} />
+                {colorBy !== askedColorBy && (
+                  <span className="note" data-testid="color-fallback">
+                    this trace has no {colorByLabel(askedColorBy, sign)}: coloured by{' '}
+                    {colorByLabel(colorBy, sign)}
+                  </span>
+                )}
                 <Legend
                   label={colorBy === 'weight' ? sign.symbol : colorByLabel(colorBy, sign)}
                   scale={scale}

@@ -3,6 +3,8 @@
  * ends. The worker reports the loop's own TrainEvents (checked with the loop's `parseTrainEvent`) plus what only
  * the page needs: which engine it got and why, a lost WebGPU device, the end.
  */
+
+import { isRecord as isObj } from '../../core/wire';
 import { resolveTrainConfig, type TrainConfig } from '../../train/config';
 import { parseTrainEvent, type TrainEvent } from '../../train/events';
 import { getPreset } from '../../train/presets';
@@ -31,9 +33,6 @@ export type FromTrainWorker =
   | { type: 'preset_metrics'; step: number; metrics: Record<string, number | null> }
   | { type: 'device_lost'; message: string }
   | { type: 'ended'; reason: 'done' | 'stopped' | 'error'; error: string | null };
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseToTrainWorker(v: unknown): ToTrainWorker {
   if (!isObj(v)) throw new Error('trainer worker: message must be an object');

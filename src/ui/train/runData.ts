@@ -3,6 +3,8 @@
  * status, the config, where it came from), metrics in verl's file-logger format, and each step's timeline
  * events as JSONL. Pure: validators name the file, line and field they refuse.
  */
+
+import { isRecord as isObj } from '../../core/wire';
 import { resolveTrainConfig, type TrainConfig } from '../../train/config';
 import { parseTrainEvent, type TrainEvent } from '../../train/events';
 import { parseFileLogger, type StepMetrics } from '../../train/verlLog';
@@ -63,9 +65,6 @@ export function parseRunPreset(v: unknown, where: string): RunPreset | null {
       throw new Error(`${where}: preset.${k} must be a name of [A-Za-z0-9_.-]`);
   return { slug: v.slug as string, variant: v.variant as string, group: v.group as string };
 }
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks a run.json document; the error names the field. */
 export function parseRunMeta(v: unknown, where = 'run.json'): RunMeta {
