@@ -20,6 +20,7 @@
  * on verl's own agent loop, not on Agent Lightning's rows; the critic's value loss now takes the global batch
  * info (the lab has no critic).
  */
+import { createRegistry } from '../registry';
 
 export const REFERENCE_STACK_NAMES = ['agentlightning-1.0+verl-0.8.0', 'verl-0.9.0'] as const;
 export type ReferenceStackName = (typeof REFERENCE_STACK_NAMES)[number];
@@ -59,11 +60,10 @@ export interface ReferenceStack {
   changes: readonly StackChange[];
 }
 
-const stacks = new Map<ReferenceStackName, ReferenceStack>();
+const stacks = createRegistry<ReferenceStack>('reference stack');
 
 function registerStack(s: ReferenceStack): void {
-  if (stacks.has(s.name)) throw new Error(`reference stack '${s.name}' is already registered`);
-  stacks.set(s.name, s);
+  stacks.register(s.name, s);
 }
 
 registerStack({
@@ -135,13 +135,11 @@ registerStack({
 });
 
 export function listReferenceStacks(): ReferenceStack[] {
-  return [...stacks.values()];
+  return stacks.list();
 }
 
 export function getReferenceStack(name: string = DEFAULT_REFERENCE_STACK): ReferenceStack {
-  const s = stacks.get(name as ReferenceStackName);
-  if (!s) throw new Error(`unknown reference stack '${name}' (known: ${[...stacks.keys()].join(', ')})`);
-  return s;
+  return stacks.get(name);
 }
 
 /** The stack whose verl release is `verl` (a golden file's `generator.verl`); null when none is. */
