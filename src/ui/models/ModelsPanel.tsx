@@ -1,4 +1,4 @@
-import { type DragEvent, useState } from 'react';
+import { type DragEvent, useEffect, useState } from 'react';
 import { HARNESSES, type HarnessName } from '../../harness/registry';
 import { folderFromDrop, folderFromInput } from './folderInput';
 import { type ModelRunOptions, useModels } from './modelStore';
@@ -37,12 +37,30 @@ function NumberField(props: {
 }
 
 /**
- * Bring your own model: a local folder with an ONNX chat model in the Hugging Face layout (config.json,
- * onnx/model*.onnx, tokenizer.json, tokenizer_config.json with its chat template) runs as the rollout engine of
- * a harness, in this page (inference only), and its trace opens in the Trace view.
+ * Bring your own model: a local Hugging Face folder runs as the rollout engine of a harness in this page
+ * (inference only), and its trace opens in the Trace view. A Llama-family folder (config.json, safetensors,
+ * tokenizer) samples from our engine and is kept in OPFS for the next visit; an ONNX chat model
+ * (onnx/model*.onnx) runs in transformers.js.
  */
 export function ModelsPanel() {
-  const { folder, info, error, status, running, traceUrl, traceName, summary, pick, run } = useModels();
+  const {
+    folder,
+    info,
+    llama,
+    cache,
+    error,
+    status,
+    running,
+    traceUrl,
+    traceName,
+    summary,
+    pick,
+    run,
+    restore,
+  } = useModels();
+  useEffect(() => {
+    void restore();
+  }, [restore]);
   const [dragging, setDragging] = useState(false);
   const [opts, setOpts] = useState<Omit<ModelRunOptions, 'dtype'> & { dtype: string | null }>({
     harness: 'instruction',
@@ -76,7 +94,10 @@ export function ModelsPanel() {
         <code>onnx/model.onnx</code> (or another variant such as <code>model_q4.onnx</code>),{' '}
         <code>tokenizer.json</code>, <code>tokenizer_config.json</code> with its chat template — runs here in
         transformers.js as the rollout engine of a harness (inference only; nothing is fetched from a hub).
-        Its calls are recorded with the model's own token ids and log-probs.
+        Its calls are recorded with the model's own token ids and log-probs. A <code>llama</code> /{' '}
+        <code>qwen2</code> / <code>qwen3</code> folder with <code>model.safetensors</code> (or shards) instead
+        samples from our own engine — WebGPU where available, else the CPU engine — and stays in this browser
+        (OPFS) for the next visit.
       </p>
       <section
         aria-label="Model folder drop zone"
@@ -115,13 +136,24 @@ export function ModelsPanel() {
           {error}
         </p>
       )}
-      {info && folder && (
+      {llama && folder && (
+        <p data-testid="model-info">
+          <b>{folder.name}</b> · {llama.config.modelType} · vocabulary {llama.config.vocabSize} · safetensors{' '}
+          {llama.storage.join(', ')} · {llama.layout.total} parameters · our engine
+          {cache && (
+            <span data-testid="model-cache"> · {cache === 'cached' ? 'kept in this browser' : cache}</span>
+          )}
+        </p>
+      )}
+      {(info || llama) && folder && (
         <>
-          <p data-testid="model-info">
-            <b>{folder.name}</b> · {info.modelType} · vocabulary {String(c?.vocab_size ?? '?')} · ONNX
-            variants {info.dtypes.join(', ')}
-            {info.weightPrecision && ` · exported policy, ${info.weightPrecision} weights`}
-          </p>
+          {info && (
+            <p data-testid="model-info">
+              <b>{folder.name}</b> · {info.modelType} · vocabulary {String(c?.vocab_size ?? '?')} · ONNX
+              variants {info.dtypes.join(', ')}
+              {info.weightPrecision && ` · exported policy, ${info.weightPrecision} weights`}
+            </p>
+          )}
           <div className="model-controls">
             <span className="field">
               <label htmlFor="model-harness">Harness</label>
@@ -138,33 +170,37 @@ export function ModelsPanel() {
                 ))}
               </select>
             </span>
-            <span className="field">
-              <label htmlFor="model-dtype">ONNX variant</label>
-              <select
-                id="model-dtype"
-                data-testid="model-dtype"
-                value={dtype}
-                onChange={(e) => set({ dtype: e.target.value })}
-              >
-                {info.dtypes.map((d) => (
-                  <option key={d} value={d}>
-                    {d}
-                  </option>
-                ))}
-              </select>
-            </span>
-            <span className="field">
-              <label htmlFor="model-device">Device</label>
-              <select
-                id="model-device"
-                data-testid="model-device"
-                value={opts.device}
-                onChange={(e) => set({ device: e.target.value as ModelRunOptions['device'] })}
-              >
-                <option value="wasm">wasm</option>
-                {hasWebGpu && <option value="webgpu">webgpu</option>}
-              </select>
-            </span>
+            {info && (
+              <>
+                <span className="field">
+                  <label htmlFor="model-dtype">ONNX variant</label>
+                  <select
+                    id="model-dtype"
+                    data-testid="model-dtype"
+                    value={dtype}
+                    onChange={(e) => set({ dtype: e.target.value })}
+                  >
+                    {(info?.dtypes ?? []).map((d) => (
+                      <option key={d} value={d}>
+                        {d}
+                      </option>
+                    ))}
+                  </select>
+                </span>
+                <span className="field">
+                  <label htmlFor="model-device">Device</label>
+                  <select
+                    id="model-device"
+                    data-testid="model-device"
+                    value={opts.device}
+                    onChange={(e) => set({ device: e.target.value as ModelRunOptions['device'] })}
+                  >
+                    <option value="wasm">wasm</option>
+                    {hasWebGpu && <option value="webgpu">webgpu</option>}
+                  </select>
+                </span>
+              </>
+            )}
             <NumberField
               id="model-n"
               label="Tasks"
@@ -223,6 +259,7 @@ export function ModelsPanel() {
         <p data-testid="model-summary">
           {summary.rollouts} rollouts ({summary.failed} failed) · {summary.calls} calls ·{' '}
           {summary.responseTokens} response tokens · {summary.seconds.toFixed(1)} s ·{' '}
+          <span data-testid="model-engine">{summary.engine}</span> ·{' '}
           <a href={traceUrl} download={traceName} data-testid="model-trace-download">
             download {traceName}
           </a>{' '}

@@ -1,24 +1,30 @@
 /**
  * A brought model as the page's rollout engine (inference only): the picked folder, its checked configuration,
- * and runs of a harness against it — harness agents in Web Workers, the proxy and the engine (transformers.js on
- * onnxruntime-web, loaded with the first run) in the page. Each run's trace (engine ids and log-probs, JSONL) opens in the Trace view with
+ * and runs of a harness against it — harness agents in Web Workers, the proxy and the engine in the page. A
+ * Llama-family folder (config.json `llama` / `qwen2` / `qwen3` with safetensors weights) samples from our own
+ * engine (WebGPU where an adapter can hold it, else the CPU engine) and is kept in OPFS so a reload finds it;
+ * an ONNX folder runs in transformers.js on onnxruntime-web, loaded with the first run. Each run's trace (engine ids and log-probs, JSONL) opens in the Trace view with
  * the model's own tokenizer. Not view state: a local folder cannot live in the URL.
  */
 import { create } from 'zustand';
 import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { toJsonlTrace } from '../../core/trace/io';
+import { isLlamaFamily, type LlamaFolder, readLlamaFolder } from '../../engine/llama/hfFolder';
 import { type ModelFolder, readModelFolder } from '../../engine/onnx/hfFolder';
 import type { TransformersDevice } from '../../engine/onnx/transformersLm';
+import { createPolicyEngine } from '../../engine/policy';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
+import type { ChatEngine } from '../../harness/engines';
 import { serveChannel } from '../../harness/http';
+import { PolicyChatEngine } from '../../harness/policyEngine';
 import { WorkerPool } from '../../harness/pool';
 import { LlmProxy } from '../../harness/proxy';
 import type { HarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
-import type { SamplerChatEngine } from '../../harness/samplerEngine';
 import { useLab } from '../lab/labStore';
 import { useView } from '../store';
 import type { PickedFolder } from './folderInput';
+import { cachedFolder, cacheFolder } from './opfsCache';
 
 export interface ModelRunOptions {
   harness: HarnessName;
@@ -39,66 +45,132 @@ export interface RunSummary {
   calls: number;
   responseTokens: number;
   seconds: number;
+  /** the engine that sampled (e.g. `ours, webgpu`, `transformers.js`) */
+  engine: string;
 }
 
 interface ModelsState {
   folder: PickedFolder | null;
   info: ModelFolder | null;
+  /** a Llama-family folder (sampled by our engine) instead of an ONNX one */
+  llama: LlamaFolder | null;
+  /** 'cached' when the folder is kept in OPFS (a reload restores it), else why not; null while unknown */
+  cache: string | null;
   error: string | null;
   status: string | null;
   running: boolean;
   traceUrl: string | null;
   traceName: string | null;
   summary: RunSummary | null;
-  pick: (folder: PickedFolder | Error) => Promise<void>;
+  pick: (folder: PickedFolder | Error, from?: 'cache') => Promise<void>;
+  /** picks the folder kept in OPFS, if any (on opening the tab) */
+  restore: () => Promise<void>;
   run: (opts: ModelRunOptions) => Promise<void>;
 }
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** The loaded engine, reused while the folder, device and dtype stay the same. */
-let loaded: { key: string; engine: SamplerChatEngine; tokenizer: ChatTokenizer } | null = null;
+let loaded: {
+  key: string;
+  engine: ChatEngine & { dispose?: () => unknown };
+  tokenizer: ChatTokenizer;
+  contextLength: number;
+  label: string;
+} | null = null;
+/** our engine's context in the page (the folder's max_position_embeddings when smaller) */
+const PAGE_CONTEXT = 4096;
 let folderSerial = 0;
 
 async function dropEngine() {
   const e = loaded?.engine;
   loaded = null;
-  await e?.dispose();
+  await e?.dispose?.();
+}
+
+/** Whether config.json names a Llama-family architecture (our engine's), read before the full check. */
+async function llamaFamily(folder: PickedFolder): Promise<boolean> {
+  if (!folder.reader.paths().includes('config.json')) return false;
+  try {
+    return isLlamaFamily(JSON.parse(new TextDecoder().decode(await folder.reader.bytes('config.json'))));
+  } catch {
+    return false;
+  }
 }
 
 export const useModels = create<ModelsState>((set, get) => ({
   folder: null,
   info: null,
+  llama: null,
+  cache: null,
   error: null,
   status: null,
   running: false,
   traceUrl: null,
   traceName: null,
   summary: null,
-  pick: async (folder) => {
+  pick: async (folder, from) => {
     await dropEngine();
     if (folder instanceof Error) {
-      set({ folder: null, info: null, error: folder.message, status: null });
+      set({ folder: null, info: null, llama: null, cache: null, error: folder.message, status: null });
       return;
     }
     folderSerial++;
-    set({ folder, info: null, error: null, status: `checking ${folder.name}…` });
+    set({ folder, info: null, llama: null, cache: null, error: null, status: `checking ${folder.name}…` });
     try {
+      if (await llamaFamily(folder)) {
+        const llama = await readLlamaFolder(folder.reader);
+        set({ llama, status: from === 'cache' ? null : `keeping ${folder.name} in this browser…` });
+        if (from === 'cache') set({ cache: 'cached' });
+        else
+          try {
+            await cacheFolder(folder);
+            set({ cache: 'cached', status: null });
+          } catch (e) {
+            set({ cache: `not kept in this browser (${message(e)})`, status: null });
+          }
+        return;
+      }
       const info = await readModelFolder(folder.reader);
       set({ info, status: null });
     } catch (e) {
       set({ error: message(e), status: null });
     }
   },
+  restore: async () => {
+    if (get().folder) return;
+    const folder = await cachedFolder().catch(() => null);
+    if (folder && !get().folder) await get().pick(folder, 'cache');
+  },
   run: async (opts) => {
-    const { folder, info } = get();
-    if (!folder || !info || get().running) return;
+    const { folder, info, llama } = get();
+    if (!folder || !(info || llama) || get().running) return;
     set({ running: true, error: null, summary: null, status: 'loading the model…' });
     const t0 = performance.now();
     let pool: WorkerPool | null = null;
     try {
-      const key = `${folderSerial}:${opts.device}:${opts.dtype}`;
-      if (loaded?.key !== key) {
+      const key = llama
+        ? `${folderSerial}:ours:${opts.seed}`
+        : `${folderSerial}:${opts.device}:${opts.dtype}`;
+      if (loaded?.key !== key && llama) {
+        await dropEngine();
+        const contextLength = Math.min(PAGE_CONTEXT, llama.config.maxPositions);
+        const { engine: policy, fallbackReason } = await createPolicyEngine({ llama, contextLength });
+        const tj = llama.tokenizer;
+        const tokenizer = new ChatTokenizer(`model:${folder.name}`, tj.tokenizerJson, tj.tokenizerConfig);
+        const engine = new PolicyChatEngine(policy, tokenizer, {
+          seed: opts.seed,
+          model: `ours-${policy.backend}/${llama.config.modelType}/${folder.name}`,
+        });
+        const label = `ours, ${policy.backend}${fallbackReason ? ` (${fallbackReason})` : ''}`;
+        loaded = {
+          key,
+          engine: Object.assign(engine, { dispose: () => policy.dispose() }),
+          tokenizer,
+          contextLength,
+          label,
+        };
+      } else if (loaded?.key !== key) {
         await dropEngine();
         // ORT and transformers.js load with the first run, not with the page
         const [{ pageTransformers }, { createTransformersFolderEngine }] = await Promise.all([
@@ -112,15 +184,20 @@ export const useModels = create<ModelsState>((set, get) => ({
           seed: opts.seed,
           tokenizer: (f) => new ChatTokenizer(`model:${folder.name}`, f.tokenizerJson, f.tokenizerConfig),
         });
-        loaded = { key, ...made };
+        loaded = {
+          key,
+          ...made,
+          contextLength: made.engine.sampler.contextLength,
+          label: 'transformers.js',
+        };
       }
-      const { engine, tokenizer } = loaded;
+      const { engine, tokenizer, contextLength, label } = loaded;
       const proxy = new LlmProxy({
         engine,
         tokenizer,
         temperature: opts.temperature,
         maxResponseTokens: opts.maxTokens,
-        maxContextTokens: engine.sampler.contextLength,
+        maxContextTokens: contextLength,
       });
       pool = new WorkerPool({
         size: opts.workers,
@@ -158,9 +235,10 @@ export const useModels = create<ModelsState>((set, get) => ({
           calls: calls.length,
           responseTokens: calls.reduce((s, c) => s + (c.responseTokenIds?.length ?? 0), 0),
           seconds: (performance.now() - t0) / 1000,
+          engine: label,
         },
       });
-      const tj = info.tokenizer;
+      const tj = (llama ?? (info as ModelFolder)).tokenizer;
       useLab.getState().importSource({
         kind: 'file',
         file: blob,
