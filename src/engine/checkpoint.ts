@@ -10,6 +10,7 @@
  * silently: extra tensors must carry that prefix. Saved to files under Node and to the origin-private file
  * system in a browser.
  */
+import { encodeSafetensors } from './llama/safetensors';
 import { layoutOf, type PolicyConfig, resolveConfig } from './model';
 
 const CONFIG_KEY = 'harness_lab.policy_config';
@@ -33,43 +34,21 @@ export function encodeCheckpoint(
   const layout = layoutOf(config);
   if (params.length !== layout.total)
     throw new Error(`checkpoint: params has ${params.length} values, the layout needs ${layout.total}`);
-  const header: Record<string, unknown> = {
-    __metadata__: { ...metadata, [CONFIG_KEY]: JSON.stringify(config) },
-  };
-  let offset = 0;
-  for (const t of layout.tensors) {
-    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.size * 4] };
-    offset += t.size * 4;
-  }
   const extras = Object.entries(extra);
-  for (const [name, values] of extras) {
+  for (const [name] of extras)
     if (!name.startsWith(EXTRA_PREFIX))
       throw new Error(`checkpoint: extra tensor '${name}' must be named ${EXTRA_PREFIX}*`);
-    header[name] = {
-      dtype: 'F32',
-      shape: [values.length],
-      data_offsets: [offset, offset + values.length * 4],
-    };
-    offset += values.length * 4;
-  }
-  let json = JSON.stringify(header);
-  const enc = new TextEncoder();
-  while (enc.encode(json).length % 8 !== 0) json += ' ';
-  const headerBytes = enc.encode(json);
-  const out = new Uint8Array(8 + headerBytes.length + offset);
-  const view = new DataView(out.buffer);
-  view.setBigUint64(0, BigInt(headerBytes.length), true);
-  out.set(headerBytes, 8);
-  const data = new DataView(out.buffer, 8 + headerBytes.length);
-  for (const t of layout.tensors) {
-    const begin = (header[t.name] as { data_offsets: number[] }).data_offsets[0];
-    for (let i = 0; i < t.size; i++) data.setFloat32(begin + 4 * i, params[t.offset + i], true);
-  }
-  for (const [name, values] of extras) {
-    const begin = (header[name] as { data_offsets: number[] }).data_offsets[0];
-    for (let i = 0; i < values.length; i++) data.setFloat32(begin + 4 * i, values[i], true);
-  }
-  return out;
+  return encodeSafetensors(
+    [
+      ...layout.tensors.map((t) => ({
+        name: t.name,
+        shape: t.shape,
+        data: params.subarray(t.offset, t.offset + t.size),
+      })),
+      ...extras.map(([name, values]) => ({ name, shape: [values.length], data: values })),
+    ],
+    { ...metadata, [CONFIG_KEY]: JSON.stringify(config) },
+  );
 }
 
 /** Parses and validates a checkpoint; every error names what is wrong and where. */
