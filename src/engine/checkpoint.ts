@@ -11,9 +11,11 @@
  * system in a browser.
  */
 import { encodeSafetensors } from './llama/safetensors';
-import { layoutOf, type PolicyConfig, resolveConfig } from './model';
+import { type Layout, layoutOf, type PolicyConfig, resolveConfig } from './model';
 
 const CONFIG_KEY = 'harness_lab.policy_config';
+/** set when the tensors follow a caller's layout (a Hugging Face model's or a LoRA adapter's), not the config's */
+const LAYOUT_KEY = 'harness_lab.params_layout';
 
 export interface Checkpoint {
   config: PolicyConfig;
@@ -30,8 +32,10 @@ export function encodeCheckpoint(
   params: Float32Array,
   metadata: Record<string, string> = {},
   extra: Record<string, Float32Array> = {},
+  /** the tensors of `params` when they are not the config's GPT-2 layout (a Llama-family model or adapter) */
+  paramsLayout?: Layout,
 ): Uint8Array {
-  const layout = layoutOf(config);
+  const layout = paramsLayout ?? layoutOf(config);
   if (params.length !== layout.total)
     throw new Error(`checkpoint: params has ${params.length} values, the layout needs ${layout.total}`);
   const extras = Object.entries(extra);
@@ -47,12 +51,21 @@ export function encodeCheckpoint(
       })),
       ...extras.map(([name, values]) => ({ name, shape: [values.length], data: values })),
     ],
-    { ...metadata, [CONFIG_KEY]: JSON.stringify(config) },
+    {
+      ...metadata,
+      [CONFIG_KEY]: JSON.stringify(config),
+      ...(paramsLayout ? { [LAYOUT_KEY]: 'external' } : {}),
+    },
   );
 }
 
 /** Parses and validates a checkpoint; every error names what is wrong and where. */
-export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Checkpoint {
+export function decodeCheckpoint(
+  bytes: Uint8Array,
+  source = 'checkpoint',
+  /** the layout a checkpoint written with one must be read with */
+  paramsLayout?: Layout,
+): Checkpoint {
   if (bytes.length < 8)
     throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -76,7 +89,11 @@ export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Chec
   } catch (e) {
     throw new Error(`${source}: bad '${CONFIG_KEY}': ${(e as Error).message}`);
   }
-  const layout = layoutOf(config);
+  if (meta[LAYOUT_KEY] === 'external' && !paramsLayout)
+    throw new Error(
+      `${source}: holds a Hugging Face model's or LoRA adapter's tensors; it loads with its model folder (lab train --resume)`,
+    );
+  const layout = paramsLayout ?? layoutOf(config);
   const dataStart = 8 + n;
   const dataLength = bytes.length - dataStart;
   const params = new Float32Array(layout.total);
@@ -125,6 +142,7 @@ export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Chec
   }
   const metadata = { ...meta };
   delete metadata[CONFIG_KEY];
+  delete metadata[LAYOUT_KEY];
   return { config, params, metadata, extra };
 }
 

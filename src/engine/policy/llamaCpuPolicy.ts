@@ -16,6 +16,7 @@ import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
 import { LoraAdapter, type LoraConfig, loraInit, loraLayout } from '../llama/lora';
+import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type LlamaForwardOptions,
   LlamaKvCache,
@@ -54,6 +55,8 @@ export interface LlamaCpuPolicyOptions {
   chunk?: number;
   /** the context the engine accepts (default: the config's max_position_embeddings) */
   contextLength?: number;
+  /** the base model's name or path, written into an exported adapter_config.json */
+  baseModel?: string;
   /** train a LoRA adapter on the frozen base: its config, and its values (default: PEFT's init from `seed`) */
   lora?: { config: LoraConfig; params?: Float32Array; seed?: number };
 }
@@ -95,6 +98,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
   step = 0;
   private readonly mm: MatmulFn;
   private readonly chunk?: number;
+  private readonly baseModel?: string;
 
   constructor(
     readonly llama: LlamaConfig,
@@ -125,6 +129,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
     this.v = new Float32Array(n);
     this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
     this.chunk = opts.chunk;
+    this.baseModel = opts.baseModel;
   }
 
   private forward(batch: Batch, extra: Pick<LlamaForwardOptions, 'topk'> = {}, base = false) {
@@ -173,6 +178,37 @@ export class LlamaCpuPolicy implements PolicyEngine {
       throw new Error(`topK: k must be an integer in [1, ${this.llama.vocabSize}], got ${k}`);
     const a = this.forward(batch, { topk: { positions, k } });
     return { logProbs: a.logp, entropy: a.entropy, topk: a.topk ?? [] };
+  }
+
+  /**
+   * The frozen base as a read-only PolicyEngine (its log-probs are `referenceLogProbs`): what a trainer takes
+   * as the reference policy of a LoRA run, with no second copy of the weights.
+   */
+  referencePolicy(): PolicyEngine {
+    if (!this.adapter) throw new Error('referencePolicy: only a LoRA run has the frozen base in memory');
+    const no = (what: string) => async (): Promise<never> => {
+      throw new Error(`the reference policy (the frozen base) does not ${what}`);
+    };
+    return {
+      backend: 'cpu',
+      config: this.config,
+      optimizer: this.optimizer,
+      logProbs: (batch) => this.referenceLogProbs(batch),
+      trainStep: no('train'),
+      accumulateGrads: no('train'),
+      optimizerStep: no('train'),
+      getOptimizerState: no('have an optimizer'),
+      setOptimizerState: no('have an optimizer'),
+      sample: no('sample'),
+      getParams: no('export weights'),
+      setParams: no('take weights'),
+      dispose: () => {},
+    };
+  }
+
+  /** With LoRA: the adapter as PEFT's folder (adapter_config.json, adapter_model.safetensors). */
+  exportFiles(): Record<string, Uint8Array | string> {
+    return this.adapter ? encodeAdapter(this.adapter, this.baseModel ?? null) : {};
   }
 
   /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */
