@@ -53,7 +53,8 @@ export function encodeTrainCheckpoint(c: TrainCheckpoint): Uint8Array {
 
 /** The run config stored in a training checkpoint, without its tensors (to find the model folder it needs). */
 export function trainCheckpointConfig(bytes: Uint8Array, source = 'checkpoint'): TrainConfig {
-  if (bytes.length < 8) throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
+  if (bytes.length < 8)
+    throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const n = Number(view.getBigUint64(0, true));
   let meta: Record<string, string>;
@@ -63,7 +64,8 @@ export function trainCheckpointConfig(bytes: Uint8Array, source = 'checkpoint'):
     throw new Error(`${source}: header is not valid JSON (${(e as Error).message})`);
   }
   const raw = meta[CONFIG_KEY];
-  if (raw === undefined) throw new Error(`${source}: not a training checkpoint (no '${CONFIG_KEY}' metadata)`);
+  if (raw === undefined)
+    throw new Error(`${source}: not a training checkpoint (no '${CONFIG_KEY}' metadata)`);
   try {
     return resolveTrainConfig(JSON.parse(raw));
   } catch (e) {

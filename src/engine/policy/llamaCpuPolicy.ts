@@ -16,7 +16,6 @@ import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
 import { LoraAdapter, type LoraConfig, loraInit, loraLayout } from '../llama/lora';
-import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type LlamaForwardOptions,
   LlamaKvCache,
@@ -24,6 +23,7 @@ import {
   llamaForwardCpu,
   llamaLayout,
 } from '../llama/model';
+import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type Batch,
   checkBatch,
