@@ -2,6 +2,7 @@
  * Writes a LoRA adapter trained by our engine, for python/tiny_models/check_adapter.py to load into PEFT:
  *
  *   npx tsx tests/tools/lora-adapter-out.ts [--model tests/models/qwen3] [--out DIR] [--steps 3] [--r 4] [--alpha 8]
+ *   npx tsx tests/tools/lora-adapter-out.ts --model DIR --adapter ADAPTER_DIR --out DIR   (an adapter `lab train` wrote)
  *
  * PEFT's initialisation from our seeded generator, `--steps` AdamW steps of −Σ w·logp with seeded weights on
  * the folder's left-padded reference batch, then DIR/adapter_config.json + DIR/adapter_model.safetensors (PEFT's
@@ -13,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { mulberry32 } from '../../src/core/random';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS } from '../../src/engine/llama/lora';
-import { encodeAdapter } from '../../src/engine/llama/peftAdapter';
+import { encodeAdapter, readAdapter } from '../../src/engine/llama/peftAdapter';
 import type { Batch } from '../../src/engine/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
@@ -25,6 +26,7 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '3' },
     r: { type: 'string', default: '4' },
     alpha: { type: 'string', default: '8' },
+    adapter: { type: 'string' },
   },
 });
 const dir = resolve(values.model as string);
@@ -34,11 +36,14 @@ const config = checkLoraConfig({
   alpha: Number(values.alpha),
   targetModules: [...LORA_TARGETS],
 });
+const given = values.adapter
+  ? await readAdapter(await nodeFolderReader(resolve(values.adapter)), folder.config)
+  : null;
 const engine = new LlamaCpuPolicy(
   folder.config,
   folder.params,
   { lr: 1e-2, weightDecay: 0 },
-  { lora: { config, seed: 7 } },
+  { lora: given ? { config: given.config, params: given.params } : { config, seed: 7 } },
 );
 const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as {
   left_padded: { ids: number[][]; mask: number[][] };
@@ -53,7 +58,7 @@ const batch: Batch = {
 };
 const rand = mulberry32(1);
 const weights = Float32Array.from(batch.mask, (m) => m * (2 * rand() - 1));
-for (let s = 0; s < Number(values.steps); s++) {
+for (let s = 0; s < (given ? 0 : Number(values.steps)); s++) {
   const r = await engine.trainStep(batch, weights);
   console.log(`step ${r.step}: loss ${r.loss.toFixed(6)} |g| ${r.gradNorm.toFixed(6)}`);
 }
