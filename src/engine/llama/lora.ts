@@ -261,3 +261,48 @@ export class LoraAdapter {
     mm('tn', dy, ts, g.B, outF, r, N, { accumulate: true });
   }
 }
+
+/** Bytes one training step holds, by part (f32 throughout), for a model config, a LoRA config or full fine-tuning. */
+export interface TrainStepMemory {
+  /** the model's weights */
+  weights: number;
+  /** what the forward keeps for the backward, for `tokens` positions of one row of length `tokens` */
+  activations: number;
+  /** the adapter's A and B (0 for full fine-tuning) */
+  adapter: number;
+  /** the gradient of the trainable buffer */
+  grads: number;
+  /** AdamW's two moments of the trainable buffer */
+  optimizer: number;
+  total: number;
+}
+
+/**
+ * The memory of one step of `llamaForwardCpu` + `llamaBackwardCpu` on a row of T tokens, counted from what the
+ * code allocates: per layer and token the saved x, h1, xMid, h2 (C each), q, y (H·D), k, v (KV·D), qwen3's
+ * pre-norm q, k copies, g, u, a (F each), the attention probabilities (H·T per token), LoRA's t = x·Aᵀ (r per
+ * target); then the final x and its norm (2C per token), and the fused head's tile (32 rows × 4096 vocabulary).
+ * The backward's working buffers (a few N·F arrays, freed per layer) come on top.
+ */
+export function trainStepMemory(
+  cfg: LlamaConfig,
+  lora: LoraConfig | null,
+  T: number,
+  nParams: number,
+): TrainStepMemory {
+  const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D } = cfg;
+  let perTokenLayer = 4 * C + 2 * H * D + 2 * KV * D + 3 * F + H * T + 2;
+  if (cfg.qkNorm) perTokenLayer += H * D + KV * D + H + KV;
+  if (lora) perTokenLayer += lora.r * lora.targetModules.length;
+  const activations = 4 * (T * (cfg.layers * perTokenLayer + 3 * C) + 32 * Math.min(4096, cfg.vocabSize));
+  const adapterN = lora ? loraLayout(cfg, lora).total : 0;
+  const trainable = lora ? adapterN : nParams;
+  const m: Omit<TrainStepMemory, 'total'> = {
+    weights: 4 * nParams,
+    activations,
+    adapter: 4 * adapterN,
+    grads: 4 * trainable,
+    optimizer: 8 * trainable,
+  };
+  return { ...m, total: m.weights + m.activations + m.adapter + m.grads + m.optimizer };
+}
