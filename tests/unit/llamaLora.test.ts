@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
-import { checkLoraConfig, LORA_TARGETS, loraInit, loraLayout } from '../../src/engine/llama/lora';
+import {
+  checkLoraConfig,
+  LORA_TARGETS,
+  loraInit,
+  loraLayout,
+  trainStepMemory,
+} from '../../src/engine/llama/lora';
+import { llamaForwardCpu } from '../../src/engine/llama/model';
 import {
   ADAPTER_CONFIG,
   ADAPTER_WEIGHTS,
@@ -268,6 +275,50 @@ describe('LoRA on the Llama-family CPU engine vs PyTorch + PEFT (tests/models/lo
     const base = (await engine.referenceLogProbs(batch)).logProbs.subarray(prompt.length);
     expect(maxAbs(lp, s.logProbs)).toBeLessThan(1e-4);
     expect(maxAbs(base, s.logProbs)).toBeGreaterThan(1e-3);
+  });
+
+  it('states the memory of a step by part, matching what the engine allocates', async () => {
+    const folder = await readLlamaFolder(await nodeFolderReader(join(models, 'qwen3')));
+    const cfg = checkLoraConfig({ r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'down_proj'] });
+    const T = 16;
+    const ids = Array.from({ length: T }, (_, i) => (i * 37) % 1000);
+    const batch: Batch = {
+      tokens: Uint32Array.from(ids),
+      mask: new Float32Array(T).fill(1),
+      batchSize: 1,
+      seqLen: T,
+    };
+    for (const lora of [cfg, null]) {
+      const engine = new LlamaCpuPolicy(
+        folder.config,
+        folder.params,
+        {},
+        lora ? { lora: { config: lora } } : {},
+      );
+      const mem = trainStepMemory(folder.config, lora, T, folder.layout.total);
+      expect(mem.weights).toBe(engine.params.byteLength);
+      expect(mem.grads).toBe(engine.grads.byteLength);
+      expect(mem.optimizer).toBe(engine.m.byteLength + engine.v.byteLength);
+      expect(mem.adapter).toBe(engine.adapter?.params.byteLength ?? 0);
+      // what the forward keeps for the backward: every saved array, against the stated count without the head tile
+      const acts = llamaForwardCpu(folder.config, folder.layout, folder.params, batch, {
+        lora: engine.adapter,
+      });
+      let kept = 0;
+      for (const l of acts.layers)
+        for (const v of Object.values(l))
+          kept +=
+            v instanceof Float32Array
+              ? v.byteLength
+              : Object.values(v as object).reduce((s, t) => s + t.byteLength, 0);
+      kept += acts.xOut.byteLength + acts.hf.byteLength + acts.rf.byteLength + acts.rows.hidden.byteLength;
+      kept += acts.lse.byteLength + acts.logp.byteLength + acts.entropy.byteLength;
+      const stated = mem.activations - 4 * 32 * Math.min(4096, folder.config.vocabSize);
+      expect(Math.abs(kept - stated) / stated).toBeLessThan(0.01);
+    }
+    const full = trainStepMemory(folder.config, null, T, folder.layout.total);
+    const lora = trainStepMemory(folder.config, cfg, T, folder.layout.total);
+    expect(lora.grads + lora.optimizer).toBeLessThan((full.grads + full.optimizer) / 4);
   });
 
   it('full fine-tuning stays the default: every parameter trainable, no reference without a copy', async () => {

@@ -294,7 +294,7 @@ export function trainStepMemory(
   let perTokenLayer = 4 * C + 2 * H * D + 2 * KV * D + 3 * F + H * T + 2;
   if (cfg.qkNorm) perTokenLayer += H * D + KV * D + H + KV;
   if (lora) perTokenLayer += lora.r * lora.targetModules.length;
-  const activations = 4 * (T * (cfg.layers * perTokenLayer + 3 * C) + 32 * Math.min(4096, cfg.vocabSize));
+  const activations = 4 * (T * (cfg.layers * perTokenLayer + 3 * C + 4) + 32 * Math.min(4096, cfg.vocabSize));
   const adapterN = lora ? loraLayout(cfg, lora).total : 0;
   const trainable = lora ? adapterN : nParams;
   const m: Omit<TrainStepMemory, 'total'> = {
