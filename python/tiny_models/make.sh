@@ -12,6 +12,8 @@ if [ ! -x "$venv/bin/python" ]; then
   bash "$here/../setup_peer.sh" "$venv"
 fi
 out="${1:-$here/../../tests/models}"
+# PEFT stores target_modules as a set: a fixed hash seed keeps adapter_config.json byte-stable across runs
+export PYTHONHASHSEED=0
 "$venv/bin/python" "$here/generate.py" --out "$out"
 # PEFT LoRA adapters on three of those folders and their PyTorch + PEFT references (tests/models/lora/)
 exec "$venv/bin/python" "$here/lora_refs.py" --models "$out"
