@@ -10,9 +10,12 @@
  * silently: extra tensors must carry that prefix. Saved to files under Node and to the origin-private file
  * system in a browser.
  */
-import { layoutOf, type PolicyConfig, resolveConfig } from './model';
+import { encodeSafetensors } from './llama/safetensors';
+import { type Layout, layoutOf, type PolicyConfig, resolveConfig } from './model';
 
 const CONFIG_KEY = 'harness_lab.policy_config';
+/** set when the tensors follow a caller's layout (a Hugging Face model's or a LoRA adapter's), not the config's */
+const LAYOUT_KEY = 'harness_lab.params_layout';
 
 export interface Checkpoint {
   config: PolicyConfig;
@@ -29,51 +32,40 @@ export function encodeCheckpoint(
   params: Float32Array,
   metadata: Record<string, string> = {},
   extra: Record<string, Float32Array> = {},
+  /** the tensors of `params` when they are not the config's GPT-2 layout (a Llama-family model or adapter) */
+  paramsLayout?: Layout,
 ): Uint8Array {
-  const layout = layoutOf(config);
+  const layout = paramsLayout ?? layoutOf(config);
   if (params.length !== layout.total)
     throw new Error(`checkpoint: params has ${params.length} values, the layout needs ${layout.total}`);
-  const header: Record<string, unknown> = {
-    __metadata__: { ...metadata, [CONFIG_KEY]: JSON.stringify(config) },
-  };
-  let offset = 0;
-  for (const t of layout.tensors) {
-    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.size * 4] };
-    offset += t.size * 4;
-  }
   const extras = Object.entries(extra);
-  for (const [name, values] of extras) {
+  for (const [name] of extras)
     if (!name.startsWith(EXTRA_PREFIX))
       throw new Error(`checkpoint: extra tensor '${name}' must be named ${EXTRA_PREFIX}*`);
-    header[name] = {
-      dtype: 'F32',
-      shape: [values.length],
-      data_offsets: [offset, offset + values.length * 4],
-    };
-    offset += values.length * 4;
-  }
-  let json = JSON.stringify(header);
-  const enc = new TextEncoder();
-  while (enc.encode(json).length % 8 !== 0) json += ' ';
-  const headerBytes = enc.encode(json);
-  const out = new Uint8Array(8 + headerBytes.length + offset);
-  const view = new DataView(out.buffer);
-  view.setBigUint64(0, BigInt(headerBytes.length), true);
-  out.set(headerBytes, 8);
-  const data = new DataView(out.buffer, 8 + headerBytes.length);
-  for (const t of layout.tensors) {
-    const begin = (header[t.name] as { data_offsets: number[] }).data_offsets[0];
-    for (let i = 0; i < t.size; i++) data.setFloat32(begin + 4 * i, params[t.offset + i], true);
-  }
-  for (const [name, values] of extras) {
-    const begin = (header[name] as { data_offsets: number[] }).data_offsets[0];
-    for (let i = 0; i < values.length; i++) data.setFloat32(begin + 4 * i, values[i], true);
-  }
-  return out;
+  return encodeSafetensors(
+    [
+      ...layout.tensors.map((t) => ({
+        name: t.name,
+        shape: t.shape,
+        data: params.subarray(t.offset, t.offset + t.size),
+      })),
+      ...extras.map(([name, values]) => ({ name, shape: [values.length], data: values })),
+    ],
+    {
+      ...metadata,
+      [CONFIG_KEY]: JSON.stringify(config),
+      ...(paramsLayout ? { [LAYOUT_KEY]: 'external' } : {}),
+    },
+  );
 }
 
 /** Parses and validates a checkpoint; every error names what is wrong and where. */
-export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Checkpoint {
+export function decodeCheckpoint(
+  bytes: Uint8Array,
+  source = 'checkpoint',
+  /** the layout a checkpoint written with one must be read with */
+  paramsLayout?: Layout,
+): Checkpoint {
   if (bytes.length < 8)
     throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -97,7 +89,11 @@ export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Chec
   } catch (e) {
     throw new Error(`${source}: bad '${CONFIG_KEY}': ${(e as Error).message}`);
   }
-  const layout = layoutOf(config);
+  if (meta[LAYOUT_KEY] === 'external' && !paramsLayout)
+    throw new Error(
+      `${source}: holds a Hugging Face model's or LoRA adapter's tensors; it loads with its model folder (lab train --resume)`,
+    );
+  const layout = paramsLayout ?? layoutOf(config);
   const dataStart = 8 + n;
   const dataLength = bytes.length - dataStart;
   const params = new Float32Array(layout.total);
@@ -146,6 +142,7 @@ export function decodeCheckpoint(bytes: Uint8Array, source = 'checkpoint'): Chec
   }
   const metadata = { ...meta };
   delete metadata[CONFIG_KEY];
+  delete metadata[LAYOUT_KEY];
   return { config, params, metadata, extra };
 }
 

@@ -7,7 +7,7 @@
  * --checkpoint`), which ignores the optimizer tensors.
  */
 import { type Checkpoint, decodeCheckpoint, encodeCheckpoint } from '../engine/checkpoint';
-import type { PolicyConfig } from '../engine/model';
+import type { Layout, PolicyConfig } from '../engine/model';
 import type { OptimizerState } from '../engine/policy/types';
 import { resolveTrainConfig, type TrainConfig } from './config';
 
@@ -33,6 +33,8 @@ export interface TrainCheckpoint {
   state: RunState;
   config: TrainConfig;
   metadata: Record<string, string>;
+  /** the tensors of `params` when not the GPT-2 layout of policyConfig (a Llama-family model or LoRA adapter) */
+  paramsLayout?: Layout;
 }
 
 export function encodeTrainCheckpoint(c: TrainCheckpoint): Uint8Array {
@@ -45,7 +47,30 @@ export function encodeTrainCheckpoint(c: TrainCheckpoint): Uint8Array {
       [CONFIG_KEY]: JSON.stringify(c.config),
     },
     { 'optimizer.m': c.optimizer.m, 'optimizer.v': c.optimizer.v },
+    c.paramsLayout,
   );
+}
+
+/** The run config stored in a training checkpoint, without its tensors (to find the model folder it needs). */
+export function trainCheckpointConfig(bytes: Uint8Array, source = 'checkpoint'): TrainConfig {
+  if (bytes.length < 8)
+    throw new Error(`${source}: ${bytes.length} bytes is too short for a safetensors file`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(view.getBigUint64(0, true));
+  let meta: Record<string, string>;
+  try {
+    meta = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n))).__metadata__ ?? {};
+  } catch (e) {
+    throw new Error(`${source}: header is not valid JSON (${(e as Error).message})`);
+  }
+  const raw = meta[CONFIG_KEY];
+  if (raw === undefined)
+    throw new Error(`${source}: not a training checkpoint (no '${CONFIG_KEY}' metadata)`);
+  try {
+    return resolveTrainConfig(JSON.parse(raw));
+  } catch (e) {
+    throw new Error(`${source}: stored train config is invalid: ${(e as Error).message}`);
+  }
 }
 
 function intField(o: Record<string, unknown>, k: string, source: string): number {
@@ -56,8 +81,12 @@ function intField(o: Record<string, unknown>, k: string, source: string): number
 }
 
 /** Decodes a training checkpoint; a policy-only checkpoint (no optimizer state) is an error naming what is missing. */
-export function decodeTrainCheckpoint(bytes: Uint8Array, source = 'checkpoint'): TrainCheckpoint {
-  const ck: Checkpoint = decodeCheckpoint(bytes, source);
+export function decodeTrainCheckpoint(
+  bytes: Uint8Array,
+  source = 'checkpoint',
+  paramsLayout?: Layout,
+): TrainCheckpoint {
+  const ck: Checkpoint = decodeCheckpoint(bytes, source, paramsLayout);
   const rawState = ck.metadata[STATE_KEY];
   const rawConfig = ck.metadata[CONFIG_KEY];
   if (rawState === undefined || rawConfig === undefined)
@@ -101,5 +130,6 @@ export function decodeTrainCheckpoint(bytes: Uint8Array, source = 'checkpoint'):
     state,
     config,
     metadata,
+    ...(paramsLayout ? { paramsLayout } : {}),
   };
 }

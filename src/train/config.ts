@@ -52,6 +52,11 @@ export interface TrainConfig {
     model: {
       /** 'sft' (the shipped SFT checkpoint of the harness), 'init' (seeded initialisation) or a checkpoint path/URL */
       path: string;
+      /** LoRA rank on a Hugging Face folder (verl's key; 0: full fine-tuning) */
+      lora_rank: number;
+      lora_alpha: number;
+      /** 'all-linear' or a comma list of HF module names */
+      target_modules: string;
     };
     actor: {
       /** tasks per mini-batch (× rollout.n rows); one optimizer step per mini-batch */

@@ -54,6 +54,21 @@ export interface LaunchOptions {
   consoleLog?: boolean;
   /** after everything the run needs was had and before the loop exists (a resumed run's later files go here) */
   beforeLoop?: () => Promise<void>;
+  /**
+   * A brought model (a Hugging Face folder) whose engines the platform built, a resumed run's trainable tensors
+   * and optimizer state already restored: the run trains it instead of the config's initial weights, with its
+   * tokenizer; `resume` then gives only the run state.
+   */
+  model?: BroughtModel | null;
+}
+
+export interface BroughtModel {
+  policy: PolicyEngine;
+  /** the KL reference (null without use_kl_loss) */
+  reference: PolicyEngine | null;
+  tokenizer: ChatTokenizer;
+  /** where the weights came from */
+  source: string;
 }
 
 export interface LaunchedRun {
@@ -132,6 +147,7 @@ export async function launchRun(o: LaunchOptions): Promise<LaunchedRun> {
   const { problem } = resolveRolloutChoice(cfg, p.name);
   if (problem) throw new RunLaunchError(problem.path, problem.message);
   const resume = o.resume ?? null;
+  if (o.model) return launchLoop(o, o.model, resume);
   const w = resume
     ? {
         config: resume.policyConfig,
@@ -154,25 +170,7 @@ export async function launchRun(o: LaunchOptions): Promise<LaunchedRun> {
       reference = new CpuPolicy(r.config, {}, r.params);
     }
     await o.beforeLoop?.();
-    local = createLocalRun({
-      config: cfg,
-      policy: eng.policy,
-      reference,
-      tokenizer: p.tokenizer,
-      storage: o.storage,
-      rolloutEnv: p.rolloutEnv,
-      resumeState: resume?.state,
-      consoleLog: o.consoleLog,
-      makeRunner: (handler) =>
-        new WorkerPool({
-          size: cfg.lab.workers,
-          spawn: p.spawnHarnessWorker,
-          connect: (port) => serveChannel(port, handler),
-          timeoutMs: cfg.lab.rollout_timeout_ms,
-          startTimeoutMs: p.workerStartTimeoutMs,
-        }),
-      onEvent: o.onEvent,
-    });
+    local = loopOf(o, eng.policy, reference, p.tokenizer, resume);
   } catch (e) {
     release();
     throw e;
@@ -190,4 +188,67 @@ export async function launchRun(o: LaunchOptions): Promise<LaunchedRun> {
       release();
     },
   };
+}
+
+/** A brought model's run: its engines as built, on the CPU. */
+async function launchLoop(
+  o: LaunchOptions,
+  m: BroughtModel,
+  resume: TrainCheckpoint | null,
+): Promise<LaunchedRun> {
+  const release = () => {
+    m.reference?.dispose();
+    m.policy.dispose();
+  };
+  let local: LocalRun;
+  try {
+    await o.beforeLoop?.();
+    local = loopOf(o, m.policy, m.reference, m.tokenizer, resume);
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return {
+    local,
+    policy: m.policy,
+    backend: 'cpu',
+    note: null,
+    weights: m.source,
+    resumedFromStep: resume ? resume.state.step : null,
+    gpu: null,
+    close() {
+      local.close();
+      release();
+    },
+  };
+}
+
+function loopOf(
+  o: LaunchOptions,
+  policy: PolicyEngine,
+  reference: PolicyEngine | null,
+  tokenizer: ChatTokenizer,
+  resume: TrainCheckpoint | null,
+): LocalRun {
+  const cfg = o.config;
+  const p = o.platform;
+  return createLocalRun({
+    config: cfg,
+    policy,
+    reference,
+    tokenizer,
+    storage: o.storage,
+    rolloutEnv: p.rolloutEnv,
+    resumeState: resume?.state,
+    consoleLog: o.consoleLog,
+    makeRunner: (handler) =>
+      new WorkerPool({
+        size: cfg.lab.workers,
+        spawn: p.spawnHarnessWorker,
+        connect: (port) => serveChannel(port, handler),
+        timeoutMs: cfg.lab.rollout_timeout_ms,
+        startTimeoutMs: p.workerStartTimeoutMs,
+      }),
+    onEvent: o.onEvent,
+  });
 }

@@ -14,6 +14,8 @@
  *   4. peer     one update step of the same model on the same batch in PyTorch on the CPU
  *               (python/bench_train_peer.py, HARNESS_LAB_PEER_PYTHON or --peer): tokens/s and the ratio, and the
  *               peer's loss and gradient norm against ours (it must compute the same step).
+ *   --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full]: one training step of the
+ *               Llama-family CPU engine with LoRA and with full fine-tuning against PyTorch + PEFT (benchLlamaTrain.ts)
  * Flags: --harness LIST (learning; default instruction-short) --steps N (learning, default 20) --val-every K (5)
  *   --seeds LIST (0) --phase-steps N (3) --backends cpu,dawn --sections phases,rollout,async,learning,peer
  *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --threads N (the peer's torch threads, 1;
@@ -46,6 +48,11 @@ import { expertRollouts, expertRows, sftTrain } from '../../src/train/sft';
 import { measuredStepSeconds, predictLocalSteps } from '../../src/train/simFit';
 import { inlineRunner } from '../../src/train/source';
 import type { PhaseName } from '../../src/train/step';
+import { benchLlamaTrain } from './benchLlamaTrain';
+
+// the Llama-family engine's training step on a Hugging Face folder (CPU, vs PyTorch + PEFT): its own flags
+if (process.argv.includes('--model') || process.argv.some((a) => a.startsWith('--model=')))
+  process.exit(await benchLlamaTrain(process.argv.slice(2)));
 
 const { flags } = parseArgs(process.argv.slice(2), {
   harness: { type: 'string' },

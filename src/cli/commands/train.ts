@@ -9,7 +9,16 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
+import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import {
+  checkLoraConfig,
+  type LoraConfig,
+  LoraConfigError,
+  parseTargetModules,
+} from '../../engine/llama/lora';
+import type { PolicyEngine } from '../../engine/policy';
+import { LlamaCpuPolicy } from '../../engine/policy/llamaCpuPolicy';
+import { decodeTrainCheckpoint, type TrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import {
   applyDotlist,
   CONFIG_FIELDS,
@@ -24,10 +33,12 @@ import {
 } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
 import { type LaunchedRun, launchRun, RunLaunchError, type RunPlatform } from '../../train/launch';
+import { hashSeed } from '../../train/rng';
 import { rolloutChoiceLabel } from '../../train/rolloutEngines';
 import { nodeRolloutEnv } from '../../train/rolloutEnvNode';
 import { parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
+import { loadLlamaModel } from '../llamaModel';
 import { spawnNodeHarnessWorker } from '../nodeWorkers';
 import { dirStorage } from '../runStorage';
 import { loadTokenizer } from '../tokenizers';
@@ -113,6 +124,103 @@ export function configFromArgs(
   return c;
 }
 
+/** Whether actor_rollout_ref.model.path names a Hugging Face model folder (a directory with config.json). */
+function isModelFolder(path: string): boolean {
+  return existsSync(join(path, 'config.json')) && statSync(path).isDirectory();
+}
+
+/** A training checkpoint's file and bytes, from a run folder (its checkpoints/latest) or a file. */
+function resumeFile(path: string): { file: string; bytes: Uint8Array } {
+  if (!existsSync(path)) throw new UsageError(`--resume: ${path} does not exist`);
+  let file = path;
+  if (statSync(path).isDirectory()) {
+    const latest = join(path, 'checkpoints', 'latest');
+    if (!existsSync(latest))
+      throw new UsageError(`--resume: ${path} has no checkpoints/latest (no checkpoint was saved)`);
+    file = join(path, readFileSync(latest, 'utf8').trim());
+  }
+  return { file, bytes: new Uint8Array(readFileSync(file)) };
+}
+
+/**
+ * The Llama-family policy of a Hugging Face folder for a run: LoRA when actor_rollout_ref.model.lora_rank > 0
+ * (verl's keys; PEFT's init from the run seed), else full fine-tuning; a resumed checkpoint's trainable tensors
+ * and optimizer state restored; the reference for a KL loss is the frozen base (LoRA) or a second copy (full).
+ */
+async function llamaRunPolicy(
+  cfg: TrainConfig,
+  resume: { file: string; bytes: Uint8Array } | null,
+): Promise<{
+  policy: PolicyEngine;
+  reference: PolicyEngine | null;
+  tokenizer: ChatTokenizer;
+  checkpoint: TrainCheckpoint | null;
+  source: string;
+}> {
+  const m = cfg.actor_rollout_ref.model;
+  if (cfg.lab.backend === 'webgpu')
+    throw new UsageError('--backend: a Hugging Face model folder trains on the CPU engine (--backend cpu)');
+  if (cfg.actor_rollout_ref.rollout.name !== 'policy')
+    throw new UsageError(
+      `--rollout-name: a Hugging Face model folder samples from the trainer's own engine ('policy'), got '${cfg.actor_rollout_ref.rollout.name}'`,
+    );
+  const loaded = await loadLlamaModel(m.path, { contextLength: cfg.actor_rollout_ref.rollout.max_model_len });
+  let lora: LoraConfig | undefined;
+  if (m.lora_rank > 0) {
+    try {
+      lora = checkLoraConfig({
+        r: m.lora_rank,
+        alpha: m.lora_alpha,
+        targetModules: parseTargetModules(m.target_modules),
+      });
+    } catch (e) {
+      if (e instanceof LoraConfigError)
+        throw new UsageError(
+          `--${e.field === 'target_modules' ? 'target-modules' : e.field === 'r' ? 'lora-rank' : 'lora-alpha'}: ${e.message}`,
+        );
+      throw e;
+    }
+  }
+  const make = (params?: Float32Array) =>
+    new LlamaCpuPolicy(
+      loaded.folder.config,
+      loaded.folder.params,
+      {},
+      {
+        contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
+        baseModel: m.path,
+        lora: lora ? { config: lora, seed: hashSeed(cfg.lab.seed, 'lora') % 2 ** 31, params } : undefined,
+      },
+    );
+  let policy = make();
+  let checkpoint: TrainCheckpoint | null = null;
+  if (resume) {
+    try {
+      checkpoint = decodeTrainCheckpoint(resume.bytes, resume.file, policy.trainableLayout);
+    } catch (e) {
+      throw new UsageError(`--resume: ${(e as Error).message}`);
+    }
+    if (lora) policy = make(checkpoint.params);
+    else await policy.setParams(checkpoint.params);
+    await policy.setOptimizerState(checkpoint.optimizer);
+  }
+  let reference: PolicyEngine | null = null;
+  if (cfg.actor_rollout_ref.actor.use_kl_loss)
+    reference = lora
+      ? policy.referencePolicy()
+      : new LlamaCpuPolicy(loaded.folder.config, loaded.folder.params);
+  const kind = lora
+    ? `LoRA r=${lora.r} alpha=${lora.alpha} (${lora.targetModules.join(',')})`
+    : 'full fine-tuning';
+  return {
+    policy,
+    reference,
+    tokenizer: loaded.tokenizer,
+    checkpoint,
+    source: `${m.path} (${loaded.folder.config.modelType}, ${kind}${checkpoint ? `, resume step ${checkpoint.state.step}` : ''})`,
+  };
+}
+
 /** A training checkpoint from a run folder (its checkpoints/latest) or a file. */
 function loadResume(path: string): TrainCheckpoint {
   if (!existsSync(path)) throw new UsageError(`--resume: ${path} does not exist`);
@@ -196,9 +304,21 @@ export const command: Command = {
       throw new UsageError('--steps applies with --preset (else --total-training-steps)');
     let base: TrainConfig;
     let resume: TrainCheckpoint | null = null;
+    let resumeBytes: { file: string; bytes: Uint8Array } | null = null;
     if (flags.resume !== undefined) {
-      resume = loadResume(String(flags.resume));
-      base = resume.config;
+      resumeBytes = resumeFile(String(flags.resume));
+      let stored: TrainConfig;
+      try {
+        stored = trainCheckpointConfig(resumeBytes.bytes, resumeBytes.file);
+      } catch (e) {
+        throw new UsageError(`--resume: ${(e as Error).message}`);
+      }
+      // a Hugging Face model's run is decoded with its folder's layout, below
+      if (isModelFolder(stored.actor_rollout_ref.model.path)) base = stored;
+      else {
+        resume = loadResume(String(flags.resume));
+        base = resume.config;
+      }
     } else if (flags.config !== undefined) {
       const path = String(flags.config);
       if (!existsSync(path)) throw new UsageError(`--config: ${path} does not exist`);
@@ -209,7 +329,15 @@ export const command: Command = {
       }
     } else base = resolveTrainConfig({});
     const cfg = configFromArgs(base, flags, positionals);
-    if (cfg.lab.backend !== 'cpu') {
+    const hf = isModelFolder(cfg.actor_rollout_ref.model.path)
+      ? await llamaRunPolicy(cfg, resume ? null : resumeBytes)
+      : null;
+    if (!hf && cfg.actor_rollout_ref.model.lora_rank > 0)
+      throw new UsageError(
+        '--lora-rank: LoRA needs a Hugging Face model folder as actor_rollout_ref.model.path (--model DIR)',
+      );
+    if (hf) resume = hf.checkpoint;
+    if (cfg.lab.backend !== 'cpu' && !hf) {
       const child = reexecWithSwiftShader();
       if (child !== null) return child;
     }
@@ -221,6 +349,7 @@ export const command: Command = {
       launched = await launchRun({
         config: cfg,
         resume,
+        model: hf,
         platform: nodeRunPlatform(cfg),
         storage: dirStorage(out),
         consoleLog: Boolean(flags.console),

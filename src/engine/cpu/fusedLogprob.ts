@@ -129,7 +129,7 @@ export function fusedHeadForwardCpu(
 
 /**
  * Backward of L = −Σ_n weights[n]·logp[n]: ∂L/∂z_v = −w·(δ_v,target − p_v)/τ per row, applied tile by tile:
- * dh (N, C) is overwritten, dW (V, C) accumulated.
+ * dh (N, C) is overwritten, dW (V, C) accumulated (skipped when null: a frozen head).
  */
 export function fusedHeadBackwardCpu(
   h: Float32Array,
@@ -138,7 +138,7 @@ export function fusedHeadBackwardCpu(
   weights: Float32Array,
   lse: Float32Array,
   dh: Float32Array,
-  dW: Float32Array,
+  dW: Float32Array | null,
   N: number,
   C: number,
   V: number,
@@ -171,7 +171,7 @@ export function fusedHeadBackwardCpu(
         if (target >= v0 && target < v0 + nv) tile[o + target - v0] -= w / tau;
       }
       mm('nn', tile, Wc, dhb, nr, C, nv, { accumulate: true });
-      mm('tn', tile, hb, dW.subarray(v0 * C, (v0 + nv) * C), nv, C, nr, { accumulate: true });
+      if (dW) mm('tn', tile, hb, dW.subarray(v0 * C, (v0 + nv) * C), nv, C, nr, { accumulate: true });
     }
   }
 }

@@ -20,6 +20,7 @@ import { ropeApplyCpu, ropeTables } from '../cpu/rope';
 import { swigluBackwardCpu, swigluForwardCpu } from '../cpu/swiglu';
 import type { Batch, Layout, MatmulFn, TensorEntry } from '../model';
 import { type LlamaConfig, ropeInvFreq } from './config';
+import type { LoraAdapter, LoraSaved } from './lora';
 
 /** The HF tensor names and shapes of a config, matrices first. */
 export function llamaLayout(cfg: LlamaConfig): Layout {
@@ -126,6 +127,8 @@ interface LayerActs {
   g: Float32Array;
   u: Float32Array;
   a: Float32Array;
+  /** t = x·Aᵀ of each LoRA target (when an adapter ran) */
+  lora?: LoraSaved;
 }
 
 export interface LlamaActivations {
@@ -146,6 +149,8 @@ export interface LlamaForwardOptions {
   chunk?: number;
   /** full distribution: top-k at these flat (B·T) positions (the distribution that predicts the next token) */
   topk?: { positions: number[]; k: number };
+  /** a LoRA adapter added to the targeted projections (lora.ts); without it, the base model */
+  lora?: LoraAdapter;
 }
 
 /** One block's attention and MLP on N = B·T rows in place on x, keeping what the backward needs. */
@@ -161,6 +166,7 @@ function blockForward(
   shape: GqaShape,
   mm: MatmulFn,
   kv?: { k: Float32Array; v: Float32Array },
+  lora?: LoraAdapter,
 ): LayerActs {
   const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D, rmsEps: eps } = cfg;
   const N = shape.B * shape.Tq;
@@ -177,6 +183,13 @@ function blockForward(
   mm('nt', h1, par('self_attn.k_proj.weight'), k, N, KV * D, C, { bias: opt('self_attn.k_proj.bias') });
   mm('nt', h1, par('self_attn.v_proj.weight'), v, N, KV * D, C, { bias: opt('self_attn.v_proj.bias') });
   const acts: Partial<LayerActs> = { x: xIn, h1, r1 };
+  const saved: LoraSaved | undefined = lora ? {} : undefined;
+  if (lora) {
+    acts.lora = saved;
+    lora.forward(l, 'q_proj', h1, q, N, mm, saved);
+    lora.forward(l, 'k_proj', h1, k, N, mm, saved);
+    lora.forward(l, 'v_proj', h1, v, N, mm, saved);
+  }
   if (cfg.qkNorm) {
     acts.qRaw = new Float32Array(q);
     acts.kRaw = new Float32Array(k);
@@ -203,6 +216,7 @@ function blockForward(
     bias: opt('self_attn.o_proj.bias'),
     accumulate: true,
   });
+  lora?.forward(l, 'o_proj', y, x, N, mm, saved);
   const xMid = new Float32Array(x);
   const h2 = new Float32Array(N * C);
   const r2 = new Float32Array(N);
@@ -211,9 +225,12 @@ function blockForward(
   const u = new Float32Array(N * F);
   mm('nt', h2, par('mlp.gate_proj.weight'), g, N, F, C);
   mm('nt', h2, par('mlp.up_proj.weight'), u, N, F, C);
+  lora?.forward(l, 'gate_proj', h2, g, N, mm, saved);
+  lora?.forward(l, 'up_proj', h2, u, N, mm, saved);
   const a = new Float32Array(N * F);
   swigluForwardCpu(g, u, a);
   mm('nt', a, par('mlp.down_proj.weight'), x, N, C, F, { accumulate: true });
+  lora?.forward(l, 'down_proj', a, x, N, mm, saved);
   return { ...acts, q, k, v, probs, y, xMid, h2, r2, g, u, a } as LayerActs;
 }
 
@@ -242,7 +259,9 @@ export function llamaForwardCpu(
   const shape: GqaShape = { B, Tq: T, Tk: T, H: cfg.heads, KV: cfg.kvHeads, D: cfg.headDim, offset: 0 };
   const layers: LayerActs[] = [];
   for (let l = 0; l < cfg.layers; l++)
-    layers.push(blockForward(cfg, layout, flat, l, x, pos, rope, batch.mask, shape, mm));
+    layers.push(
+      blockForward(cfg, layout, flat, l, x, pos, rope, batch.mask, shape, mm, undefined, opts.lora),
+    );
   const hf = new Float32Array(N * C);
   const rf = new Float32Array(N);
   rmsnormForwardCpu(x, view(layout, flat, 'model.norm.weight'), hf, rf, N, C, cfg.rmsEps);
@@ -287,7 +306,11 @@ export function llamaForwardCpu(
   return out;
 }
 
-/** Backward of L = −Σ weights·logp into grads (overwritten, or added to when `accumulate`). */
+/**
+ * Backward of L = −Σ weights·logp into grads (overwritten, or added to when `accumulate`). With `lora` (the
+ * adapter the forward ran with), its gradient goes to `loraGrads` (same rule); `grads: null` freezes the base:
+ * no base-weight gradient is computed or stored, only the input gradients the adapter needs.
+ */
 export function llamaBackwardCpu(
   cfg: LlamaConfig,
   layout: Layout,
@@ -295,15 +318,30 @@ export function llamaBackwardCpu(
   batch: Batch,
   acts: LlamaActivations,
   weights: Float32Array,
-  grads: Float32Array,
-  opts: { mm?: MatmulFn; chunk?: number; accumulate?: boolean } = {},
+  grads: Float32Array | null,
+  opts: {
+    mm?: MatmulFn;
+    chunk?: number;
+    accumulate?: boolean;
+    lora?: LoraAdapter;
+    loraGrads?: Float32Array;
+  } = {},
 ): void {
   const mm = opts.mm ?? matmulModeCpu;
-  if (!opts.accumulate) grads.fill(0);
+  const lora = opts.lora;
+  const loraGrads = opts.loraGrads ?? null;
+  if (!opts.accumulate) {
+    grads?.fill(0);
+    loraGrads?.fill(0);
+  }
   const { batchSize: B, seqLen: T } = batch;
   const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D } = cfg;
   const N = B * T;
-  const grad = (n: string) => view(layout, grads, n);
+  // a frozen base: weight-gradient products are skipped and norm-gain / bias gradients land in a scratch
+  const scratch = new Float32Array(grads ? 0 : Math.max(C, F, H * D));
+  const grad = (n: string) =>
+    grads ? view(layout, grads, n) : scratch.subarray(0, Math.min(layoutSize(layout, n), scratch.length));
+  const wgrad: MatmulFn = grads ? mm : () => {};
   const par = (n: string) => view(layout, flat, n);
   const M = acts.rows.at.length;
   const w = new Float32Array(M);
@@ -316,7 +354,7 @@ export function llamaBackwardCpu(
     w,
     acts.lse,
     dRows,
-    grad(headName(cfg)),
+    grads ? grad(headName(cfg)) : null,
     M,
     C,
     cfg.vocabSize,
@@ -357,15 +395,19 @@ export function llamaBackwardCpu(
   for (let l = cfg.layers - 1; l >= 0; l--) {
     const a = acts.layers[l];
     const p = `model.layers.${l}.`;
-    const opt = (n: string) => maybe(layout, grads, p + n);
+    const opt = (n: string) => (grads ? maybe(layout, grads, p + n) : undefined);
+    const ls = a.lora ?? {};
     // MLP: x_out = x_mid + down(silu(gate(h2))·up(h2))
     mm('nn', dx, par(`${p}mlp.down_proj.weight`), da, N, F, C);
-    mm('tn', dx, a.a, grad(`${p}mlp.down_proj.weight`), C, F, N, { accumulate: true });
+    lora?.backward(l, 'down_proj', a.a, ls.down_proj, dx, da, N, mm, loraGrads);
+    wgrad('tn', dx, a.a, grad(`${p}mlp.down_proj.weight`), C, F, N, { accumulate: true });
     swigluBackwardCpu(a.g, a.u, da, dg, du);
     mm('nn', dg, par(`${p}mlp.gate_proj.weight`), dh, N, C, F);
     mm('nn', du, par(`${p}mlp.up_proj.weight`), dh, N, C, F, { accumulate: true });
-    mm('tn', dg, a.h2, grad(`${p}mlp.gate_proj.weight`), F, C, N, { accumulate: true });
-    mm('tn', du, a.h2, grad(`${p}mlp.up_proj.weight`), F, C, N, { accumulate: true });
+    lora?.backward(l, 'gate_proj', a.h2, ls.gate_proj, dg, dh, N, mm, loraGrads);
+    lora?.backward(l, 'up_proj', a.h2, ls.up_proj, du, dh, N, mm, loraGrads);
+    wgrad('tn', dg, a.h2, grad(`${p}mlp.gate_proj.weight`), F, C, N, { accumulate: true });
+    wgrad('tn', du, a.h2, grad(`${p}mlp.up_proj.weight`), F, C, N, { accumulate: true });
     rmsnormBackwardCpu(
       a.xMid,
       par(`${p}post_attention_layernorm.weight`),
@@ -379,7 +421,8 @@ export function llamaBackwardCpu(
     );
     // attention: x_mid = x + o(attn(rope(norm(q)), rope(norm(k)), v))
     mm('nn', dx, par(`${p}self_attn.o_proj.weight`), dy, N, H * D, C);
-    mm('tn', dx, a.y, grad(`${p}self_attn.o_proj.weight`), C, H * D, N, { accumulate: true });
+    lora?.backward(l, 'o_proj', a.y, ls.o_proj, dx, dy, N, mm, loraGrads);
+    wgrad('tn', dx, a.y, grad(`${p}self_attn.o_proj.weight`), C, H * D, N, { accumulate: true });
     const gob = opt('self_attn.o_proj.bias');
     if (gob) colsum(dx, N, C, gob);
     gqaBackwardCpu(a.q, a.k, a.v, a.probs, dy, dq, dk, dv, shape);
@@ -416,10 +459,13 @@ export function llamaBackwardCpu(
     mm('nn', dqRaw, par(`${p}self_attn.q_proj.weight`), dh, N, C, H * D);
     mm('nn', dkRaw, par(`${p}self_attn.k_proj.weight`), dh, N, C, KV * D, { accumulate: true });
     mm('nn', dv, par(`${p}self_attn.v_proj.weight`), dh, N, C, KV * D, { accumulate: true });
-    mm('tn', dqRaw, a.h1, grad(`${p}self_attn.q_proj.weight`), H * D, C, N, { accumulate: true });
-    mm('tn', dkRaw, a.h1, grad(`${p}self_attn.k_proj.weight`), KV * D, C, N, { accumulate: true });
-    mm('tn', dv, a.h1, grad(`${p}self_attn.v_proj.weight`), KV * D, C, N, { accumulate: true });
-    if (cfg.qkvBias) {
+    lora?.backward(l, 'q_proj', a.h1, ls.q_proj, dqRaw, dh, N, mm, loraGrads);
+    lora?.backward(l, 'k_proj', a.h1, ls.k_proj, dkRaw, dh, N, mm, loraGrads);
+    lora?.backward(l, 'v_proj', a.h1, ls.v_proj, dv, dh, N, mm, loraGrads);
+    wgrad('tn', dqRaw, a.h1, grad(`${p}self_attn.q_proj.weight`), H * D, C, N, { accumulate: true });
+    wgrad('tn', dkRaw, a.h1, grad(`${p}self_attn.k_proj.weight`), KV * D, C, N, { accumulate: true });
+    wgrad('tn', dv, a.h1, grad(`${p}self_attn.v_proj.weight`), KV * D, C, N, { accumulate: true });
+    if (cfg.qkvBias && grads) {
       colsum(dqRaw, N, H * D, grad(`${p}self_attn.q_proj.bias`));
       colsum(dkRaw, N, KV * D, grad(`${p}self_attn.k_proj.bias`));
       colsum(dv, N, KV * D, grad(`${p}self_attn.v_proj.bias`));
@@ -437,11 +483,18 @@ export function llamaBackwardCpu(
     );
   }
   // embedding: scatter-add the residual gradient into the rows of the ids
+  if (!grads) return;
   const dwte = grad('model.embed_tokens.weight');
   for (let n = 0; n < N; n++) {
     const o = batch.tokens[n] * C;
     for (let c = 0; c < C; c++) dwte[o + c] += dx[n * C + c];
   }
+}
+
+function layoutSize(layout: Layout, name: string): number {
+  const t = layout.byName.get(name);
+  if (!t) throw new Error(`llama: no tensor ${name} in the layout`);
+  return t.size;
 }
 
 function colsum(x: Float32Array, M: number, N: number, out: Float32Array): void {
@@ -468,6 +521,7 @@ export class LlamaKvCache {
     readonly flat: Float32Array,
     readonly capacity: number,
     readonly mm: MatmulFn = matmulModeCpu,
+    readonly lora?: LoraAdapter,
   ) {
     const w = capacity * cfg.kvHeads * cfg.headDim;
     this.k = Array.from({ length: cfg.layers }, () => new Float32Array(w));
@@ -493,10 +547,20 @@ export class LlamaKvCache {
       offset: this.length,
     };
     for (let l = 0; l < this.cfg.layers; l++)
-      blockForward(this.cfg, this.layout, this.flat, l, x, pos, this.rope, null, shape, this.mm, {
-        k: this.k[l],
-        v: this.v[l],
-      });
+      blockForward(
+        this.cfg,
+        this.layout,
+        this.flat,
+        l,
+        x,
+        pos,
+        this.rope,
+        null,
+        shape,
+        this.mm,
+        { k: this.k[l], v: this.v[l] },
+        this.lora,
+      );
     this.length += n;
     const last = x.subarray((n - 1) * C, n * C);
     const hf = new Float32Array(C);

@@ -156,3 +156,44 @@ export function parseShardIndex(
   }
   return { weightMap, shards: [...new Set(weightMap.values())].sort() };
 }
+
+/** One tensor to write: F32 values in row-major order. */
+export interface F32Tensor {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+}
+
+/**
+ * Encodes F32 tensors as a safetensors file, in the given order: the header JSON padded with spaces to a
+ * multiple of 8 bytes, then the data little-endian; string metadata under `__metadata__` when any.
+ */
+export function encodeSafetensors(tensors: F32Tensor[], metadata: Record<string, string> = {}): Uint8Array {
+  const header: Record<string, unknown> = {};
+  if (Object.keys(metadata).length) header.__metadata__ = metadata;
+  let offset = 0;
+  for (const t of tensors) {
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (count !== t.data.length)
+      throw new Error(
+        `safetensors: tensor '${t.name}' has ${t.data.length} values, shape ${JSON.stringify(t.shape)} needs ${count}`,
+      );
+    if (t.name in header) throw new Error(`safetensors: tensor '${t.name}' is given twice`);
+    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + count * 4] };
+    offset += count * 4;
+  }
+  let json = JSON.stringify(header);
+  const enc = new TextEncoder();
+  while (enc.encode(json).length % 8 !== 0) json += ' ';
+  const headerBytes = enc.encode(json);
+  const out = new Uint8Array(8 + headerBytes.length + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
+  out.set(headerBytes, 8);
+  const data = new DataView(out.buffer, 8 + headerBytes.length);
+  let at = 0;
+  for (const t of tensors) {
+    for (let i = 0; i < t.data.length; i++) data.setFloat32(at + 4 * i, t.data[i], true);
+    at += t.data.length * 4;
+  }
+  return out;
+}

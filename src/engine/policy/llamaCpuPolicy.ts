@@ -3,11 +3,19 @@
  * fused output head, weighted training steps (the same AdamW and global-norm clipping as the GPT-2 policy,
  * decay on the matrices only), and sampling against a per-layer KV cache. `config` is the GPT-2-shaped summary
  * the rest of the engine's users read (vocabulary, context, layers, width, heads); `llama` is the full config.
+ *
+ * Two ways to train: full fine-tuning (every parameter trainable, the default) or LoRA (`lora` option,
+ * ../llama/lora.ts): the base weights stay frozen and are never differentiated, and the gradient, AdamW's
+ * moments and the optimizer step cover the adapter's flat buffer only. The trainable buffer is what
+ * getParams / setParams / the optimizer state speak of (`trainableLayout` names its tensors). With LoRA the
+ * reference policy for a KL term is the base itself (`referenceLogProbs`: the adapter switched off), so no
+ * second copy of the weights is held.
  */
 import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
+import { LoraAdapter, type LoraConfig, loraInit, loraLayout } from '../llama/lora';
 import {
   type LlamaForwardOptions,
   LlamaKvCache,
@@ -15,6 +23,7 @@ import {
   llamaForwardCpu,
   llamaLayout,
 } from '../llama/model';
+import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type Batch,
   checkBatch,
@@ -46,6 +55,10 @@ export interface LlamaCpuPolicyOptions {
   chunk?: number;
   /** the context the engine accepts (default: the config's max_position_embeddings) */
   contextLength?: number;
+  /** the base model's name or path, written into an exported adapter_config.json */
+  baseModel?: string;
+  /** train a LoRA adapter on the frozen base: its config, and its values (default: PEFT's init from `seed`) */
+  lora?: { config: LoraConfig; params?: Float32Array; seed?: number };
 }
 
 /** The GPT-2-shaped summary of a Llama config (what PolicyEngine.config carries). */
@@ -72,7 +85,12 @@ export class LlamaCpuPolicy implements PolicyEngine {
   readonly architecture: LlamaConfig['modelType'];
   readonly config: PolicyConfig;
   readonly layout: Layout;
+  /** the LoRA adapter when training one (its buffer is the trainable one) */
+  readonly adapter?: LoraAdapter;
+  /** the tensors of the trainable buffer: the adapter's with LoRA, else the model's */
+  readonly trainableLayout: Layout;
   optimizer: AdamWHyper;
+  /** the model's weights (frozen with LoRA) */
   params: Float32Array;
   readonly grads: Float32Array;
   m: Float32Array;
@@ -80,6 +98,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
   step = 0;
   private readonly mm: MatmulFn;
   private readonly chunk?: number;
+  private readonly baseModel?: string;
 
   constructor(
     readonly llama: LlamaConfig,
@@ -96,20 +115,49 @@ export class LlamaCpuPolicy implements PolicyEngine {
     this.config = llamaSummary(llama, opts.contextLength);
     this.optimizer = { ...defaultOptimizer, ...optimizer };
     this.params = new Float32Array(params);
-    this.grads = new Float32Array(this.layout.total);
-    this.m = new Float32Array(this.layout.total);
-    this.v = new Float32Array(this.layout.total);
+    if (opts.lora) {
+      const layout = loraLayout(llama, opts.lora.config);
+      const init = opts.lora.params
+        ? new Float32Array(opts.lora.params)
+        : loraInit(layout, opts.lora.seed ?? 0);
+      this.adapter = new LoraAdapter(llama, opts.lora.config, init);
+    }
+    this.trainableLayout = this.adapter ? this.adapter.layout : this.layout;
+    const n = this.trainableLayout.total;
+    this.grads = new Float32Array(n);
+    this.m = new Float32Array(n);
+    this.v = new Float32Array(n);
     this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
     this.chunk = opts.chunk;
+    this.baseModel = opts.baseModel;
   }
 
-  private forward(batch: Batch, extra: Pick<LlamaForwardOptions, 'topk'> = {}) {
+  private forward(batch: Batch, extra: Pick<LlamaForwardOptions, 'topk'> = {}, base = false) {
     checkBatch(this.config, batch);
     return llamaForwardCpu(this.llama, this.layout, this.params, batch, {
       mm: this.mm,
       chunk: this.chunk,
+      lora: base ? undefined : this.adapter,
       ...extra,
     });
+  }
+
+  /** The trainable buffer itself (not a copy): the adapter's with LoRA, else the model's parameters. */
+  get trainable(): Float32Array {
+    return this.adapter ? this.adapter.params : this.params;
+  }
+
+  /**
+   * Log-probs of the frozen base with the adapter disabled (PEFT's `disable_adapter()`): the reference policy
+   * of a LoRA run, from the same weights in memory. Without LoRA the base is being trained, so there is none.
+   */
+  async referenceLogProbs(batch: Batch): Promise<LogProbResult> {
+    if (!this.adapter)
+      throw new Error(
+        'referenceLogProbs: full fine-tuning changes the base; the reference needs its own copy',
+      );
+    const a = this.forward(batch, {}, true);
+    return { logProbs: a.logp, entropy: a.entropy };
   }
 
   async logProbs(batch: Batch): Promise<LogProbResult> {
@@ -132,6 +180,37 @@ export class LlamaCpuPolicy implements PolicyEngine {
     return { logProbs: a.logp, entropy: a.entropy, topk: a.topk ?? [] };
   }
 
+  /**
+   * The frozen base as a read-only PolicyEngine (its log-probs are `referenceLogProbs`): what a trainer takes
+   * as the reference policy of a LoRA run, with no second copy of the weights.
+   */
+  referencePolicy(): PolicyEngine {
+    if (!this.adapter) throw new Error('referencePolicy: only a LoRA run has the frozen base in memory');
+    const no = (what: string) => async (): Promise<never> => {
+      throw new Error(`the reference policy (the frozen base) does not ${what}`);
+    };
+    return {
+      backend: 'cpu',
+      config: this.config,
+      optimizer: this.optimizer,
+      logProbs: (batch) => this.referenceLogProbs(batch),
+      trainStep: no('train'),
+      accumulateGrads: no('train'),
+      optimizerStep: no('train'),
+      getOptimizerState: no('have an optimizer'),
+      setOptimizerState: no('have an optimizer'),
+      sample: no('sample'),
+      getParams: no('export weights'),
+      setParams: no('take weights'),
+      dispose: () => {},
+    };
+  }
+
+  /** With LoRA: the adapter as PEFT's folder (adapter_config.json, adapter_model.safetensors). */
+  exportFiles(): Record<string, Uint8Array | string> {
+    return this.adapter ? encodeAdapter(this.adapter, this.baseModel ?? null) : {};
+  }
+
   /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */
   computeGrads(batch: Batch, weights: Float32Array): AccumulateResult {
     return this.backward(batch, weights, false);
@@ -143,10 +222,13 @@ export class LlamaCpuPolicy implements PolicyEngine {
     const w =
       typeof weights === 'function' ? weights({ logProbs: acts.logp, entropy: acts.entropy }) : weights;
     if (typeof weights === 'function') checkWeights(w, batch.tokens.length);
-    llamaBackwardCpu(this.llama, this.layout, this.params, batch, acts, w, this.grads, {
+    const grads = this.adapter ? null : this.grads;
+    llamaBackwardCpu(this.llama, this.layout, this.params, batch, acts, w, grads, {
       mm: this.mm,
       chunk: this.chunk,
       accumulate,
+      lora: this.adapter,
+      loraGrads: this.adapter ? this.grads : undefined,
     });
     return { loss: weightedLoss(acts.logp, w), logProbs: acts.logp, entropy: acts.entropy };
   }
@@ -156,7 +238,10 @@ export class LlamaCpuPolicy implements PolicyEngine {
   }
 
   async optimizerStep(): Promise<OptimizerStepResult> {
-    return cpuOptimizerStep(this, this.layout.decayEnd, this.optimizer);
+    const slots = { params: this.trainable, grads: this.grads, m: this.m, v: this.v, step: this.step };
+    const r = cpuOptimizerStep(slots, this.trainableLayout.decayEnd, this.optimizer);
+    this.step = slots.step;
+    return r;
   }
 
   async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
@@ -171,7 +256,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    const s = checkedOptimizerState(state, this.layout.total);
+    const s = checkedOptimizerState(state, this.trainableLayout.total);
     this.m = s.m;
     this.v = s.v;
     this.step = s.step;
@@ -181,9 +266,12 @@ export class LlamaCpuPolicy implements PolicyEngine {
     const T = this.config.contextLength;
     checkSampleRequest(req, this.llama.vocabSize, T);
     // a snapshot, so a training step while this awaits does not change the weights under it
-    const flat = new Float32Array(this.params);
+    const flat = this.adapter ? this.params : new Float32Array(this.params);
+    const adapter = this.adapter
+      ? new LoraAdapter(this.llama, this.adapter.config, new Float32Array(this.adapter.params))
+      : undefined;
     const capacity = Math.min(T, req.promptIds.length + req.maxTokens);
-    const cache = new LlamaKvCache(this.llama, this.layout, flat, capacity, this.mm);
+    const cache = new LlamaKvCache(this.llama, this.layout, flat, capacity, this.mm, adapter);
     let logits: Float32Array = new Float32Array(0);
     return decodeLoop(
       req,
@@ -196,16 +284,19 @@ export class LlamaCpuPolicy implements PolicyEngine {
     );
   }
 
+  /** A copy of the trainable buffer (the adapter's with LoRA). */
   async getParams(): Promise<Float32Array> {
-    return new Float32Array(this.params);
+    return new Float32Array(this.trainable);
   }
 
+  /** Replaces the trainable buffer (the adapter's with LoRA) and resets the optimizer state. */
   async setParams(params: Float32Array): Promise<void> {
-    if (params.length !== this.layout.total)
-      throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
-    this.params = new Float32Array(params);
-    this.m = new Float32Array(this.layout.total);
-    this.v = new Float32Array(this.layout.total);
+    const n = this.trainableLayout.total;
+    if (params.length !== n) throw new Error(`setParams: got ${params.length} values, the layout needs ${n}`);
+    if (this.adapter) this.adapter.params = new Float32Array(params);
+    else this.params = new Float32Array(params);
+    this.m = new Float32Array(n);
+    this.v = new Float32Array(n);
     this.grads.fill(0);
     this.step = 0;
   }

@@ -3,7 +3,7 @@
  * training steps) call. Both backends, WebGPU and the CPU reference, implement it identically.
  */
 import type { AdamWHyper } from '../cpu/adamw';
-import type { Batch, PolicyConfig } from '../model';
+import type { Batch, Layout, PolicyConfig } from '../model';
 
 export type { AdamWHyper, Batch, PolicyConfig };
 
@@ -92,5 +92,12 @@ export interface PolicyEngine {
   getParams(): Promise<Float32Array>;
   /** Replaces the parameters (and resets the optimizer state). */
   setParams(params: Float32Array): Promise<void>;
+  /**
+   * The tensors of the trainable buffer when they are not the GPT-2 layout of `config` (a Llama-family model,
+   * or its LoRA adapter): checkpoints are written and read with it.
+   */
+  readonly trainableLayout?: Layout;
+  /** Files a checkpoint also writes in an upstream format (a LoRA adapter as PEFT's folder), by file name. */
+  exportFiles?(): Record<string, Uint8Array | string>;
   dispose(): void;
 }

@@ -1,0 +1,143 @@
+/**
+ * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full]`: one
+ * training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
+ * alpha, all seven projections; the base frozen) and with full fine-tuning. A SHAPE (`smollm2-135m`,
+ * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
+ * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
+ * run. Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
+ * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), and
+ * the process's peak RSS after the step (ours; the peer's).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
+import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
+import { nodeFolderReader } from '../../src/engine/onnx/folder';
+import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
+
+const root = resolve(import.meta.dirname, '../..');
+const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
+
+interface PeerMode {
+  seconds: number;
+  tokens_per_s: number;
+  loss: number;
+  grad_norm: number;
+  trainable: number;
+  peak_rss_mb: number;
+}
+interface Peer {
+  peer: string;
+  ids: number[][];
+  modes: Record<string, PeerMode>;
+}
+
+const mib = (b: number) => (b / 2 ** 20).toFixed(1);
+
+export async function benchLlamaTrain(argv: string[]): Promise<number> {
+  let models: string[] = [];
+  let seq = 16;
+  let r = 16;
+  let alpha = 32;
+  let modes = ['lora', 'full'];
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === '--model') models = value.split(',');
+    else if (flag === '--seq') seq = Number(value);
+    else if (flag === '--r') r = Number(value);
+    else if (flag === '--alpha') alpha = Number(value);
+    else if (flag === '--modes') modes = value.split(',');
+    else throw new Error(`unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes)`);
+  }
+  if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
+  for (const m of modes)
+    if (m !== 'lora' && m !== 'full') throw new Error(`--modes: '${m}' is not lora or full`);
+  const lora = checkLoraConfig({ r, alpha, targetModules: [...LORA_TARGETS] });
+  const python = process.env.HARNESS_LAB_PEER_PYTHON ?? join(root, 'python/.venv-peer/bin/python');
+  for (const m of models) {
+    const isShape = SHAPES.includes(m);
+    let dir = m;
+    let tmp: string | null = null;
+    let peer: Peer | null = null;
+    if (isShape) {
+      if (!existsSync(python))
+        throw new Error(`--model ${m}: the peer Python (${python}) is missing; bash python/setup_peer.sh`);
+      tmp = mkdtempSync(join(tmpdir(), `bench-lora-${m}-`));
+      dir = tmp;
+      const args = [
+        join(root, 'python/bench_lora_peer.py'),
+        '--shape',
+        m,
+        '--out',
+        tmp,
+        '--seq',
+        String(seq),
+      ];
+      args.push('--r', String(r), '--alpha', String(alpha), '--modes', modes.join(','));
+      const p = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
+      if (p.status !== 0)
+        throw new Error(
+          `peer failed (exit ${p.status}): ${p.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+        );
+      peer = JSON.parse(p.stdout.trim().split('\n').pop() as string) as Peer;
+    } else if (!existsSync(m))
+      throw new Error(`--model ${m}: neither a shape (${SHAPES.join(', ')}) nor a folder`);
+    try {
+      const folder = await readLlamaFolder(await nodeFolderReader(dir));
+      const cfg = folder.config;
+      const ids = peer ? peer.ids[0] : Array.from({ length: seq }, (_, i) => (i * 7919) % cfg.vocabSize);
+      const batch = {
+        tokens: Uint32Array.from(ids),
+        mask: new Float32Array(ids.length).fill(1),
+        batchSize: 1,
+        seqLen: ids.length,
+      };
+      const weights = new Float32Array(ids.length).fill(1);
+      const label = isShape ? m : dir;
+      console.log(
+        `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, one step on ${ids.length} tokens`,
+      );
+      for (const mode of modes) {
+        const engine = new LlamaCpuPolicy(
+          cfg,
+          folder.params,
+          { lr: 1e-5, weightDecay: 0.01, beta2: 0.999 },
+          mode === 'lora' ? { lora: { config: lora, seed: 0 } } : {},
+        );
+        const t0 = performance.now();
+        const s = await engine.trainStep(batch, weights);
+        const sec = (performance.now() - t0) / 1000;
+        const rss = process.resourceUsage().maxRSS * 1024;
+        const mem = trainStepMemory(cfg, mode === 'lora' ? lora : null, ids.length, folder.layout.total);
+        const name = mode === 'lora' ? `LoRA r=${r} alpha=${alpha}` : 'full';
+        console.log(
+          `  ${name.padEnd(20)} ours (CPU, 1 thread): ${(ids.length / sec).toFixed(2)} tok/s (${sec.toFixed(1)} s), ` +
+            `trainable ${engine.trainableLayout.total}, loss ${s.loss.toFixed(4)}, |g| ${s.gradNorm.toExponential(3)}, peak RSS ${mib(rss)} MiB`,
+        );
+        console.log(
+          `  ${''.padEnd(20)} memory stated: weights ${mib(mem.weights)} + activations ${mib(mem.activations)} + adapter ${mib(mem.adapter)} + ` +
+            `grads ${mib(mem.grads)} + AdamW ${mib(mem.optimizer)} = ${mib(mem.total)} MiB`,
+        );
+        const pm = peer?.modes[mode];
+        if (pm)
+          console.log(
+            `  ${''.padEnd(20)} ${peer?.peer}: ${pm.tokens_per_s.toFixed(2)} tok/s (${pm.seconds.toFixed(2)} s), trainable ${pm.trainable}, ` +
+              `peak RSS ${pm.peak_rss_mb.toFixed(0)} MiB; ours / PyTorch ${(ids.length / sec / pm.tokens_per_s).toFixed(3)}; ` +
+              `|Δ loss| ${Math.abs(s.loss - pm.loss).toExponential(2)}, ` +
+              (mode === 'lora'
+                ? `grad norm ${pm.grad_norm.toExponential(3)} (A is drawn by another generator, so only the loss is the same)`
+                : `|Δ grad norm| / norm ${(Math.abs(s.gradNorm - pm.grad_norm) / pm.grad_norm).toExponential(2)}`),
+          );
+        engine.dispose();
+      }
+      console.log('  node+dawn: no WebGPU engine for this architecture yet (CPU engine only)');
+    } finally {
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  return 0;
+}
