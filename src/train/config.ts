@@ -453,7 +453,7 @@ export function checkConsistency(c: TrainConfig): void {
   if (c.lab.task_level !== null && !levels.includes(c.lab.task_level))
     throw new TrainConfigError(
       'lab.task_level',
-      `must be null or one of harness '${c.lab.harness}''s levels ${levels.join(', ')}, got ${c.lab.task_level}`,
+      `must be null or one of the levels of harness '${c.lab.harness}' (${levels.join(', ')}), got ${c.lab.task_level}`,
     );
   if (c.lab.train_tasks < c.data.train_batch_size)
     throw new TrainConfigError(

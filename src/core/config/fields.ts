@@ -117,7 +117,9 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     key: 'lab.harness',
     flag: 'harness',
     kind: 'enum',
-    default: 'instruction',
+    // the one default run of `lab train` and the page: the harness whose shipped SFT start RL measurably
+    // improves on a CPU in minutes (tests/unit/train/learning.test.ts); the multi-turn ones start at reward 0
+    default: 'instruction-short',
     choicesFrom: 'harness',
     label: 'Harness',
     help: 'the harness whose tasks are trained on',

@@ -24,12 +24,12 @@ export type TrainFormFields = { [K in `cfg.${string}`]: string };
 export const formKey = (path: string): `cfg.${string}` => `cfg.${path}`;
 
 /**
- * Where the tab starts (on top of the loop's upstream defaults): the harness on which RL visibly beats its SFT
- * start in minutes, from its shipped SFT checkpoint, WebGPU where a hardware adapter exists, and a checkpoint
- * after every step so an interrupted run resumes where it stopped.
+ * Where the tab starts (on top of the config table's defaults, whose harness and sizes are `lab train`'s too):
+ * from the harness's shipped SFT checkpoint, WebGPU where a hardware adapter exists, and a checkpoint after
+ * every step so an interrupted run resumes where it stopped.
  */
 export const TRAIN_TAB_PATCH: TrainConfigPatch = {
-  lab: { harness: 'instruction-short', backend: 'auto' },
+  lab: { backend: 'auto' },
   actor_rollout_ref: { model: { path: 'sft' } },
   trainer: { save_freq: 1 },
 };

@@ -106,3 +106,16 @@ describe('TrainConfig: one typed object, keys named after upstream keys', () => 
     expect(getPath(c, 'data.train_batch_size')).toBe(8);
   });
 });
+
+describe('lab.task_level', () => {
+  it("is null by default and must be one of the harness's levels", () => {
+    expect(resolveTrainConfig({}).lab.task_level).toBeNull();
+    expect(resolveTrainConfig({ lab: { harness: 'search', task_level: 3 } }).lab.task_level).toBe(3);
+    expect(() => resolveTrainConfig({ lab: { harness: 'search', task_level: 4 } })).toThrow(
+      "lab.task_level must be null or one of the levels of harness 'search' (1, 2, 3), got 4",
+    );
+    expect(() => resolveTrainConfig({ lab: { harness: 'instruction-short', task_level: 2 } })).toThrow(
+      "levels of harness 'instruction-short' (1)",
+    );
+  });
+});
