@@ -229,7 +229,7 @@ describe('difficulty levels', () => {
   });
 
   it('every harness documents its reward with an upstream analogue', () => {
-    for (const name of Object.keys(HARNESSES) as HarnessName[]) {
+    for (const name of HARNESSES.names() as HarnessName[]) {
       expect(getHarness(name).reward).toMatch(/verl|IFEval|Search-R1|PRIME/);
       expect(getHarness(name).levels.length).toBeGreaterThan(0);
     }
