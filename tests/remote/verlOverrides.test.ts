@@ -148,11 +148,12 @@ describe("the agl-verl trainer's launch", () => {
       train_rows: 12,
       val_rows: 4,
       first_train_row: {
-        harness: 'instruction',
+        // the template's harness defaults to the field table's run default
+        harness: 'instruction-short',
         split: 'train',
         seed: 0,
         index: 0,
-        data_id: 'instruction-train-s0-0',
+        data_id: 'instruction-short-train-s0-0',
       },
     });
     expect(got['trainer.default_local_dir']).toMatch(/\/harness-lab-checkpoints\/run-x$/);

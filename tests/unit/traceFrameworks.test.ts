@@ -9,9 +9,10 @@ import { toNemoGymLines } from '../tools/frameworkSamples';
 import { qwen3 as loadQwen3 } from './qwen3';
 
 let qwen3: ChatTokenizer;
+// the Qwen3 tokenizer (151k-token vocabulary) takes seconds to build on a loaded machine
 beforeAll(() => {
   qwen3 = loadQwen3();
-});
+}, 120_000);
 
 const root = join(import.meta.dirname, '..', '..');
 const sample = (name: string) => readFileSync(join(root, 'public', 'samples', `${name}.jsonl`), 'utf8');
