@@ -149,12 +149,18 @@ describe('Llama-family WebGPU engine on Dawn vs transformers 4.57.3 and the CPU 
         const cpu = new LlamaCpuPolicy(f.config, f.params);
         const promptIds = ref.sequences[1].ids;
         for (const temperature of [0, 0.8]) {
-          const req = { promptIds, temperature, topP: 1, maxTokens: 12, seed: 5 };
+          const req = { promptIds, temperature, topP: 1, maxTokens: 12, seed: 5, topK: 5 };
           const c = await cpu.sample(req);
           const g = await gpu.sample(req);
           expect(g.tokenIds).toEqual(c.tokenIds);
           expect(g.finishReason).toBe(c.finishReason);
           expect(maxAbs(g.logProbs, c.logProbs)).toBeLessThan(1e-4);
+          // each position's recorded top-5 alternatives agree too
+          expect(g.topK).toHaveLength(c.tokenIds.length);
+          g.topK!.forEach((a, i) => {
+            expect(a.ids).toEqual(c.topK![i].ids);
+            expect(maxAbs(a.logProbs, c.topK![i].logProbs)).toBeLessThan(1e-4);
+          });
         }
         // the sampled continuation's log-probs agree with a full forward over prompt + continuation
         const req = { promptIds, temperature: 0, topP: 1, maxTokens: 12, seed: 1 };
