@@ -20,6 +20,40 @@ export function checkSampleRequest(req: SampleRequest, vocabSize: number, contex
   if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1)
     throw new Error(`sample: maxTokens must be a positive integer, got ${req.maxTokens}`);
   if (!Number.isInteger(req.seed)) throw new Error(`sample: seed must be an integer, got ${req.seed}`);
+  if (req.topK !== undefined && !(Number.isInteger(req.topK) && req.topK >= 0 && req.topK <= vocabSize))
+    throw new Error(`sample: topK must be an integer in [0, ${vocabSize}], got ${req.topK}`);
+}
+
+/**
+ * The k most likely tokens of softmax(logits / temperature) (temperature 1 when 0, as pickToken's log-prob),
+ * most likely first (ties by id), with their log-probs: O(V·k), for the small k a trace records.
+ */
+export function topKLogProbs(
+  logits: Float32Array,
+  temperature: number,
+  k: number,
+): { ids: number[]; logProbs: number[] } {
+  const V = logits.length;
+  const t = temperature > 0 ? temperature : 1;
+  let mx = Number.NEGATIVE_INFINITY;
+  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v] / t);
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(logits[v] / t - mx);
+  const lse = mx + Math.log(sum);
+  const n = Math.min(k, V);
+  // the best n so far, kept sorted by insertion (only a strictly greater logit moves up: lower ids win ties)
+  const ids: number[] = [];
+  for (let v = 0; v < V; v++) {
+    if (ids.length < n) ids.push(v);
+    else if (logits[v] > logits[ids[n - 1]]) ids[n - 1] = v;
+    else continue;
+    for (let j = ids.length - 1; j > 0 && logits[ids[j]] > logits[ids[j - 1]]; j--) {
+      const s = ids[j];
+      ids[j] = ids[j - 1];
+      ids[j - 1] = s;
+    }
+  }
+  return { ids, logProbs: ids.map((id) => logits[id] / t - lse) };
 }
 
 /** Picks a token from `logits` with `rand` (uniform [0,1)). */

@@ -5,7 +5,7 @@
  */
 import { mulberry32 } from '../core/random';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
-import type { ChatMessage, ToolCall, ToolDefinition } from '../core/trace/types';
+import type { ChatMessage, TokenAlternatives, ToolCall, ToolDefinition } from '../core/trace/types';
 import { RetryWaits } from './client';
 import { abortReason, fetchTransport, type Transport, TransportError } from './http';
 import { ResponseError, validateChatResponse } from './openai';
@@ -29,6 +29,8 @@ export interface EngineOutput {
   text: string;
   tokenIds: Int32Array;
   logProbs: Float32Array;
+  /** the k most likely tokens at each response position, when the engine records them (the trace keeps them) */
+  topK?: TokenAlternatives;
   finishReason: 'stop' | 'length';
   /** the engine's own prompt ids, when it rendered the prompt itself (remote servers) */
   promptIds?: Int32Array;

@@ -4,6 +4,7 @@
  * records exactly those — the token-in/token-out contract a trainer needs.
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { TokenAlternatives } from '../core/trace/types';
 import type { PolicyEngine } from '../engine/policy/types';
 import { type ChatEngine, type EngineCall, type EngineOutput, endOfTurnId, hash32 } from './engines';
 
@@ -15,7 +16,12 @@ export interface PolicyChatEngineOptions {
   seed?: number;
   /** a label for traces (e.g. the checkpoint's name) */
   model?: string;
+  /** alternatives recorded per response token for the Trace view (TokenAlternatives); 0 records none */
+  topK?: number;
 }
+
+/** The alternatives per token our own policy records into traces unless told otherwise. */
+export const DEFAULT_TRACE_TOP_K = 5;
 
 export class PolicyChatEngine implements ChatEngine {
   readonly kind = 'policy';
@@ -51,6 +57,7 @@ export class PolicyChatEngine implements ChatEngine {
       maxTokens: Math.min(call.maxTokens, room),
       seed,
       stopIds: [this.eot],
+      topK: Math.min(this.opts.topK ?? DEFAULT_TRACE_TOP_K, this.policy.config.vocabSize),
     });
     const ids = out.tokenIds;
     const textIds = out.finishReason === 'stop' && ids[ids.length - 1] === this.eot ? ids.slice(0, -1) : ids;
@@ -58,7 +65,22 @@ export class PolicyChatEngine implements ChatEngine {
       text: textIds.length ? this.tok.decode(textIds) : '',
       tokenIds: Int32Array.from(ids),
       logProbs: Float32Array.from(out.logProbs),
+      ...(out.topK?.length ? { topK: flatAlternatives(out.topK) } : {}),
       finishReason: out.finishReason,
     };
   }
+}
+
+/** Per-token alternative lists (all of one length k) → the trace's flat, position-major form. */
+export function flatAlternatives(perToken: { ids: number[]; logProbs: number[] }[]): TokenAlternatives {
+  const k = perToken[0].ids.length;
+  const ids = new Int32Array(perToken.length * k);
+  const logProbs = new Float32Array(perToken.length * k);
+  perToken.forEach((a, i) => {
+    if (a.ids.length !== k || a.logProbs.length !== k)
+      throw new Error(`token ${i} has ${a.ids.length} alternatives, token 0 has ${k}`);
+    ids.set(a.ids, i * k);
+    logProbs.set(a.logProbs, i * k);
+  });
+  return { k, ids, logProbs };
 }

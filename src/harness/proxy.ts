@@ -429,6 +429,7 @@ export class LlmProxy {
     if (out.tokenIds.length > 0 || out.text === '') {
       call.responseTokenIds = out.tokenIds;
       call.responseLogProbs = out.logProbs;
+      if (out.topK && out.topK.ids.length === out.tokenIds.length * out.topK.k) call.responseTopK = out.topK;
     }
     const finishReason = out.finishReason === 'length' ? 'length' : toolCalls.length ? 'tool_calls' : 'stop';
     const message = {

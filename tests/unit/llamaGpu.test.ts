@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeGpuContext } from '../../src/cli/webgpuNode';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { type LlamaFolder, readLlamaFolder } from '../../src/engine/llama/hfFolder';
-import { llamaLayout } from '../../src/engine/llama/model';
+import { llamaForwardCpu, llamaLayout } from '../../src/engine/llama/model';
 import type { Batch } from '../../src/engine/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { createPolicyEngine } from '../../src/engine/policy';
@@ -149,12 +149,18 @@ describe('Llama-family WebGPU engine on Dawn vs transformers 4.57.3 and the CPU 
         const cpu = new LlamaCpuPolicy(f.config, f.params);
         const promptIds = ref.sequences[1].ids;
         for (const temperature of [0, 0.8]) {
-          const req = { promptIds, temperature, topP: 1, maxTokens: 12, seed: 5 };
+          const req = { promptIds, temperature, topP: 1, maxTokens: 12, seed: 5, topK: 5 };
           const c = await cpu.sample(req);
           const g = await gpu.sample(req);
           expect(g.tokenIds).toEqual(c.tokenIds);
           expect(g.finishReason).toBe(c.finishReason);
           expect(maxAbs(g.logProbs, c.logProbs)).toBeLessThan(1e-4);
+          // each position's recorded top-5 alternatives agree too
+          expect(g.topK).toHaveLength(c.tokenIds.length);
+          g.topK!.forEach((a, i) => {
+            expect(a.ids).toEqual(c.topK![i].ids);
+            expect(maxAbs(a.logProbs, c.topK![i].logProbs)).toBeLessThan(1e-4);
+          });
         }
         // the sampled continuation's log-probs agree with a full forward over prompt + continuation
         const req = { promptIds, temperature: 0, topP: 1, maxTokens: 12, seed: 1 };
@@ -179,6 +185,23 @@ describe('Llama-family WebGPU engine on Dawn vs transformers 4.57.3 and the CPU 
     expect(maxAbs(b.logProbs, (await cpu.logProbs(hot)).logProbs)).toBeLessThan(1e-4);
     cpu.computeGrads(hot, weights);
     expect(maxAbs(await gpu.computeGrads(hot, weights), cpu.grads)).toBeLessThan(1e-4);
+    gpu.dispose();
+  });
+
+  it('the residual stream after the embedding and after each layer equals the CPU engine’s', async () => {
+    const f = await folder('qwen2');
+    const { batch } = padded(reference('qwen2'));
+    const gpu = new LlamaGpuPolicy(ctx, f.config, f.params);
+    const res = await gpu.residuals(batch);
+    const cpu = llamaForwardCpu(f.config, llamaLayout(f.config), f.params, batch);
+    const want = [...cpu.layers.map((a) => a.x), cpu.xOut];
+    expect(res).toHaveLength(f.config.layers + 1);
+    res.forEach((r, l) => {
+      const scale = Math.max(...want[l].map(Math.abs));
+      expect(maxAbs(r, want[l])).toBeLessThan(1e-5 * scale);
+    });
+    // the layers change the stream, so equal arrays are not one buffer read twice
+    expect(maxAbs(res[0], res[f.config.layers])).toBeGreaterThan(1e-3);
     gpu.dispose();
   });
 

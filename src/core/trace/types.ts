@@ -70,6 +70,18 @@ export interface CallTimings {
 }
 
 /**
+ * The k most likely next tokens at each response position under the distribution the engine sampled from
+ * (softmax of the logits at the sampling temperature, before top-p truncation; temperature 1 when greedy) —
+ * the same distribution `responseLogProbs` are taken from. Flat, position-major: position i's alternatives are
+ * `ids[i·k .. i·k + k)` with their log-probs in descending order.
+ */
+export interface TokenAlternatives {
+  k: number;
+  ids: Int32Array;
+  logProbs: Float32Array;
+}
+
+/**
  * One recorded LLM request/response pair. Token ids and log-probs are present when the engine returned them
  * (vLLM `return_token_ids`, `logprobs`); `responseLogProbs[i]` is NaN where the engine gave no finite log-prob.
  */
@@ -86,6 +98,8 @@ export interface ModelCall {
    * such a list when truncation to max_response_length makes the two lengths agree.
    */
   mismatchedLogProbs?: Float32Array;
+  /** The engine's k most likely tokens at each response position (see TokenAlternatives), when it recorded them. */
+  responseTopK?: TokenAlternatives;
   /**
    * The trainer's own log-probs and entropies of the response ids (a training step's kept batch), aligned with
    * responseTokenIds; NaN where the trainer did not score a token (e.g. cut by max_response_length).

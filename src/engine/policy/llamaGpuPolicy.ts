@@ -64,6 +64,8 @@ interface Graph {
   v: GPUBuffer[];
   /** the last residual stream (B·T, C), before the final norm */
   out: GPUBuffer;
+  /** the residual stream (B·T, C) entering each layer, then after the last (L + 1 buffers; `out` is the last) */
+  res: GPUBuffer[];
   buffers: GPUBuffer[];
 }
 
@@ -451,6 +453,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       k: layers.map((a) => a.k),
       v: layers.map((a) => a.v),
       out: res[L],
+      res,
       buffers,
     };
   }
@@ -521,6 +524,23 @@ export class LlamaGpuPolicy implements PolicyEngine {
       const enc = this.ctx.device.createCommandEncoder();
       g.forward.encode(enc);
       return this.readStats(g, enc, batch);
+    });
+  }
+
+  /**
+   * The residual stream (B·T·C) after the embedding and after each layer (L + 1 arrays) of a forward pass: what
+   * a layer-by-layer comparison with the CPU engine (llamaForwardCpu's `layers[l].x` and `xOut`) reads.
+   */
+  residuals(batch: Batch): Promise<Float32Array[]> {
+    return this.exclusive(async () => {
+      const g = await this.prepare(batch);
+      const enc = this.ctx.device.createCommandEncoder();
+      g.forward.encode(enc);
+      this.ctx.device.queue.submit([enc.finish()]);
+      const n = batch.batchSize * batch.seqLen * this.llama.hidden;
+      const out: Float32Array[] = [];
+      for (const r of g.res) out.push(await this.ctx.readF32(r, n));
+      return out;
     });
   }
 

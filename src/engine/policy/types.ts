@@ -57,12 +57,19 @@ export interface SampleRequest {
   seed: number;
   /** Generation stops after emitting any of these ids (the stop id is included in tokenIds). */
   stopIds?: number[];
+  /** Also record the k most likely tokens of each sampled position's distribution (0 or absent: none). */
+  topK?: number;
 }
 
 export interface SampleResult {
   tokenIds: number[];
   /** log π(token) under softmax(logits / temperature) (temperature 1 when greedy), before top-p truncation. */
   logProbs: number[];
+  /**
+   * With `topK` > 0: per sampled token, the ids and log-probs of the k most likely tokens of the distribution it
+   * was drawn from (the one `logProbs` are taken from), most likely first.
+   */
+  topK?: { ids: number[]; logProbs: number[] }[];
   finishReason: 'stop' | 'length';
 }
 

@@ -8,7 +8,7 @@ import { fmt } from '../tokens/colorScale';
 import type { ColorBy } from '../tokens/quantities';
 import { TokenChips } from '../tokens/TokenChips';
 import { Message } from './Messages';
-import { batchTokenView, callTokenView } from './tokenView';
+import { alignsWithResponse, alternativeLines, batchTokenView, callTokenView } from './tokenView';
 
 /** Messages of call k that were not already in call k−1's request + response (the turn's new context). */
 function newMessageStart(calls: ModelCall[], k: number): number {
@@ -72,12 +72,13 @@ export function CallView(props: {
   const view = useMemo(() => {
     if (res && index) {
       const pos = callPositions(res.batch, index, rolloutIndex, callIndex);
-      if (pos.length > 0)
-        return {
-          v: batchTokenView(res, pos, props.tokenText, sign, props.trainer),
-          inBatch: true,
-          start: pos[0] - res.batch.offsets[row],
-        };
+      if (pos.length > 0) {
+        const v = batchTokenView(res, pos, props.tokenText, sign, props.trainer);
+        // the engine's alternatives belong to its response ids; shown where the batch tokens are exactly those
+        if (call.responseTopK && alignsWithResponse(call, v.ids))
+          v.alternatives = (i) => alternativeLines(call, i, props.tokenText);
+        return { v, inBatch: true, start: pos[0] - res.batch.offsets[row] };
+      }
     }
     return { v: callTokenView(call, props.tokenText), inBatch: false, start: 0 };
   }, [res, index, rolloutIndex, callIndex, call, props.tokenText, row, sign, props.trainer]);
@@ -109,6 +110,7 @@ export function CallView(props: {
           scale={scale}
           positionBase={view.start}
           chipClass={(i) => (view.inBatch && view.v.quantities[3]?.values[i] === 0 ? 'obs' : undefined)}
+          extra={view.v.alternatives}
           ariaLabel={`Tokens of call ${callIndex + 1}`}
           testId="call-tokens"
         />

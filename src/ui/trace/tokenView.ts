@@ -15,6 +15,32 @@ export interface TokenView {
   quantities: TokenQuantity[];
   /** which colourings have data here */
   available: Set<ColorBy>;
+  /** tooltip lines of chip i: the engine's top-k alternatives there, when the call recorded them */
+  alternatives?: (i: number) => string[];
+}
+
+/**
+ * Tooltip lines for response position i of a call with recorded alternatives: rank, token text, id and
+ * probability, most likely first.
+ */
+export function alternativeLines(call: ModelCall, i: number, tokenText: Map<number, string>): string[] {
+  const a = call.responseTopK;
+  if (!a || i < 0 || (i + 1) * a.k > a.ids.length) return [];
+  const lines = [`top-${a.k} (engine)`];
+  for (let j = 0; j < a.k; j++) {
+    const id = a.ids[i * a.k + j];
+    const p = Math.exp(a.logProbs[i * a.k + j]);
+    lines.push(`${j + 1}. ${JSON.stringify(tokenText.get(id) ?? `<${id}>`)} · id ${id} · p ${p.toFixed(4)}`);
+  }
+  return lines;
+}
+
+/** True when the batch tokens at `positions` are exactly the call's response ids, so position i is response token i. */
+export function alignsWithResponse(call: ModelCall, ids: Int32Array): boolean {
+  const r = call.responseTokenIds;
+  if (!r || r.length !== ids.length) return false;
+  for (let i = 0; i < r.length; i++) if (r[i] !== ids[i]) return false;
+  return true;
 }
 
 export function textsOf(ids: ArrayLike<number>, tokenText: Map<number, string>): string[] {
@@ -84,5 +110,6 @@ export function callTokenView(call: ModelCall, tokenText: Map<number, string>): 
     if (has(entropy)) available.add('entropy');
     if (has(gap)) available.add('gap');
   }
-  return { ids, texts: textsOf(ids, tokenText), quantities, available };
+  const alternatives = call.responseTopK ? (i: number) => alternativeLines(call, i, tokenText) : undefined;
+  return { ids, texts: textsOf(ids, tokenText), quantities, available, alternatives };
 }

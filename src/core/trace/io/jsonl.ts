@@ -3,7 +3,7 @@
  * integer arrays; log-probs are JSON numbers with `null` where a value is absent (NaN in the typed array).
  * Float32 log-probs are written as the exact double of the float32, so export → import is lossless.
  */
-import type { ModelCall, Rollout, RolloutGap } from '../types';
+import type { ModelCall, Rollout, RolloutGap, TokenAlternatives } from '../types';
 import {
   bump,
   checkCallTokens,
@@ -156,6 +156,12 @@ export function readCall(v: unknown, path: string, counters: ImportCounters, sla
       throw new RecordInvalid(mp, 'has as many values as response_token_ids; use response_log_probs');
     call.mismatchedLogProbs = lp.values;
   }
+  if (o.response_top_k !== undefined && o.response_top_k !== null)
+    call.responseTopK = readTopK(
+      o.response_top_k,
+      join(path, 'response_top_k'),
+      call.responseTokenIds?.length,
+    );
   for (const [key, field] of [
     ['trainer_log_probs', 'trainerLogProbs'],
     ['trainer_entropy', 'trainerEntropy'],
@@ -180,6 +186,49 @@ export function readCall(v: unknown, path: string, counters: ImportCounters, sla
   const err = readOptString(o.error, join(path, 'error'));
   if (err !== undefined) call.error = err;
   return call;
+}
+
+/** Largest k a trace may record per position (a tooltip's worth, not a distribution). */
+export const MAX_TOP_K = 64;
+
+/**
+ * `{ k, ids, log_probs }`: k alternatives per response token, flat and position-major, each position's log-probs
+ * finite, ≤ 0 (up to rounding) and in descending order.
+ */
+export function readTopK(v: unknown, path: string, nTokens: number | undefined): TokenAlternatives {
+  const o = readObject(v, path);
+  if (nTokens === undefined) throw new RecordInvalid(path, 'is present but response_token_ids is missing');
+  const k = o.k;
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP_K)
+    throw new RecordInvalid(
+      join(path, 'k'),
+      `must be an integer in [1, ${MAX_TOP_K}], got ${typeof k === 'number' ? k : describe(k)}`,
+    );
+  const ids = readTokenIds(o.ids, join(path, 'ids'));
+  const lp = readLogProbs(o.log_probs, join(path, 'log_probs')).values;
+  for (const [name, n] of [
+    ['ids', ids.length],
+    ['log_probs', lp.length],
+  ] as const)
+    if (n !== nTokens * k)
+      throw new RecordInvalid(
+        join(path, name),
+        `has ${n} values; k = ${k} alternatives for each of the ${nTokens} response tokens make ${nTokens * k}`,
+      );
+  for (let i = 0; i < lp.length; i++) {
+    const at = join(join(path, 'log_probs'), i);
+    if (!Number.isFinite(lp[i]) || lp[i] > 1e-6)
+      throw new RecordInvalid(
+        at,
+        `must be a finite log-prob ≤ 0, got ${Number.isNaN(lp[i]) ? 'a non-finite value' : lp[i]}`,
+      );
+    if (i % k > 0 && lp[i] > lp[i - 1])
+      throw new RecordInvalid(
+        at,
+        `is ${lp[i]}, above the previous alternative's ${lp[i - 1]}: a position's alternatives are in descending order`,
+      );
+  }
+  return { k, ids, logProbs: lp };
 }
 
 function idsToJson(a: Int32Array | undefined): number[] | undefined {
@@ -219,6 +268,13 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
       response_token_ids: idsToJson(c.responseTokenIds),
       response_log_probs: logProbsToJson(c.responseLogProbs),
       mismatched_log_probs: logProbsToJson(c.mismatchedLogProbs),
+      response_top_k: c.responseTopK
+        ? {
+            k: c.responseTopK.k,
+            ids: idsToJson(c.responseTopK.ids),
+            log_probs: Array.from(c.responseTopK.logProbs),
+          }
+        : undefined,
       trainer_log_probs: logProbsToJson(c.trainerLogProbs),
       trainer_entropy: logProbsToJson(c.trainerEntropy),
       engine: c.engine
