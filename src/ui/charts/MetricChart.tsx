@@ -1,12 +1,14 @@
 /**
  * One metric over training steps, for one run or several overlaid (the Train tab's dashboard and the Remote
  * tab's run view): each run's raw values as a thin line with a point per step, always drawn, and, with a
- * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour. Points are buttons when
+ * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour, on the value axis of axis.ts
+ * (true minus signs, a constant series flat in the middle). Points are buttons when
  * `onPoint` is given (the step's batch opens from them).
  */
 import { memo, useId, useMemo } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { fmt } from '../tokens/colorScale';
+import { valueAxis } from './axis';
 import { debiasedEma } from './ema';
 
 export interface MetricSeries {
@@ -61,6 +63,17 @@ export const MetricChart = memo(function MetricChart(props: {
 }) {
   const { series, smoothing, onPoint, metric, selectedStep } = props;
   const rows = useMemo(() => chartRows(series, smoothing), [series, smoothing]);
+  const axis = useMemo(
+    () =>
+      valueAxis(
+        rows.flatMap((r) =>
+          Object.entries(r)
+            .filter(([k]) => k !== 'step')
+            .map(([, v]) => v),
+        ),
+      ),
+    [rows],
+  );
   const titleId = useId();
   const points = series.reduce(
     (n, s) => n + s.points.filter((p) => typeof p.value === 'number' && Number.isFinite(p.value)).length,
@@ -74,6 +87,7 @@ export const MetricChart = memo(function MetricChart(props: {
       data-testid="metric-chart"
       data-metric={metric}
       data-points={points}
+      data-y-domain={axis ? axis.domain.join(' ') : undefined}
       aria-labelledby={titleId}
     >
       <figcaption id={titleId} title={metric}>
@@ -90,12 +104,20 @@ export const MetricChart = memo(function MetricChart(props: {
               allowDecimals={false}
               fontSize={10}
             />
-            <YAxis
-              fontSize={10}
-              width={56}
-              tickFormatter={(v: number) => fmt(v, 5)}
-              domain={['auto', 'auto']}
-            />
+            {axis ? (
+              <YAxis
+                fontSize={10}
+                width={axis.width}
+                type="number"
+                domain={axis.domain}
+                ticks={axis.ticks}
+                interval={0}
+                allowDataOverflow
+                tickFormatter={(v: number) => axis.labels[axis.ticks.indexOf(v)] ?? fmt(v, 5)}
+              />
+            ) : (
+              <YAxis fontSize={10} width={40} />
+            )}
             <Tooltip
               isAnimationActive={false}
               formatter={(v, key) => [fmt(Number(v), 6), names.get(String(key)) ?? String(key)]}
