@@ -3,13 +3,16 @@
  * tab's run view): each run's raw values as a thin line with a point per step, always drawn, and, with a
  * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour, on the value axis of axis.ts
  * (true minus signs, a constant series flat in the middle). Points are buttons when
- * `onPoint` is given (the step's batch opens from them).
+ * `onPoint` is given (the step's batch opens from them, by click, Enter or Space): one tab stop per chart (the
+ * selected step, else the first series' last point), the arrow keys, Home and End move it (pointNav.ts), and the
+ * focused point's run, step and value show in the caption.
  */
-import { memo, useId, useMemo } from 'react';
+import { memo, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { fmt } from '../tokens/colorScale';
 import { valueAxis } from './axis';
 import { debiasedEma } from './ema';
+import { initialPoint, nextPoint, type PointRef } from './pointNav';
 
 export interface MetricSeries {
   /** the run's id (keys the lines; given back to onPoint) */
@@ -74,6 +77,32 @@ export const MetricChart = memo(function MetricChart(props: {
       ),
     [rows],
   );
+  // the keyboard: one tab stop per chart (the selected step, else the first series' last), arrows move it
+  const seriesSteps = useMemo(
+    () => series.map((_, i) => rows.filter((r) => typeof r[rawKey(i)] === 'number').map((r) => r.step)),
+    [series, rows],
+  );
+  const [active, setActive] = useState<PointRef | null>(null);
+  const [focused, setFocused] = useState<PointRef | null>(null);
+  const selectedIndex = selectedStep ? series.findIndex((s) => s.id === selectedStep.runId) : -1;
+  const tabStop = initialPoint(
+    seriesSteps,
+    active ??
+      (selectedStep && selectedIndex >= 0 ? { series: selectedIndex, step: selectedStep.step } : null),
+  );
+  const figureRef = useRef<HTMLElement>(null);
+  const moveTo = useRef<PointRef | null>(null);
+  useEffect(() => {
+    const to = moveTo.current;
+    if (!to || !active || to.series !== active.series || to.step !== active.step) return;
+    moveTo.current = null;
+    figureRef.current
+      ?.querySelector<SVGElement>(
+        `[data-testid=chart-point][data-series="${to.series}"][data-step="${to.step}"]`,
+      )
+      ?.focus();
+  }, [active]);
+  const focusedValue = focused ? rows.find((r) => r.step === focused.step)?.[rawKey(focused.series)] : null;
   const titleId = useId();
   const points = series.reduce(
     (n, s) => n + s.points.filter((p) => typeof p.value === 'number' && Number.isFinite(p.value)).length,
@@ -83,6 +112,7 @@ export const MetricChart = memo(function MetricChart(props: {
   for (const [i, s] of series.entries()) names.set(emaKey(i), `${s.name} (smoothed)`);
   return (
     <figure
+      ref={figureRef}
       className="metric-chart"
       data-testid="metric-chart"
       data-metric={metric}
@@ -92,6 +122,11 @@ export const MetricChart = memo(function MetricChart(props: {
     >
       <figcaption id={titleId} title={metric}>
         {props.title ?? metric}
+        {focused && typeof focusedValue === 'number' && (
+          <output className="chart-readout" data-testid="chart-readout">
+            {series[focused.series]?.name}, step {focused.step}: {fmt(focusedValue, 6)}
+          </output>
+        )}
       </figcaption>
       <div className="chart" style={{ height: props.height ?? 130 }}>
         <ResponsiveContainer width="100%" height="100%">
@@ -148,11 +183,13 @@ export const MetricChart = memo(function MetricChart(props: {
                     strokeWidth: selected ? 2 : 1,
                     'data-testid': 'chart-point',
                     'data-run': s.id,
+                    'data-series': i,
                     'data-step': step,
                     'data-value': d.value,
                   };
                   if (!onPoint) return <circle key={key} className="chart-point" {...common} />;
                   const open = () => onPoint(s.id, step);
+                  const here = { series: i, step };
                   return (
                     // biome-ignore lint/a11y/useSemanticElements: a point of an SVG chart cannot be a <button>
                     <circle
@@ -160,11 +197,25 @@ export const MetricChart = memo(function MetricChart(props: {
                       className="chart-point clickable"
                       {...common}
                       role="button"
-                      tabIndex={-1}
+                      tabIndex={tabStop?.series === i && tabStop.step === step ? 0 : -1}
                       aria-label={`${s.name}, step ${step}: ${fmt(d.value, 6)}; open its batch`}
                       onClick={open}
+                      onFocus={() => {
+                        setActive(here);
+                        setFocused(here);
+                      }}
+                      onBlur={() => setFocused(null)}
                       onKeyDown={(e) => {
-                        if (e.key === 'Enter' || e.key === ' ') open();
+                        if (e.key === 'Enter' || e.key === ' ') {
+                          e.preventDefault();
+                          open();
+                          return;
+                        }
+                        const next = nextPoint(seriesSteps, here, e.key);
+                        if (!next) return;
+                        e.preventDefault();
+                        moveTo.current = next;
+                        setActive(next);
                       }}
                     />
                   );
