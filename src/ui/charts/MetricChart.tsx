@@ -7,7 +7,7 @@
  * selected step, else the first series' last point), the arrow keys, Home and End move it (pointNav.ts), and the
  * focused point's run, step and value show in the caption.
  */
-import { memo, useEffect, useId, useMemo, useRef, useState } from 'react';
+import { memo, useId, useMemo, useRef } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { fmt } from '../tokens/colorScale';
 import { valueAxis } from './axis';
@@ -82,27 +82,33 @@ export const MetricChart = memo(function MetricChart(props: {
     () => series.map((_, i) => rows.filter((r) => typeof r[rawKey(i)] === 'number').map((r) => r.step)),
     [series, rows],
   );
-  const [active, setActive] = useState<PointRef | null>(null);
-  const [focused, setFocused] = useState<PointRef | null>(null);
+  // focus moves and the caption's readout are done on the DOM, not through React state: a re-render of the chart
+  // redraws its points (recharts), which would take the focus away from the point being moved to
   const selectedIndex = selectedStep ? series.findIndex((s) => s.id === selectedStep.runId) : -1;
   const tabStop = initialPoint(
     seriesSteps,
-    active ??
-      (selectedStep && selectedIndex >= 0 ? { series: selectedIndex, step: selectedStep.step } : null),
+    selectedStep && selectedIndex >= 0 ? { series: selectedIndex, step: selectedStep.step } : null,
   );
   const figureRef = useRef<HTMLElement>(null);
-  const moveTo = useRef<PointRef | null>(null);
-  useEffect(() => {
-    const to = moveTo.current;
-    if (!to || !active || to.series !== active.series || to.step !== active.step) return;
-    moveTo.current = null;
-    figureRef.current
-      ?.querySelector<SVGElement>(
-        `[data-testid=chart-point][data-series="${to.series}"][data-step="${to.step}"]`,
-      )
-      ?.focus();
-  }, [active]);
-  const focusedValue = focused ? rows.find((r) => r.step === focused.step)?.[rawKey(focused.series)] : null;
+  const readoutRef = useRef<HTMLOutputElement>(null);
+  const pointEl = (p: PointRef) =>
+    figureRef.current?.querySelector<SVGElement>(
+      `[data-testid=chart-point][data-series="${p.series}"][data-step="${p.step}"]`,
+    ) ?? null;
+  /** the focused point becomes the chart's one tab stop and its value shows in the caption */
+  const showFocus = (el: Element, text: string) => {
+    for (const other of figureRef.current?.querySelectorAll('[data-testid=chart-point][tabindex="0"]') ?? [])
+      if (other !== el) other.setAttribute('tabindex', '-1');
+    el.setAttribute('tabindex', '0');
+    const out = readoutRef.current;
+    if (out) {
+      out.textContent = text;
+      out.hidden = false;
+    }
+  };
+  const hideReadout = () => {
+    if (readoutRef.current) readoutRef.current.hidden = true;
+  };
   const titleId = useId();
   const points = series.reduce(
     (n, s) => n + s.points.filter((p) => typeof p.value === 'number' && Number.isFinite(p.value)).length,
@@ -122,11 +128,7 @@ export const MetricChart = memo(function MetricChart(props: {
     >
       <figcaption id={titleId} title={metric}>
         {props.title ?? metric}
-        {focused && typeof focusedValue === 'number' && (
-          <output className="chart-readout" data-testid="chart-readout">
-            {series[focused.series]?.name}, step {focused.step}: {fmt(focusedValue, 6)}
-          </output>
-        )}
+        <output ref={readoutRef} className="chart-readout" data-testid="chart-readout" hidden />
       </figcaption>
       <div className="chart" style={{ height: props.height ?? 130 }}>
         <ResponsiveContainer width="100%" height="100%">
@@ -190,6 +192,7 @@ export const MetricChart = memo(function MetricChart(props: {
                   if (!onPoint) return <circle key={key} className="chart-point" {...common} />;
                   const open = () => onPoint(s.id, step);
                   const here = { series: i, step };
+                  const value = d.value;
                   return (
                     // biome-ignore lint/a11y/useSemanticElements: a point of an SVG chart cannot be a <button>
                     <circle
@@ -200,11 +203,8 @@ export const MetricChart = memo(function MetricChart(props: {
                       tabIndex={tabStop?.series === i && tabStop.step === step ? 0 : -1}
                       aria-label={`${s.name}, step ${step}: ${fmt(d.value, 6)}; open its batch`}
                       onClick={open}
-                      onFocus={() => {
-                        setActive(here);
-                        setFocused(here);
-                      }}
-                      onBlur={() => setFocused(null)}
+                      onFocus={(e) => showFocus(e.currentTarget, `${s.name}, step ${step}: ${fmt(value, 6)}`)}
+                      onBlur={hideReadout}
                       onKeyDown={(e) => {
                         if (e.key === 'Enter' || e.key === ' ') {
                           e.preventDefault();
@@ -214,8 +214,7 @@ export const MetricChart = memo(function MetricChart(props: {
                         const next = nextPoint(seriesSteps, here, e.key);
                         if (!next) return;
                         e.preventDefault();
-                        moveTo.current = next;
-                        setActive(next);
+                        pointEl(next)?.focus();
                       }}
                     />
                   );
