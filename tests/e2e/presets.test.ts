@@ -91,7 +91,10 @@ describe('a preset in the Train tab', () => {
     expect(Math.abs(await exponent('dr-grpo'))).toBeLessThan(0.05);
     // beside the charts: the preset's explanation and its measured robustness (not robust: said so)
     const notes = page.getByTestId('preset-notes');
-    expect(await notes.getByTestId('preset-explanation').textContent()).toBe(preset.explanation);
+    // (its markdown rendered: the `code` spans are code elements, their backticks gone)
+    const explanation = notes.getByTestId('preset-explanation');
+    expect(await explanation.textContent()).toBe(preset.explanation.replace(/`/g, ''));
+    expect(await explanation.locator('code').first().textContent()).toBe('seq-mean-token-mean');
     expect(await notes.getByTestId('preset-robustness').textContent()).toContain('NOT robust');
     expect(await page.getByTestId('preset-compare').locator('tbody tr').count()).toBe(preset.metrics.length);
     // the link still names the preset

@@ -125,8 +125,17 @@ describe('the Train tab in Chromium', () => {
     await screenshot(page, 'train-running');
     const runId = (await row.getAttribute('data-run')) as string;
 
-    // a point → that step's kept batch in the Trace view, with the trainer's log-probs
-    await chart(page, 'critic/score/mean').locator(`[data-testid=chart-point][data-step="2"]`).click();
+    // a point → that step's kept batch in the Trace view, with the trainer's log-probs; from the keyboard: the
+    // chart is one tab stop, Home / → move between its points, the caption shows the focused value, Enter opens
+    const score = chart(page, 'critic/score/mean');
+    expect(await score.locator('[data-testid=chart-point][tabindex="0"]').count()).toBe(1);
+    await score.locator('[data-testid=chart-point][tabindex="0"]').focus();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    const focusedStep = await page.evaluate(() => document.activeElement?.getAttribute('data-step'));
+    expect(focusedStep).toBe('2');
+    expect(await score.getByTestId('chart-readout').textContent()).toMatch(/step 2: /);
+    await page.keyboard.press('Enter');
     await expect
       .poll(() => page.getByRole('tab', { name: 'Trace' }).getAttribute('aria-selected'), { timeout: 30_000 })
       .toBe('true');

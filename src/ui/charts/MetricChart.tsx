@@ -1,13 +1,18 @@
 /**
  * One metric over training steps, for one run or several overlaid (the Train tab's dashboard and the Remote
  * tab's run view): each run's raw values as a thin line with a point per step, always drawn, and, with a
- * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour. Points are buttons when
- * `onPoint` is given (the step's batch opens from them).
+ * smoothing weight > 0, its debiased EMA (ema.ts) as a bold line in the same colour, on the value axis of axis.ts
+ * (true minus signs, a constant series flat in the middle). Points are buttons when
+ * `onPoint` is given (the step's batch opens from them, by click, Enter or Space): one tab stop per chart (the
+ * selected step, else the first series' last point), the arrow keys, Home and End move it (pointNav.ts), and the
+ * focused point's run, step and value show in the caption.
  */
-import { memo, useId, useMemo } from 'react';
+import { memo, useId, useMemo, useRef } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { fmt } from '../tokens/colorScale';
+import { valueAxis } from './axis';
 import { debiasedEma } from './ema';
+import { initialPoint, nextPoint, type PointRef } from './pointNav';
 
 export interface MetricSeries {
   /** the run's id (keys the lines; given back to onPoint) */
@@ -61,6 +66,49 @@ export const MetricChart = memo(function MetricChart(props: {
 }) {
   const { series, smoothing, onPoint, metric, selectedStep } = props;
   const rows = useMemo(() => chartRows(series, smoothing), [series, smoothing]);
+  const axis = useMemo(
+    () =>
+      valueAxis(
+        rows.flatMap((r) =>
+          Object.entries(r)
+            .filter(([k]) => k !== 'step')
+            .map(([, v]) => v),
+        ),
+      ),
+    [rows],
+  );
+  // the keyboard: one tab stop per chart (the selected step, else the first series' last), arrows move it
+  const seriesSteps = useMemo(
+    () => series.map((_, i) => rows.filter((r) => typeof r[rawKey(i)] === 'number').map((r) => r.step)),
+    [series, rows],
+  );
+  // focus moves and the caption's readout are done on the DOM, not through React state: a re-render of the chart
+  // redraws its points (recharts), which would take the focus away from the point being moved to
+  const selectedIndex = selectedStep ? series.findIndex((s) => s.id === selectedStep.runId) : -1;
+  const tabStop = initialPoint(
+    seriesSteps,
+    selectedStep && selectedIndex >= 0 ? { series: selectedIndex, step: selectedStep.step } : null,
+  );
+  const figureRef = useRef<HTMLElement>(null);
+  const readoutRef = useRef<HTMLOutputElement>(null);
+  const pointEl = (p: PointRef) =>
+    figureRef.current?.querySelector<SVGElement>(
+      `[data-testid=chart-point][data-series="${p.series}"][data-step="${p.step}"]`,
+    ) ?? null;
+  /** the focused point becomes the chart's one tab stop and its value shows in the caption */
+  const showFocus = (el: Element, text: string) => {
+    for (const other of figureRef.current?.querySelectorAll('[data-testid=chart-point][tabindex="0"]') ?? [])
+      if (other !== el) other.setAttribute('tabindex', '-1');
+    el.setAttribute('tabindex', '0');
+    const out = readoutRef.current;
+    if (out) {
+      out.textContent = text;
+      out.hidden = false;
+    }
+  };
+  const hideReadout = () => {
+    if (readoutRef.current) readoutRef.current.hidden = true;
+  };
   const titleId = useId();
   const points = series.reduce(
     (n, s) => n + s.points.filter((p) => typeof p.value === 'number' && Number.isFinite(p.value)).length,
@@ -70,14 +118,17 @@ export const MetricChart = memo(function MetricChart(props: {
   for (const [i, s] of series.entries()) names.set(emaKey(i), `${s.name} (smoothed)`);
   return (
     <figure
+      ref={figureRef}
       className="metric-chart"
       data-testid="metric-chart"
       data-metric={metric}
       data-points={points}
+      data-y-domain={axis ? axis.domain.join(' ') : undefined}
       aria-labelledby={titleId}
     >
       <figcaption id={titleId} title={metric}>
         {props.title ?? metric}
+        <output ref={readoutRef} className="chart-readout" data-testid="chart-readout" hidden />
       </figcaption>
       <div className="chart" style={{ height: props.height ?? 130 }}>
         <ResponsiveContainer width="100%" height="100%">
@@ -90,12 +141,20 @@ export const MetricChart = memo(function MetricChart(props: {
               allowDecimals={false}
               fontSize={10}
             />
-            <YAxis
-              fontSize={10}
-              width={56}
-              tickFormatter={(v: number) => fmt(v, 5)}
-              domain={['auto', 'auto']}
-            />
+            {axis ? (
+              <YAxis
+                fontSize={10}
+                width={axis.width}
+                type="number"
+                domain={axis.domain}
+                ticks={axis.ticks}
+                interval={0}
+                allowDataOverflow
+                tickFormatter={(v: number) => axis.labels[axis.ticks.indexOf(v)] ?? fmt(v, 5)}
+              />
+            ) : (
+              <YAxis fontSize={10} width={40} />
+            )}
             <Tooltip
               isAnimationActive={false}
               formatter={(v, key) => [fmt(Number(v), 6), names.get(String(key)) ?? String(key)]}
@@ -126,11 +185,14 @@ export const MetricChart = memo(function MetricChart(props: {
                     strokeWidth: selected ? 2 : 1,
                     'data-testid': 'chart-point',
                     'data-run': s.id,
+                    'data-series': i,
                     'data-step': step,
                     'data-value': d.value,
                   };
                   if (!onPoint) return <circle key={key} className="chart-point" {...common} />;
                   const open = () => onPoint(s.id, step);
+                  const here = { series: i, step };
+                  const value = d.value;
                   return (
                     // biome-ignore lint/a11y/useSemanticElements: a point of an SVG chart cannot be a <button>
                     <circle
@@ -138,11 +200,21 @@ export const MetricChart = memo(function MetricChart(props: {
                       className="chart-point clickable"
                       {...common}
                       role="button"
-                      tabIndex={-1}
+                      tabIndex={tabStop?.series === i && tabStop.step === step ? 0 : -1}
                       aria-label={`${s.name}, step ${step}: ${fmt(d.value, 6)}; open its batch`}
                       onClick={open}
+                      onFocus={(e) => showFocus(e.currentTarget, `${s.name}, step ${step}: ${fmt(value, 6)}`)}
+                      onBlur={hideReadout}
                       onKeyDown={(e) => {
-                        if (e.key === 'Enter' || e.key === ' ') open();
+                        if (e.key === 'Enter' || e.key === ' ') {
+                          e.preventDefault();
+                          open();
+                          return;
+                        }
+                        const next = nextPoint(seriesSteps, here, e.key);
+                        if (!next) return;
+                        e.preventDefault();
+                        pointEl(next)?.focus();
                       }}
                     />
                   );

@@ -1,12 +1,14 @@
 /**
  * The preset picker: lists the preset registry, shows the chosen preset's explanation, what to look for, the
- * source, what is not modelled yet and the measured robustness, and hands the variants' resolved configs to
+ * source, what is not modelled yet and the measured robustness (their inline markdown rendered: code, strong,
+ * emphasis, links; inlineMarkdown.ts), and hands the variants' resolved configs to
  * the host (`onRun`), which runs and overlays them. Presentational: the host owns the selection (and the
  * link, presetUrl.ts) and the runs.
  */
-import { useMemo } from 'react';
+import { Fragment, useMemo } from 'react';
 import type { TrainConfig, TrainConfigPatch } from '../../train/config';
 import { listPresets, presetConfigs, type TrainPreset } from '../../train/presets';
+import { type InlineSpan, parseInline } from './inlineMarkdown';
 
 export interface PresetPickerProps {
   /** the chosen preset's slug, or null */
@@ -22,28 +24,65 @@ export interface PresetPickerProps {
   busy?: boolean;
 }
 
+function Spans({ spans }: { spans: readonly InlineSpan[] }) {
+  return spans.map((s, i) => {
+    const key = `${i}`;
+    switch (s.kind) {
+      case 'text':
+        return <Fragment key={key}>{s.text}</Fragment>;
+      case 'code':
+        return <code key={key}>{s.text}</code>;
+      case 'strong':
+        return (
+          <strong key={key}>
+            <Spans spans={s.children} />
+          </strong>
+        );
+      case 'em':
+        return (
+          <em key={key}>
+            <Spans spans={s.children} />
+          </em>
+        );
+      default:
+        return (
+          <a key={key} href={s.href} target="_blank" rel="noreferrer">
+            <Spans spans={s.children} />
+          </a>
+        );
+    }
+  });
+}
+
+/** A preset text's inline markdown (inlineMarkdown.ts) as elements. */
+function Markdown({ text }: { text: string }) {
+  return <Spans spans={parseInline(text)} />;
+}
+
 /** A preset's texts, in the order the picker and the dashboard's notes show them. */
 export function PresetText({ preset, testIds = false }: { preset: TrainPreset; testIds?: boolean }) {
   return (
     <>
-      <p data-testid={testIds ? 'preset-explanation' : undefined}>{preset.explanation}</p>
+      <p data-testid={testIds ? 'preset-explanation' : undefined}>
+        <Markdown text={preset.explanation} />
+      </p>
       <p>
         <strong>Look for: </strong>
-        {preset.lookFor}
+        <Markdown text={preset.lookFor} />
       </p>
       <p className="preset-robustness" data-testid={testIds ? 'preset-robustness' : undefined}>
         <strong>How robust (measured): </strong>
-        {preset.robustness}
+        <Markdown text={preset.robustness} />
       </p>
       {preset.notModelled && (
         <p className="muted">
           <strong>Not modelled yet: </strong>
-          {preset.notModelled}
+          <Markdown text={preset.notModelled} />
         </p>
       )}
       <p className="muted">
         <strong>Source: </strong>
-        {preset.source}
+        <Markdown text={preset.source} />
       </p>
     </>
   );

@@ -1,13 +1,14 @@
 /**
- * The Train tab's runs: the list (each run's `run.json` in OPFS, so it survives a reload), each run's metrics
- * and step events, the one live run and its trainer worker (train.worker.ts; runs started while one trains
- * wait in a queue), the storage budget, and the actions (start, pause, resume, stop, resume an interrupted
- * run from its checkpoint, duplicate with one change, open a step's batch in the Trace and Advantages views,
- * export and import). The page thread only renders and writes small records; the worker trains.
+ * The Train tab's runs as the page shows them: the list (each run's `run.json` in OPFS, so it survives a
+ * reload), each run's metrics and step events, the one live run (runs started while one trains wait in a
+ * queue), the storage budget, and the actions (start, pause, resume, stop, resume an interrupted run from its
+ * checkpoint, duplicate with one change, open a step's batch in the Trace and Advantages views, export and
+ * import). Reading and writing the runs' files is runStorage.ts's, talking to the trainer worker
+ * trainWorkerClient.ts's; this store holds the state and decides what each worker message changes. The page
+ * thread only renders and writes small records; the worker trains.
  */
 import { create } from 'zustand';
 import { lossModeOf } from '../../core/config/fields';
-import { parseTraceText } from '../../core/trace/io';
 import type { Rollout } from '../../core/trace/types';
 import {
   CONFIG_FIELDS,
@@ -25,28 +26,28 @@ import { useRunSettings } from '../lab/runSettings';
 import { useView } from '../store';
 import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue } from './formConfig';
-import { type FromTrainWorker, parseFromTrainWorker, type ToTrainWorker } from './protocol';
-import { archivedPaths, makeRunArchive, readRunArchive } from './runArchive';
+import type { FromTrainWorker } from './protocol';
+import { makeRunArchive, readRunArchive } from './runArchive';
+import type { RunMeta, RunPreset, StepMetrics } from './runData';
+import { removeRun } from './runFiles';
 import {
-  mergeMetrics,
-  PRESET_METRICS_FILE,
-  parseEventsFile,
-  parseRunMeta,
-  type RunMeta,
-  type RunPreset,
-  readMetrics,
-  type StepMetrics,
-} from './runData';
-import {
-  listRunIds,
-  readRunText,
-  removeRun,
-  removeRunFile,
-  runFiles,
-  runStorage,
-  stepOfPath,
-  tracePath,
-} from './runFiles';
+  clearRunFiles,
+  message,
+  prune as pruneRuns,
+  readArchivedFiles,
+  readBudget,
+  readRunEvents,
+  readRunMetrics,
+  readRuns,
+  readStepBatch,
+  readStepBytes,
+  runBytes,
+  saveMeta,
+  settled,
+  writeBudget,
+  writeRunFiles,
+} from './runStorage';
+import { startTrainWorker, type TrainWorkerClient } from './trainWorkerClient';
 
 /**
  * The name of an A/B copy: the parent's, then its one change as `key=value` with the key's last segment
@@ -128,32 +129,7 @@ export const RUN_COLORS = [
   '#444',
 ];
 
-const BUDGET_KEY = 'harness-lab.train.budgetMb';
-const DEFAULT_BUDGET_MB = 256;
-
-function readBudget(): number {
-  try {
-    const v = Number(localStorage.getItem(BUDGET_KEY));
-    return Number.isFinite(v) && v > 0 ? v : DEFAULT_BUDGET_MB;
-  } catch {
-    return DEFAULT_BUDGET_MB;
-  }
-}
-
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-let worker: Worker | null = null;
-const writes = new Map<string, Promise<void>>();
-
-/** Writes run.json after the run's earlier writes (one chain per run). */
-function saveMeta(meta: RunMeta): Promise<void> {
-  const prev = writes.get(meta.id) ?? Promise.resolve();
-  const next = prev
-    .catch(() => {})
-    .then(() => runStorage(meta.id).writeFile('run.json', `${JSON.stringify(meta, null, 2)}\n`));
-  writes.set(meta.id, next);
-  return next;
-}
+let worker: TrainWorkerClient | null = null;
 
 function newRunId(): string {
   const rand = Math.floor(Math.random() * 36 ** 4)
@@ -206,53 +182,19 @@ export const useTrain = create<TrainState>((set, get) => {
   };
 
   async function loadMetrics(id: string): Promise<void> {
-    const text = await readRunText(id, 'metrics.jsonl');
-    const presetText = await readRunText(id, PRESET_METRICS_FILE);
-    set({
-      metrics: {
-        ...get().metrics,
-        [id]: mergeMetrics(text ? readMetrics(text) : [], presetText ? readMetrics(presetText) : []),
-      },
-    });
+    const list = await readRunMetrics(id);
+    set({ metrics: { ...get().metrics, [id]: list } });
   }
 
   async function measure(id: string): Promise<number> {
-    const bytes = (await runFiles(id)).reduce((n, f) => n + f.size, 0);
+    const bytes = await runBytes(id);
     set({ usage: { ...get().usage, [id]: bytes } });
     return bytes;
   }
 
-  /**
-   * Keeps the runs within the budget: removes older checkpoints (never a run's latest, which it resumes from),
-   * then kept step traces, oldest first across runs (never the live run's newest step).
-   */
+  /** Keeps the runs within the budget (runStorage.prune) and counts what it removed per run. */
   async function prune(): Promise<void> {
-    const budget = get().budgetMb * 1024 * 1024;
-    const all: { id: string; path: string; size: number; step: number; kind: 0 | 1; at: number }[] = [];
-    let total = 0;
-    for (const r of get().runs) {
-      const files = await runFiles(r.id);
-      const latest = (await readRunText(r.id, 'checkpoints/latest'))?.trim() ?? null;
-      for (const f of files) {
-        total += f.size;
-        const step = stepOfPath(f.path);
-        if (step === null) continue;
-        const liveNewest = get().live?.id === r.id && step >= r.lastStep;
-        if (f.path.startsWith('checkpoints/') && f.path !== latest && !liveNewest)
-          all.push({ id: r.id, path: f.path, size: f.size, step, kind: 0, at: r.createdAt });
-        else if (f.path.startsWith('traces/') && !liveNewest)
-          all.push({ id: r.id, path: f.path, size: f.size, step, kind: 1, at: r.createdAt });
-      }
-    }
-    if (total <= budget) return;
-    all.sort((a, b) => a.kind - b.kind || a.step - b.step || a.at - b.at);
-    const removed = new Map<string, number>();
-    for (const f of all) {
-      if (total <= budget) break;
-      await removeRunFile(f.id, f.path);
-      total -= f.size;
-      removed.set(f.id, (removed.get(f.id) ?? 0) + 1);
-    }
+    const removed = await pruneRuns(get().runs, get().live?.id ?? null, get().budgetMb);
     for (const [id, n] of removed) {
       const m = meta(id);
       if (m) update(id, { pruned: m.pruned + n });
@@ -260,14 +202,7 @@ export const useTrain = create<TrainState>((set, get) => {
     }
   }
 
-  function onWorker(id: string, raw: unknown): void {
-    let m: FromTrainWorker;
-    try {
-      m = parseFromTrainWorker(raw);
-    } catch (e) {
-      fail(id, `the trainer worker sent a bad message: ${message(e)}`);
-      return;
-    }
+  function onWorker(id: string, m: FromTrainWorker): void {
     const live = get().live;
     if (!live || live.id !== id) return;
     if (m.type === 'ready') {
@@ -351,8 +286,6 @@ export const useTrain = create<TrainState>((set, get) => {
   function launch(id: string, resume: boolean): void {
     const m = meta(id);
     if (!m) return;
-    const w = new Worker(new URL('./train.worker.ts', import.meta.url), { type: 'module' });
-    worker = w;
     set({
       live: {
         id,
@@ -367,15 +300,11 @@ export const useTrain = create<TrainState>((set, get) => {
       set({ events: { ...get().events, [id]: [] } });
       void get().loadEvents(id);
     }
-    w.onmessage = (e) => onWorker(id, e.data);
-    w.onerror = (e) => {
-      e.preventDefault();
-      fail(id, `the trainer worker crashed: ${e.message || 'uncaught error'}`);
-    };
-    w.onmessageerror = () => fail(id, 'a message from the trainer worker could not be read');
     update(id, { status: 'running', error: null });
-    const msg: ToTrainWorker = { type: 'start', runId: id, config: m.config, resume, preset: m.preset };
-    w.postMessage(msg);
+    worker = startTrainWorker(
+      { type: 'start', runId: id, config: m.config, resume, preset: m.preset },
+      { message: (msg) => onWorker(id, msg), fail: (error) => fail(id, error) },
+    );
   }
 
   /** Starts the oldest queued run when none is live. */
@@ -400,26 +329,7 @@ export const useTrain = create<TrainState>((set, get) => {
     batchError: null,
 
     async refresh() {
-      const runs: RunMeta[] = [];
-      const problems: string[] = [];
-      for (const id of await listRunIds()) {
-        const text = await readRunText(id, 'run.json');
-        if (!text) continue; // a folder another part of the page made (the loop's tests) is not a run
-        try {
-          const m = parseRunMeta(JSON.parse(text), `runs/${id}/run.json`);
-          const live = get().live?.id === m.id;
-          // a run that was training when the page went away resumes from its checkpoint when asked
-          if (!live && (m.status === 'running' || m.status === 'paused' || m.status === 'queued')) {
-            m.status = 'interrupted';
-            m.error = m.error ?? 'the page was closed or reloaded while the run was training';
-            await saveMeta(m);
-          }
-          runs.push(m);
-        } catch (e) {
-          problems.push(message(e));
-        }
-      }
-      runs.sort((a, b) => a.createdAt - b.createdAt);
+      const { runs, problems } = await readRuns(get().live?.id ?? null);
       set({ runs, loaded: true, error: problems.length ? problems.join('; ') : null });
       await Promise.all(runs.map((r) => loadMetrics(r.id).catch((e) => problems.push(message(e)))));
       await Promise.all(runs.map((r) => measure(r.id)));
@@ -485,7 +395,7 @@ export const useTrain = create<TrainState>((set, get) => {
     pause() {
       const live = get().live;
       if (!live) return;
-      worker?.postMessage({ type: 'pause' } satisfies ToTrainWorker);
+      worker?.post({ type: 'pause' });
       set({ live: { ...live, pauseRequested: true } });
       update(live.id, { status: 'paused' });
     },
@@ -493,14 +403,14 @@ export const useTrain = create<TrainState>((set, get) => {
     resume() {
       const live = get().live;
       if (!live) return;
-      worker?.postMessage({ type: 'resume' } satisfies ToTrainWorker);
+      worker?.post({ type: 'resume' });
       set({ live: { ...live, pauseRequested: false } });
       update(live.id, { status: 'running' });
     },
 
     stop() {
       const live = get().live;
-      if (live) worker?.postMessage({ type: 'stop' } satisfies ToTrainWorker);
+      if (live) worker?.post({ type: 'stop' });
       // queued runs are not started
       for (const r of get().runs) if (r.status === 'queued') update(r.id, { status: 'stopped' });
     },
@@ -514,7 +424,7 @@ export const useTrain = create<TrainState>((set, get) => {
       }
       if (m.checkpointStep === null) {
         // nothing to resume from: start over in the same folder
-        for (const f of await runFiles(id)) if (f.path !== 'run.json') await removeRunFile(id, f.path);
+        await clearRunFiles(id);
         set({ metrics: { ...get().metrics, [id]: [] }, events: { ...get().events, [id]: [] } });
         update(id, { lastStep: 0 });
         launch(id, false);
@@ -529,7 +439,7 @@ export const useTrain = create<TrainState>((set, get) => {
         set({ error: 'stop the run before deleting it' });
         return;
       }
-      await writes.get(id)?.catch(() => {});
+      await settled(id);
       await removeRun(id);
       const { [id]: _m, ...metrics } = get().metrics;
       const { [id]: _e, ...events } = get().events;
@@ -560,12 +470,7 @@ export const useTrain = create<TrainState>((set, get) => {
     },
 
     async loadEvents(id) {
-      const files = (await runFiles(id)).filter((f) => /^events\/step_\d+\.jsonl$/.test(f.path));
-      const out: TrainEvent[] = [];
-      for (const f of files) {
-        const text = await readRunText(id, f.path);
-        if (text) out.push(...parseEventsFile(text, `runs/${id}/${f.path}`));
-      }
+      const out = await readRunEvents(id);
       // events of the live run's current step are in memory only until the step ends
       const mem = get().events[id] ?? [];
       const have = new Set(out.map((e) => ('step' in e ? e.step : -1)));
@@ -576,13 +481,8 @@ export const useTrain = create<TrainState>((set, get) => {
     async loadBatch(id, step) {
       set({ batchError: null });
       try {
-        const text = await readRunText(id, tracePath(step));
-        if (text === null)
-          throw new Error(
-            `step ${step} has no kept trace (${(meta(id)?.pruned ?? 0) > 0 ? 'removed to stay within the storage budget, or ' : ''}not written yet)`,
-          );
-        const parsed = parseTraceText(text);
-        set({ batch: { runId: id, step, rollouts: parsed.rollouts } });
+        const rollouts = await readStepBatch(id, step, meta(id)?.pruned ?? 0);
+        set({ batch: { runId: id, step, rollouts } });
       } catch (e) {
         set({ batch: null, batchError: message(e) });
       }
@@ -593,7 +493,7 @@ export const useTrain = create<TrainState>((set, get) => {
       if (!m) return;
       set({ batchError: null });
       try {
-        const bytes = await runStorage(id).readFile(tracePath(step));
+        const bytes = await readStepBytes(id, step);
         if (!bytes)
           throw new Error(
             `step ${step} of ${m.name} has no kept trace (pruned by the storage budget, or not kept)`,
@@ -628,17 +528,7 @@ export const useTrain = create<TrainState>((set, get) => {
     },
 
     async exportRun(id) {
-      const files = await runFiles(id);
-      const latest = (await readRunText(id, 'checkpoints/latest'))?.trim() ?? null;
-      const out = new Map<string, Uint8Array>();
-      const storage = runStorage(id);
-      for (const p of archivedPaths(
-        files.map((f) => f.path),
-        latest,
-      )) {
-        const b = await storage.readFile(p);
-        if (b) out.set(p, b);
-      }
+      const out = await readArchivedFiles(id);
       return new Blob([makeRunArchive(out) as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
     },
 
@@ -646,8 +536,7 @@ export const useTrain = create<TrainState>((set, get) => {
       const bytes = new Uint8Array(await file.arrayBuffer());
       const { meta: m, files } = readRunArchive(bytes, name);
       const id = meta(m.id) ? newRunId() : m.id;
-      const storage = runStorage(id);
-      for (const [p, b] of files) if (p !== 'run.json') await storage.writeFile(p, b);
+      await writeRunFiles(id, files);
       const imported: RunMeta = {
         ...m,
         id,
@@ -665,11 +554,7 @@ export const useTrain = create<TrainState>((set, get) => {
 
     setBudget(mb) {
       if (!(mb > 0)) return;
-      try {
-        localStorage.setItem(BUDGET_KEY, String(mb));
-      } catch {
-        // private mode: the budget holds for this page only
-      }
+      writeBudget(mb);
       set({ budgetMb: mb });
       void prune().catch((e) => set({ error: `storage budget: ${message(e)}` }));
     },
