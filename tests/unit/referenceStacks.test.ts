@@ -19,7 +19,7 @@ import {
 } from '../../src/core/pipeline/trainer';
 import { microBatchGradient, ppoMiniBatches } from '../../src/core/pipeline/update';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
-import { diffWeights } from '../../src/core/weightDiff';
+import { diffAgainstStack, diffWeights, otherReferenceStack } from '../../src/core/weightDiff';
 
 /**
  * A multi-turn trace: each rollout is three model calls whose prompts extend the previous prompt + response +
@@ -412,5 +412,40 @@ describe('lab analyze flags for the verl 0.9.0 options', () => {
     ]);
     expect(trainerFlagsUsage()).toMatch(/--loss-agg-mode [^\]]*token-sum/);
     expect(trainerFlagsUsage()).toMatch(/--loss-mode [^\]]*dro/);
+  });
+});
+
+describe('the diff against the other reference stack (the Advantages view)', () => {
+  it('the other stack of each; refused with the option message when a setting does not exist there', () => {
+    expect(otherReferenceStack(V08)).toBe(V09);
+    expect(otherReferenceStack(V09)).toBe(V08);
+    const o = resolveTrainerOptions({
+      traceAggregatorLevel: 'trajectory',
+      referenceStack: V09,
+      lossAggMode: 'token-sum',
+      policyLossMode: 'vanilla',
+    });
+    const r = diffAgainstStack(rollouts, o, V08);
+    expect(r.diff).toBeNull();
+    expect(r.refused).toMatch(/token-sum exists only on reference stack verl-0\.9\.0/);
+  });
+
+  it('is diffWeights against the same settings on that stack, attributed to the REINFORCE++ change', () => {
+    const a = resolveTrainerOptions({
+      traceAggregatorLevel: 'trajectory',
+      advEstimator: 'reinforce_plus_plus',
+      enableRolloutLevelAdvantage: false,
+    });
+    const r = diffAgainstStack(rollouts, a, V09);
+    expect(r.refused).toBeNull();
+    const direct = diffWeights(rollouts, a, resolveTrainerOptions({ ...a, referenceStack: V09 }));
+    expect(r.diff).toEqual(direct);
+    expect(r.diff?.causes.map((c) => c.key)).toEqual(['lab.reference_stack']);
+    expect(r.diff?.causes[0].changes?.map((c) => c.id)).toEqual(['reinforce_returns_through_observations']);
+    expect(r.diff?.counts.rollouts).toBeGreaterThan(0);
+    for (const x of r.diff?.rollouts ?? []) expect(x.causes).toEqual(['lab.reference_stack']);
+    // largest first
+    const d = (r.diff?.calls ?? []).map((c) => Math.abs(c.delta));
+    expect(d).toEqual([...d].sort((x, y) => y - x));
   });
 });
