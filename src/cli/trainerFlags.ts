@@ -5,10 +5,12 @@
  * accept null. A flag of a run-only key is refused with what the analysis reads instead. Errors are UsageErrors
  * naming the flag and the upstream key.
  */
+import { listReferenceStacks } from '../core/algos/stacks';
 import { CONFIG_TABLE, configFieldByFlag, NULL_SPELLING } from '../core/config/fields';
 import {
   estimatorReads,
   type OptionSpec,
+  optionChoices,
   resolveTrainerOptions,
   TRAINER_OPTIONS,
   TrainerOptionError,
@@ -135,7 +137,16 @@ export function trainerFlagsUsage(): string {
   return TRAINER_OPTIONS.map((o) => {
     if (o.kind === 'bool') return `[--[no-]${o.flag}]`;
     if (o.kind === 'enum') {
-      const values = (o.choices?.() ?? []).filter((c) => !c.unavailable).map((c) => c.value);
+      // every stack's values (a value of another stack is refused naming it)
+      const values = [
+        ...new Set(
+          listReferenceStacks().flatMap((st) =>
+            optionChoices(o, st.name)
+              .filter((c) => !c.unavailable)
+              .map((c) => c.value),
+          ),
+        ),
+      ];
       return `[--${o.flag} ${[...values, ...(o.nullable ? [NULL_SPELLING] : [])].join('|')}]`;
     }
     return `[--${o.flag} ${o.kind.startsWith('nullable') || o.kind === 'spec' ? `VALUE|${NULL_SPELLING}` : 'N'}]`;

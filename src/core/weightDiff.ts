@@ -6,12 +6,18 @@
  * switch alone moves it. A change of `lab.reference_stack` is named by the stack's listed changes that apply to
  * these settings (algos/stacks.ts), each with the upstream change that made it.
  */
-import { getReferenceStack, type StackChange } from './algos/stacks';
+import {
+  getReferenceStack,
+  listReferenceStacks,
+  type ReferenceStackName,
+  type StackChange,
+} from './algos/stacks';
 import type { TrainingBatch } from './batch/types';
 import {
   resolveTrainerOptions,
   settingsOf,
   TRAINER_OPTIONS,
+  TrainerOptionError,
   type TrainerOptions,
   type TrainerSettings,
 } from './pipeline/options';
@@ -215,4 +221,35 @@ export function diffWeights(
     rollouts: byDelta(rolloutDiffs),
     counts: { tokens: nTokens, calls: calls.length, rollouts: rolloutDiffs.length },
   };
+}
+
+/** The other reference stack of a two-stack registry (what the page's diff compares with). */
+export function otherReferenceStack(stack: ReferenceStackName): ReferenceStackName {
+  const others = listReferenceStacks().filter((s) => s.name !== stack);
+  if (others.length !== 1)
+    throw new Error(
+      `otherReferenceStack: ${stack} has ${others.length} other stacks; name the one to compare with`,
+    );
+  return others[0].name;
+}
+
+/**
+ * The diff of options `a` against the same settings on reference stack `stack`; `refused` (with the option's
+ * message) when a setting of `a` does not exist on that stack (token-sum, dro on the default stack).
+ */
+export function diffAgainstStack(
+  rollouts: Rollout[],
+  a: TrainerOptions,
+  stack: ReferenceStackName,
+  extras: { tokenizer?: ChatTokenizer; limit?: number } = {},
+): { diff: WeightDiff; refused: null } | { diff: null; refused: string } {
+  getReferenceStack(stack);
+  let b: TrainerOptions;
+  try {
+    b = resolveTrainerOptions({ ...settingsOf(a), referenceStack: stack });
+  } catch (e) {
+    if (e instanceof TrainerOptionError) return { diff: null, refused: e.message };
+    throw e;
+  }
+  return { diff: diffWeights(rollouts, a, b, extras), refused: null };
 }

@@ -222,6 +222,26 @@ describe('the explorer reads right and looks right', () => {
     await page.close();
   });
 
+  it('compares with the other reference stack on request, and says why a setting cannot be compared', async () => {
+    const page = await open(browser, '#tab=advantages&stack=verl-0.9.0&adv=reinforce_plus_plus', errors);
+    const panel = page.getByTestId('stack-diff');
+    await expect.poll(() => panel.textContent()).toContain('verl 0.9.0');
+    await page.getByTestId('stack-diff-compute').click();
+    await expect
+      .poll(() => page.getByTestId('stack-diff-counts').textContent())
+      .toMatch(/\d+ rollouts, \d+ calls/);
+    expect(await panel.textContent()).toContain('lab.reference_stack');
+    // token-sum exists only on verl 0.9.0: the page keeps it there and says the other stack lacks it
+    await page.getByLabel('Policy loss', { exact: true }).selectOption('vanilla');
+    await page.getByLabel('Loss aggregation', { exact: true }).selectOption('token-sum');
+    await expect.poll(() => page.url()).toContain('agg=token-sum');
+    await page.getByTestId('stack-diff-compute').click();
+    await expect
+      .poll(() => page.getByTestId('stack-diff-message').textContent())
+      .toMatch(/token-sum exists only on reference stack verl-0\.9\.0/);
+    await page.close();
+  });
+
   it('says why every weight is 0 when each group’s rollouts got one reward', async () => {
     // every group of this sample succeeds twice: GRPO has nothing to prefer
     const page = await open(browser, '#tab=advantages&sample=search-scripted', errors);

@@ -1,18 +1,25 @@
 import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../src/cli/args';
+import { trainerFlags, trainerFlagsUsage } from '../../src/cli/trainerFlags';
 import { listAdvEstimators } from '../../src/core/algos/advantage';
 import { aggLoss } from '../../src/core/algos/aggLoss';
 import { UpstreamError } from '../../src/core/algos/numeric';
 import { getPolicyLoss } from '../../src/core/algos/policyLoss';
 import { getReferenceStack, listReferenceStacks } from '../../src/core/algos/stacks';
-import { resolveTrainerOptions, type TrainerOptionsInput } from '../../src/core/pipeline/options';
+import {
+  resolveTrainerOptions,
+  resolveTrainerOptionsLenient,
+  type TrainerOptionsInput,
+} from '../../src/core/pipeline/options';
 import {
   buildRows,
   computeTrainerAdvantages,
   computeTrainerView,
   prepareTrainerBatch,
 } from '../../src/core/pipeline/trainer';
+import { microBatchGradient, ppoMiniBatches } from '../../src/core/pipeline/update';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
-import { diffWeights } from '../../src/core/weightDiff';
+import { diffAgainstStack, diffWeights, otherReferenceStack } from '../../src/core/weightDiff';
 
 /**
  * A multi-turn trace: each rollout is three model calls whose prompts extend the previous prompt + response +
@@ -127,8 +134,12 @@ describe('reference stacks: verl 0.9.0 differs from Agent Lightning 1.0 + verl 0
         expect(differing(a.adv.advantages, b.adv.advantages), what).toEqual([]);
         expect(differing(a.adv.returns, b.adv.returns), what).toEqual([]);
         expect(differing(a.adv.rolloutIsWeights ?? [], b.adv.rolloutIsWeights ?? []), what).toEqual([]);
-        for (let k = 0; k < a.view.modes.length; k++)
-          expect(differing(a.view.modes[k].weights, b.view.modes[k].weights), what).toEqual([]);
+        // the 0.8.0 modes (0.9.0 lists token-sum beside them)
+        for (const m of a.view.modes) {
+          const other = b.view.modes.find((x) => x.name === m.name);
+          expect(other, `${what} ${m.name}`).toBeDefined();
+          expect(differing(m.weights, other?.weights ?? []), `${what} ${m.name}`).toEqual([]);
+        }
       }
     }
   });
@@ -280,5 +291,161 @@ describe('weight differences between two stacks or settings on one trace', () =>
     expect(d.counts.tokens).toBeGreaterThan(0);
     for (const t of d.tokens ?? [])
       expect(t.causes.sort()).toEqual(['actor_rollout_ref.actor.loss_agg_mode', 'lab.reference_stack']);
+  });
+});
+
+describe("verl 0.9.0's token-sum and dro as analysis options", () => {
+  it('the default stack refuses them, naming the stack that has them; dro needs policy_loss.dro_beta', () => {
+    expect(() => resolveTrainerOptions({ lossAggMode: 'token-sum' })).toThrow(
+      /loss_agg_mode \(--loss-agg-mode\): token-sum exists only on reference stack verl-0\.9\.0; lab\.reference_stack \(--reference-stack\) is agentlightning-1\.0\+verl-0\.8\.0/,
+    );
+    expect(() => resolveTrainerOptions({ policyLossMode: 'dro', droBeta: 0.1 })).toThrow(
+      /policy_loss\.loss_mode \(--loss-mode\): dro exists only on reference stack verl-0\.9\.0/,
+    );
+    expect(() => resolveTrainerOptions({ policyLossMode: 'dro', referenceStack: V09 })).toThrow(
+      /policy_loss\.dro_beta \(--dro-beta\): must be a positive value when policy_loss\.loss_mode is dro/,
+    );
+    expect(() => resolveTrainerOptions({ droBeta: 0, referenceStack: V09 })).toThrow(/dro_beta.*must be > 0/);
+    const o = resolveTrainerOptions({
+      policyLossMode: 'dro',
+      droBeta: 0.2,
+      lossAggMode: 'token-sum',
+      referenceStack: V09,
+    });
+    expect([o.policyLossMode, o.lossAggMode, o.lossMode, o.droBeta]).toEqual([
+      'dro',
+      'token-sum',
+      'token-sum',
+      0.2,
+    ]);
+  });
+
+  it('a link with a value its stack lacks falls back to the default, saying why', () => {
+    const r = resolveTrainerOptionsLenient({ lossAggMode: 'token-sum', policyLossMode: 'dro' });
+    expect(r.options.lossAggMode).toBe('token-mean');
+    expect(r.options.policyLossMode).toBe('per_rollout_mean');
+    expect(r.replaced.map((x) => x.name).sort()).toEqual(['lossAggMode', 'policyLossMode']);
+    expect(r.replaced[0].reason).toMatch(/exists only on reference stack verl-0\.9\.0/);
+    const kept = resolveTrainerOptionsLenient({ lossAggMode: 'token-sum', referenceStack: V09 });
+    expect(kept.replaced).toEqual([]);
+    expect(kept.options.lossAggMode).toBe('token-sum');
+  });
+
+  it('token-sum weights a token by its advantage alone (dp = 1); the stack lists it beside the four', () => {
+    const { view } = run(V09, { policyLossMode: 'vanilla', lossAggMode: 'token-sum' });
+    expect(view.selected.name).toBe('token-sum');
+    expect(view.modes.map((m) => m.name)).toContain('token-sum');
+    expect(run(V08, {}).view.modes.map((m) => m.name)).not.toContain('token-sum');
+    let valid = 0;
+    for (let t = 0; t < view.selected.weights.length; t++) {
+      const isw = view.rolloutIsWeights ? view.rolloutIsWeights[t] : 1;
+      // ∂ℓ/∂logπ at ratio 1 is −A·w_IS, and token-sum's c_r is dp = 1
+      const w = view.responseMask[t] ? -view.advantages[t] * isw : 0;
+      if (view.responseMask[t]) valid++;
+      expect(view.selected.weights[t], `token ${t}`).toBeCloseTo(w, 6);
+    }
+    expect(valid).toBeGreaterThan(0);
+    const mean = run(V09, { policyLossMode: 'vanilla', lossAggMode: 'token-mean' }).view.selected;
+    expect(differing(view.selected.weights, mean.weights).length).toBeGreaterThan(0);
+  });
+
+  it('dro: at logπ = logπ_old the weights are vanilla’s; once the policy moves, ∂L/∂logπ gains β·Δlogπ·c_r', () => {
+    const dro = run(V09, { policyLossMode: 'dro', droBeta: 0.5, lossAggMode: 'seq-mean-token-mean' });
+    const vanilla = run(V09, { policyLossMode: 'vanilla', lossAggMode: 'seq-mean-token-mean' });
+    expect(differing(dro.view.selected.weights, vanilla.view.selected.weights)).toEqual([]);
+    const plan = ppoMiniBatches(dro.tb, dro.adv)[0];
+    const old = dro.adv.oldLogProbs;
+    const off = dro.adv.rows.offsets;
+    const delta = (t: number) => 0.01 * ((t % 5) - 2);
+    const lp: number[] = [];
+    const oldOf: number[] = [];
+    for (const r of plan.rows)
+      for (let t = off[r]; t < off[r + 1]; t++) {
+        lp.push(Math.fround(old[t] + delta(t)));
+        oldOf.push(old[t]);
+      }
+    const logProbs = Float32Array.from(lp);
+    const gd = microBatchGradient(dro.tb, dro.adv, plan, plan.rows, logProbs);
+    const gv = microBatchGradient(vanilla.tb, vanilla.adv, plan, plan.rows, logProbs);
+    let moved = 0;
+    let k = 0;
+    for (const r of plan.rows) {
+      const n = off[r + 1] - off[r];
+      let valid = 0;
+      for (let t = off[r]; t < off[r + 1]; t++) valid += dro.adv.rows.mask[t];
+      for (let t = off[r]; t < off[r + 1]; t++, k++) {
+        if (!dro.adv.rows.mask[t]) {
+          expect(gd.grad[k]).toBe(0);
+          continue;
+        }
+        // seq-mean-token-mean: c_r = 1 / (valid tokens of the row · rows of the mini-batch)
+        const c = 1 / (valid * plan.rows.length);
+        const a = dro.adv.advantages[t];
+        const w = dro.adv.rolloutIsWeights ? dro.adv.rolloutIsWeights[t] : 1;
+        const lr = Math.fround(logProbs[k] - oldOf[k]);
+        expect(gd.grad[k]).toBeCloseTo((-a + 0.5 * lr) * w * c, 5);
+        if (Math.abs(gd.grad[k] - gv.grad[k]) > 1e-7) moved++;
+      }
+      expect(n).toBeGreaterThan(0);
+    }
+    expect(moved).toBeGreaterThan(0);
+  });
+});
+
+describe('lab analyze flags for the verl 0.9.0 options', () => {
+  it('--loss-agg-mode token-sum / --loss-mode dro --dro-beta are taken on --reference-stack verl-0.9.0 only', () => {
+    const { options } = trainerFlags({
+      'reference-stack': V09,
+      'loss-mode': 'dro',
+      'dro-beta': '0.3',
+      'loss-agg-mode': 'token-sum',
+    });
+    expect([options.policyLossMode, options.droBeta, options.lossMode]).toEqual(['dro', 0.3, 'token-sum']);
+    expect(() => trainerFlags({ 'loss-agg-mode': 'token-sum' })).toThrow(UsageError);
+    expect(() => trainerFlags({ 'loss-agg-mode': 'token-sum' })).toThrow(
+      /token-sum exists only on reference stack verl-0\.9\.0.*is agentlightning-1\.0\+verl-0\.8\.0/,
+    );
+    expect(() => trainerFlags({ 'reference-stack': V09, 'loss-mode': 'dro' })).toThrow(/--dro-beta/);
+    // β is read only under dro
+    expect(trainerFlags({ 'reference-stack': V09, 'dro-beta': '0.3' }).unread).toEqual([
+      expect.stringMatching(/--dro-beta sets actor_rollout_ref\.actor\.policy_loss\.dro_beta/),
+    ]);
+    expect(trainerFlagsUsage()).toMatch(/--loss-agg-mode [^\]]*token-sum/);
+    expect(trainerFlagsUsage()).toMatch(/--loss-mode [^\]]*dro/);
+  });
+});
+
+describe('the diff against the other reference stack (the Advantages view)', () => {
+  it('the other stack of each; refused with the option message when a setting does not exist there', () => {
+    expect(otherReferenceStack(V08)).toBe(V09);
+    expect(otherReferenceStack(V09)).toBe(V08);
+    const o = resolveTrainerOptions({
+      traceAggregatorLevel: 'trajectory',
+      referenceStack: V09,
+      lossAggMode: 'token-sum',
+      policyLossMode: 'vanilla',
+    });
+    const r = diffAgainstStack(rollouts, o, V08);
+    expect(r.diff).toBeNull();
+    expect(r.refused).toMatch(/token-sum exists only on reference stack verl-0\.9\.0/);
+  });
+
+  it('is diffWeights against the same settings on that stack, attributed to the REINFORCE++ change', () => {
+    const a = resolveTrainerOptions({
+      traceAggregatorLevel: 'trajectory',
+      advEstimator: 'reinforce_plus_plus',
+      enableRolloutLevelAdvantage: false,
+    });
+    const r = diffAgainstStack(rollouts, a, V09);
+    expect(r.refused).toBeNull();
+    const direct = diffWeights(rollouts, a, resolveTrainerOptions({ ...a, referenceStack: V09 }));
+    expect(r.diff).toEqual(direct);
+    expect(r.diff?.causes.map((c) => c.key)).toEqual(['lab.reference_stack']);
+    expect(r.diff?.causes[0].changes?.map((c) => c.id)).toEqual(['reinforce_returns_through_observations']);
+    expect(r.diff?.counts.rollouts).toBeGreaterThan(0);
+    for (const x of r.diff?.rollouts ?? []) expect(x.causes).toEqual(['lab.reference_stack']);
+    // largest first
+    const d = (r.diff?.calls ?? []).map((c) => Math.abs(c.delta));
+    expect(d).toEqual([...d].sort((x, y) => y - x));
   });
 });

@@ -57,6 +57,7 @@ const MANDATORY: Record<string, string> = {
 const NOT_IN_VERL_0_8: Record<string, string> = {
   'trainer.v1.sampler.max_off_policy_threshold': 'a verl 0.9 sampler key',
   'trainer.v1.sampler.max_off_policy_strategy': 'a verl 0.9 sampler key',
+  'actor_rollout_ref.actor.policy_loss.dro_beta': "verl 0.9.0's DRO policy loss (reference stack verl-0.9.0)",
 };
 
 const upstreamFields = CONFIG_TABLE.filter((f) => isUpstreamKey(f.key));

@@ -11,7 +11,7 @@ import { UpstreamError } from '../../core/algos/numeric';
 import { listReferenceStacks, type ReferenceStackName } from '../../core/algos/stacks';
 import { type Analysis, analyzeTrace, type Stats } from '../../core/analyze';
 import { formatNoRows, type NoRowsEntry, whyNoRows } from '../../core/pipeline/noRows';
-import { REFERENCE_STACK, resolveTrainerOptions, settingsOf } from '../../core/pipeline/options';
+import { REFERENCE_STACK, resolveTrainerOptions } from '../../core/pipeline/options';
 import {
   DEFAULT_WEIGHT_SIGN,
   getWeightSign,
@@ -24,7 +24,7 @@ import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError, textOnlyCalls, tokenizeTextOnly } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
-import { diffWeights, type WeightDiff } from '../../core/weightDiff';
+import { diffAgainstStack, type WeightDiff } from '../../core/weightDiff';
 import { type FlagSpec, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
 import { bundledTokenizers, loadTokenizer } from '../tokenizers';
@@ -322,14 +322,9 @@ export const command: Command = {
         );
       const a = resolveTrainerOptions(options);
       try {
-        diff = diffWeights(
-          trace.rollouts,
-          a,
-          resolveTrainerOptions({ ...settingsOf(a), referenceStack: other }),
-          {
-            tokenizer,
-          },
-        );
+        const d = diffAgainstStack(trace.rollouts, a, other, { tokenizer });
+        if (d.refused !== null) throw new UsageError(`--diff-reference ${other}: ${d.refused}`);
+        diff = d.diff;
       } catch (e) {
         if (e instanceof UpstreamError) {
           console.error(`lab analyze: ${label}: under ${other} the trainer raises ${e.kind}: ${e.message}`);

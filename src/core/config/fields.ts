@@ -16,10 +16,10 @@
  */
 
 import { listAdvEstimators, traceUnavailable } from '../algos/advantage';
-import { LOSS_AGG_MODES } from '../algos/aggLoss';
+import { allAggModes, LOSS_AGG_MODES, listAggModes } from '../algos/aggLoss';
 import { KL_PENALTIES } from '../algos/kl';
 import { listPolicyLosses } from '../algos/policyLoss';
-import { DEFAULT_REFERENCE_STACK, listReferenceStacks } from '../algos/stacks';
+import { DEFAULT_REFERENCE_STACK, listReferenceStacks, type ReferenceStackName } from '../algos/stacks';
 
 export type FieldKind = 'int' | 'float' | 'bool' | 'enum' | 'string' | 'list' | 'threshold';
 export type FieldScope = 'analysis' | 'run' | 'template';
@@ -61,6 +61,11 @@ export interface ConfigFieldDef {
   choices?: () => readonly FieldChoice[];
   /** enum / list choices from a registry above core */
   choicesFrom?: ExternalChoices;
+  /**
+   * analysis scope: the choices on a reference stack (`lab.reference_stack`); `choices` stays the default
+   * stack's (what the run and template scopes accept)
+   */
+  stackChoices?: (stack: ReferenceStackName) => readonly FieldChoice[];
   label: string;
   help: string;
   scopes: readonly FieldScope[];
@@ -600,8 +605,10 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     kind: 'enum',
     default: 'token-mean',
     choices: plain(LOSS_AGG_MODES),
+    stackChoices: (stack) =>
+      listAggModes(stack).map((m) => ({ value: m.name, label: m.name, title: m.label })),
     label: 'Loss aggregation',
-    help: 'how token losses become the scalar the actor minimises (policy_loss.loss_mode vanilla only)',
+    help: 'how token losses become the scalar the actor minimises (policy_loss.loss_mode vanilla or dro)',
     scopes: ART,
     option: 'lossAggMode',
     page: true,
@@ -613,6 +620,8 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     kind: 'enum',
     default: 'per_rollout_mean',
     choices: () => listPolicyLosses().map((p) => ({ value: p.name, label: `${p.name} — ${p.label}` })),
+    stackChoices: (stack) =>
+      listPolicyLosses(stack).map((p) => ({ value: p.name, label: `${p.name} — ${p.label}` })),
     label: 'Policy loss',
     help: 'per_rollout_mean divides advantages by the rollout’s trainable tokens × rows and ignores loss_agg_mode (Agent Lightning default)',
     scopes: ART,
@@ -1136,6 +1145,21 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     page: true,
     urlKey: 'stack',
   },
+  {
+    key: 'actor_rollout_ref.actor.policy_loss.dro_beta',
+    flag: 'dro-beta',
+    kind: 'float',
+    default: null,
+    nullable: true,
+    min: 0,
+    minExclusive: true,
+    label: 'DRO β',
+    help: "DRO's quadratic log-ratio penalty ½β(logπ − logπ_old)² (verl 0.9.0; required by policy_loss.loss_mode dro; no effect while logπ = logπ_old, so a recorded trace's first mini-batch weights equal vanilla's)",
+    scopes: A,
+    option: 'droBeta',
+    page: true,
+    urlKey: 'dro',
+  },
 ];
 
 const byKey = new Map<string, ConfigFieldDef>();
@@ -1193,17 +1217,26 @@ export function sampleLengths(s: {
   };
 }
 
+/** The policy losses that aggregate their token losses with `loss_agg_mode` (verl's agg_loss). */
+const AGGREGATING_POLICY_LOSSES: readonly string[] = ['vanilla', 'dro'];
+
+/** Whether a `policy_loss.loss_mode` reads `loss_agg_mode`. */
+export function readsLossAggMode(policyLossMode: string): boolean {
+  return AGGREGATING_POLICY_LOSSES.includes(policyLossMode);
+}
+
 /**
  * The loss-mode registry name (core/algos/lossModes.ts) the two upstream keys select: `policy_loss.loss_mode`
- * per_rollout_mean replaces the aggregation; vanilla aggregates with `loss_agg_mode`.
+ * per_rollout_mean replaces the aggregation; vanilla and dro aggregate with `loss_agg_mode` (their row
+ * coefficients are the aggregation's).
  */
 export function lossModeOf(lossAggMode: string, policyLossMode: string): string {
-  return policyLossMode === 'vanilla' ? lossAggMode : policyLossMode;
+  return readsLossAggMode(policyLossMode) ? lossAggMode : policyLossMode;
 }
 
 /** The inverse: the two upstream keys of a loss-mode registry name. */
 export function lossModeKeys(lossMode: string): { lossAggMode: string | null; policyLossMode: string } {
-  return (LOSS_AGG_MODES as readonly string[]).includes(lossMode)
+  return allAggModes().some((m) => m.name === lossMode)
     ? { lossAggMode: lossMode, policyLossMode: 'vanilla' }
     : { lossAggMode: null, policyLossMode: lossMode };
 }

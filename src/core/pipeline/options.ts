@@ -14,6 +14,7 @@ import type { FloatDType } from '../algos/numeric';
 import {
   DEFAULT_REFERENCE_STACK,
   getReferenceStack,
+  listReferenceStacks,
   type ReferenceStack,
   type ReferenceStackName,
 } from '../algos/stacks';
@@ -25,6 +26,7 @@ import {
   LEVEL_CHOICES,
   lossModeKeys,
   lossModeOf,
+  readsLossAggMode,
   sampleLengths,
   TOKEN_SOURCE_CHOICES,
 } from '../config/fields';
@@ -91,6 +93,8 @@ export interface TrainerSettings {
   rolloutRsThreshold: number | string | null;
   /** lab.reference_stack: whose semantics (Agent Lightning 1.0 + verl 0.8.0, or verl 0.9.0's algorithms) */
   referenceStack: ReferenceStackName;
+  /** actor_rollout_ref.actor.policy_loss.dro_beta (verl 0.9.0; policy_loss.loss_mode dro requires it) */
+  droBeta: number | null;
 }
 
 /** The settings resolved as upstream resolves them: what the pipeline computes with. */
@@ -233,6 +237,44 @@ export function getOptionSpec(name: keyof TrainerSettings): OptionSpec {
   return s;
 }
 
+/** An option's choices on a reference stack (the stack's own for the stack-dependent ones). */
+export function optionChoices(spec: OptionSpec, stack: ReferenceStackName): readonly OptionChoice[] {
+  return spec.field.stackChoices?.(stack) ?? spec.choices?.() ?? [];
+}
+
+/** The stacks whose choices of an option hold a value. */
+function stacksWith(spec: OptionSpec, value: unknown): ReferenceStackName[] {
+  return listReferenceStacks()
+    .filter((st) => optionChoices(spec, st.name).some((c) => c.value === value))
+    .map((st) => st.name);
+}
+
+/**
+ * What one option's check cannot see: a value another reference stack has (token-sum, dro on verl-0.9.0 only),
+ * and dro without its β. Throws TrainerOptionError naming the stack.
+ */
+function checkAcrossOptions(o: TrainerSettings): void {
+  for (const spec of TRAINER_OPTIONS) {
+    if (!spec.field.stackChoices) continue;
+    const v = o[spec.name];
+    if (optionChoices(spec, o.referenceStack).some((c) => c.value === v)) continue;
+    throw new TrainerOptionError(
+      spec,
+      `${String(v)} exists only on reference stack ${stacksWith(spec, v).join(', ')}; lab.reference_stack (--reference-stack) is ${o.referenceStack}, which has ${optionChoices(
+        spec,
+        o.referenceStack,
+      )
+        .map((c) => c.value)
+        .join(', ')}`,
+    );
+  }
+  if (o.policyLossMode === 'dro' && o.droBeta == null)
+    throw new TrainerOptionError(
+      getOptionSpec('droBeta'),
+      'must be a positive value when policy_loss.loss_mode is dro (verl 0.9.0 raises ValueError otherwise)',
+    );
+}
+
 /** Checks one value against its spec; returns it or throws. */
 function checkValue(spec: OptionSpec, v: unknown): unknown {
   const fail = (msg: string): never => {
@@ -242,7 +284,16 @@ function checkValue(spec: OptionSpec, v: unknown): unknown {
   switch (spec.kind) {
     case 'enum': {
       if (v === null && spec.nullable) return null;
-      const choices = spec.choices?.() ?? [];
+      // a stack-dependent option takes any stack's value here; checkAcrossOptions holds it to the chosen stack
+      const choices = spec.field.stackChoices
+        ? [
+            ...new Map(
+              listReferenceStacks().flatMap((st) =>
+                optionChoices(spec, st.name).map((c) => [c.value, c] as const),
+              ),
+            ).values(),
+          ]
+        : (spec.choices?.() ?? []);
       const c = choices.find((x) => x.value === v);
       if (!c)
         fail(
@@ -286,7 +337,9 @@ function shorthand(o: Record<string, unknown>, name: (typeof SHORTHANDS)[number]
           .join(', ')}), got ${JSON.stringify(v)}`,
       );
     const k = lossModeKeys(getLossMode(v).name);
-    o.policyLossMode = k.policyLossMode;
+    // an aggregation under dro stays dro's
+    if (!(k.lossAggMode !== null && readsLossAggMode(String(o.policyLossMode))))
+      o.policyLossMode = k.policyLossMode;
     if (k.lossAggMode !== null) o.lossAggMode = k.lossAggMode;
     return;
   }
@@ -331,6 +384,7 @@ export function resolveTrainerOptions(partial: TrainerOptionsInput = {}): Traine
   }
   const o = derive(out as unknown as TrainerSettings);
   getAdvEstimator(o.advEstimator);
+  checkAcrossOptions(o);
   return o;
 }
 
@@ -354,6 +408,20 @@ export function resolveTrainerOptionsLenient(partial: Partial<Record<keyof Train
       replaced.push({ name: spec.name, reason: (e as Error).message });
     }
   }
+  // what the chosen stack or dro's β refuses falls back too, one option at a time
+  for (let guard = 0; guard < TRAINER_OPTIONS.length; guard++) {
+    try {
+      checkAcrossOptions(out as unknown as TrainerSettings);
+      break;
+    } catch (e) {
+      if (!(e instanceof TrainerOptionError)) throw e;
+      const name = e.option.name;
+      // dro without β: the policy loss falls back (the β was never set)
+      const back = name === 'droBeta' ? 'policyLossMode' : name;
+      out[back] = DEFAULT_TRAINER_SETTINGS[back];
+      replaced.push({ name: back, reason: e.message });
+    }
+  }
   return { options: derive(out as unknown as TrainerSettings), replaced };
 }
 
@@ -366,6 +434,7 @@ export function estimatorReads(o: TrainerSettings, spec: OptionSpec): boolean {
   if (spec.name === 'dataMaxPromptLength') return !trajectory;
   if (spec.name === 'trajectoryMaxPromptLength' || spec.name === 'trajectoryMaxResponseLength')
     return trajectory;
-  if (spec.name === 'lossAggMode') return o.policyLossMode === 'vanilla';
+  if (spec.name === 'lossAggMode') return readsLossAggMode(o.policyLossMode);
+  if (spec.name === 'droBeta') return o.policyLossMode === 'dro';
   return true;
 }

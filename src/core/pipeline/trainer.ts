@@ -487,7 +487,7 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
   const advantages = scatter(tb, adv.advantages, (m) => new Float32Array(m));
   const normalized = scatter(tb, adv.normalizedAdvantages, (m) => new Float32Array(m));
   const nR = input.rollouts.length;
-  const modes: ModeView[] = listLossModes().map((mode) => {
+  const modes: ModeView[] = listLossModes(o.referenceStack).map((mode) => {
     const coefTrained = lossCoefficients(tb, adv, mode.name);
     const coef = new Float64Array(all.nRows);
     tb.sourceRow.forEach((r, i) => {

@@ -165,6 +165,10 @@ export function microBatchGradient(
     },
     {
       lossMode,
+      // dro aggregates like vanilla; its β acts once logπ moves away from logπ_old
+      policyLoss: o.policyLossMode === 'dro' ? 'dro' : 'vanilla',
+      droBeta: o.droBeta,
+      stack: o.referenceStack,
       clipRatio: o.clipRatio,
       clipRatioLow: o.clipRatioLow,
       clipRatioHigh: o.clipRatioHigh,

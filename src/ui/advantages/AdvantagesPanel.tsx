@@ -28,6 +28,7 @@ import { Controls } from './Controls';
 import { GroupChart, REINFORCED, SUPPRESSED } from './GroupChart';
 import { ModesTable } from './ModesTable';
 import { RowStrips } from './RowStrips';
+import { StackDiff } from './StackDiff';
 
 const BINS = 31;
 
@@ -296,6 +297,16 @@ export function AdvantagesPanel() {
                   sign={sign}
                 />
               )}
+            </section>
+            <section
+              className={stale ? 'card wide stale-dim' : 'card wide'}
+              aria-labelledby="stackdiff-title"
+            >
+              <div className="card-head">
+                <h2 id="stackdiff-title">Against the other reference stack</h2>
+                <span className="muted">largest per-rollout and per-call differences</span>
+              </div>
+              <StackDiff rollouts={rollouts} options={shownOpts} sign={sign} />
             </section>
             <section className={stale ? 'card wide stale-dim' : 'card wide'} aria-labelledby="modes-title">
               <div className="card-head">

@@ -10,6 +10,7 @@ import { getLossMode } from '../../core/algos/lossModes';
 import {
   estimatorReads,
   type OptionSpec,
+  optionChoices,
   TRAINER_OPTIONS,
   type TrainerOptions,
 } from '../../core/pipeline/options';
@@ -62,9 +63,9 @@ function formula(o: TrainerOptions, spec: OptionSpec): { tex: string; text: stri
   return undefined;
 }
 
-/** The control whose value names the loss mode in use: the aggregation under vanilla, else the policy loss. */
+/** The control whose value names the loss mode in use: the aggregation under vanilla / dro, else the policy loss. */
 function selectsLossMode(o: TrainerOptions): keyof TrainerOptions {
-  return o.policyLossMode === 'vanilla' ? 'lossAggMode' : 'policyLossMode';
+  return o.lossMode === o.lossAggMode ? 'lossAggMode' : 'policyLossMode';
 }
 
 /** One control per option the page offers, in core's order. */
@@ -78,7 +79,7 @@ export function controlSpecs(o: TrainerOptions): ControlSpec[] {
         kind: 'select',
         field: field as ControlSpec['field'] & keyof ViewState,
         label: spec.label,
-        options: (spec.choices?.() ?? []).map((c) => ({
+        options: optionChoices(spec, o.referenceStack).map((c) => ({
           value: c.value,
           label: c.unavailable ? `${c.label} (needs inputs a trace does not hold)` : c.label,
           title: c.unavailable ?? c.title,

@@ -1,0 +1,121 @@
+import { useState } from 'react';
+import { getReferenceStack } from '../../core/algos/stacks';
+import type { TrainerOptions } from '../../core/pipeline/options';
+import { signed, type WeightSign } from '../../core/pipeline/sign';
+import type { Rollout } from '../../core/trace/types';
+import { diffAgainstStack, otherReferenceStack, type WeightDiff } from '../../core/weightDiff';
+import { fmt } from '../tokens/colorScale';
+
+const SHOWN = 5;
+
+/**
+ * The same trace and settings on the other reference stack (core/weightDiff.ts, as `lab analyze
+ * --diff-reference`): the largest per-rollout and per-call weight differences, each with the setting and the
+ * listed upstream change that moves it. Computed on request (it runs the trainer once per changed setting).
+ */
+export function StackDiff({
+  rollouts,
+  options,
+  sign,
+}: {
+  rollouts: Rollout[];
+  options: TrainerOptions;
+  sign: WeightSign;
+}) {
+  const other = otherReferenceStack(options.referenceStack);
+  const key = JSON.stringify(options);
+  const [shown, setShown] = useState<{
+    key: string;
+    rollouts: Rollout[];
+    diff: WeightDiff | null;
+    message: string | null;
+  } | null>(null);
+  const current = shown && shown.key === key && shown.rollouts === rollouts ? shown : null;
+  const compute = () => {
+    try {
+      const r = diffAgainstStack(rollouts, options, other, { limit: SHOWN });
+      setShown({ key, rollouts, diff: r.diff, message: r.refused && `not comparable: ${r.refused}` });
+    } catch (e) {
+      setShown({ key, rollouts, diff: null, message: `the trainer fails: ${(e as Error).message}` });
+    }
+  };
+  const f = (v: number) => fmt(signed(v, sign));
+  const why = (k: string[]) => (k.length ? k.join(', ') : 'joint effect of the changed settings');
+  const d = current?.diff;
+  return (
+    <div data-testid="stack-diff">
+      <p className="muted">
+        {getReferenceStack(options.referenceStack).label} → {getReferenceStack(other).label}, same settings{' '}
+        <button type="button" onClick={compute} data-testid="stack-diff-compute">
+          {current ? 'Recompute' : 'Compare'}
+        </button>
+      </p>
+      {current?.message && (
+        <p className="muted" data-testid="stack-diff-message">
+          {current.message}
+        </p>
+      )}
+      {d && (
+        <>
+          <ul>
+            {d.causes.map((c) => (
+              <li key={c.key}>
+                {c.key}: {String(c.from)} → {String(c.to)}
+                {c.changes && c.changes.length === 0 && ' (no listed change applies to these settings)'}
+                {c.changes && c.changes.length > 0 && (
+                  <ul>
+                    {c.changes.map((x) => (
+                      <li key={x.id} title={x.madeBy}>
+                        {x.summary}
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </li>
+            ))}
+          </ul>
+          <p data-testid="stack-diff-counts">
+            {d.counts.rollouts} rollouts, {d.counts.calls} calls
+            {d.counts.tokens !== null && `, ${d.counts.tokens} tokens`} differ ({sign.short})
+          </p>
+          {d.rollouts.length > 0 && (
+            <table className="compact">
+              <thead>
+                <tr>
+                  <th>rollout</th>
+                  <th>call</th>
+                  <th>{d.a.lossMode}</th>
+                  <th>{d.b.lossMode}</th>
+                  <th>Δ</th>
+                  <th>caused by</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.rollouts.map((r) => (
+                  <tr key={`r-${r.rolloutId}`}>
+                    <td>{r.rolloutId}</td>
+                    <td>all</td>
+                    <td>{f(r.a)}</td>
+                    <td>{f(r.b)}</td>
+                    <td>{f(r.delta)}</td>
+                    <td>{why(r.causes)}</td>
+                  </tr>
+                ))}
+                {d.calls.map((c) => (
+                  <tr key={`c-${c.rolloutId}-${c.call}`}>
+                    <td>{c.rolloutId}</td>
+                    <td>{c.call}</td>
+                    <td>{f(c.a)}</td>
+                    <td>{f(c.b)}</td>
+                    <td>{f(c.delta)}</td>
+                    <td>{why(c.causes)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+    </div>
+  );
+}
