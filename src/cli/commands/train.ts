@@ -9,15 +9,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
-import {
-  checkLoraConfig,
-  type LoraConfig,
-  LoraConfigError,
-  parseTargetModules,
-} from '../../engine/llama/lora';
-import type { PolicyEngine } from '../../engine/policy';
-import { LlamaCpuPolicy } from '../../engine/policy/llamaCpuPolicy';
+import { broughtModel } from '../../train/broughtModel';
 import { decodeTrainCheckpoint, type TrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import {
   applyDotlist,
@@ -32,8 +24,13 @@ import {
   TrainConfigError,
 } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
-import { type LaunchedRun, launchRun, RunLaunchError, type RunPlatform } from '../../train/launch';
-import { hashSeed } from '../../train/rng';
+import {
+  type BroughtModel,
+  type LaunchedRun,
+  launchRun,
+  RunLaunchError,
+  type RunPlatform,
+} from '../../train/launch';
 import { rolloutChoiceLabel } from '../../train/rolloutEngines';
 import { nodeRolloutEnv } from '../../train/rolloutEnvNode';
 import { parseArgs, UsageError } from '../args';
@@ -143,82 +140,32 @@ function resumeFile(path: string): { file: string; bytes: Uint8Array } {
 }
 
 /**
- * The Llama-family policy of a Hugging Face folder for a run: LoRA when actor_rollout_ref.model.lora_rank > 0
- * (verl's keys; PEFT's init from the run seed), else full fine-tuning; a resumed checkpoint's trainable tensors
- * and optimizer state restored; the reference for a KL loss is the frozen base (LoRA) or a second copy (full).
+ * The brought model of a Hugging Face folder for a run (train/broughtModel.ts: LoRA or full fine-tuning on the
+ * CPU engine, a resumed checkpoint restored), its refusals named by flag.
  */
 async function llamaRunPolicy(
   cfg: TrainConfig,
   resume: { file: string; bytes: Uint8Array } | null,
-): Promise<{
-  policy: PolicyEngine;
-  reference: PolicyEngine | null;
-  tokenizer: ChatTokenizer;
-  checkpoint: TrainCheckpoint | null;
-  source: string;
-}> {
+): Promise<BroughtModel & { checkpoint: TrainCheckpoint | null }> {
   const m = cfg.actor_rollout_ref.model;
   if (cfg.lab.backend === 'webgpu')
     throw new UsageError('--backend: a Hugging Face model folder trains on the CPU engine (--backend cpu)');
-  if (cfg.actor_rollout_ref.rollout.name !== 'policy')
-    throw new UsageError(
-      `--rollout-name: a Hugging Face model folder samples from the trainer's own engine ('policy'), got '${cfg.actor_rollout_ref.rollout.name}'`,
-    );
-  const loaded = await loadLlamaModel(m.path, { contextLength: cfg.actor_rollout_ref.rollout.max_model_len });
-  let lora: LoraConfig | undefined;
-  if (m.lora_rank > 0) {
-    try {
-      lora = checkLoraConfig({
-        r: m.lora_rank,
-        alpha: m.lora_alpha,
-        targetModules: parseTargetModules(m.target_modules),
-      });
-    } catch (e) {
-      if (e instanceof LoraConfigError)
-        throw new UsageError(
-          `--${e.field === 'target_modules' ? 'target-modules' : e.field === 'r' ? 'lora-rank' : 'lora-alpha'}: ${e.message}`,
-        );
-      throw e;
-    }
+  try {
+    const loaded = await loadLlamaModel(m.path, {
+      contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
+    });
+    loaded.engine.dispose();
+    const run = await broughtModel(cfg, loaded.folder, {
+      name: m.path,
+      tokenizerName: loaded.tokenizer.name,
+      resume,
+    });
+    return { ...run.model, checkpoint: run.checkpoint };
+  } catch (e) {
+    if (e instanceof RunLaunchError)
+      throw new UsageError(`--${fieldByPath(e.path)?.flag ?? e.path}: ${e.detail}`);
+    throw e;
   }
-  const make = (params?: Float32Array) =>
-    new LlamaCpuPolicy(
-      loaded.folder.config,
-      loaded.folder.params,
-      {},
-      {
-        contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
-        baseModel: m.path,
-        lora: lora ? { config: lora, seed: hashSeed(cfg.lab.seed, 'lora') % 2 ** 31, params } : undefined,
-      },
-    );
-  let policy = make();
-  let checkpoint: TrainCheckpoint | null = null;
-  if (resume) {
-    try {
-      checkpoint = decodeTrainCheckpoint(resume.bytes, resume.file, policy.trainableLayout);
-    } catch (e) {
-      throw new UsageError(`--resume: ${(e as Error).message}`);
-    }
-    if (lora) policy = make(checkpoint.params);
-    else await policy.setParams(checkpoint.params);
-    await policy.setOptimizerState(checkpoint.optimizer);
-  }
-  let reference: PolicyEngine | null = null;
-  if (cfg.actor_rollout_ref.actor.use_kl_loss)
-    reference = lora
-      ? policy.referencePolicy()
-      : new LlamaCpuPolicy(loaded.folder.config, loaded.folder.params);
-  const kind = lora
-    ? `LoRA r=${lora.r} alpha=${lora.alpha} (${lora.targetModules.join(',')})`
-    : 'full fine-tuning';
-  return {
-    policy,
-    reference,
-    tokenizer: loaded.tokenizer,
-    checkpoint,
-    source: `${m.path} (${loaded.folder.config.modelType}, ${kind}${checkpoint ? `, resume step ${checkpoint.state.step}` : ''})`,
-  };
 }
 
 /** A training checkpoint from a run folder (its checkpoints/latest) or a file. */

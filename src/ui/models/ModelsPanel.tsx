@@ -1,5 +1,7 @@
 import { type DragEvent, useEffect, useState } from 'react';
 import { HARNESSES, type HarnessName } from '../../harness/registry';
+import { useView } from '../store';
+import { formKey } from '../train/formConfig';
 import { folderFromDrop, folderFromInput } from './folderInput';
 import { type ModelRunOptions, useModels } from './modelStore';
 
@@ -142,6 +144,23 @@ export function ModelsPanel() {
           {llama.storage.join(', ')} · {llama.layout.total} parameters · our engine
           {cache && (
             <span data-testid="model-cache"> · {cache === 'cached' ? 'kept in this browser' : cache}</span>
+          )}
+          {cache === 'cached' && (
+            <>
+              {' '}
+              <button
+                type="button"
+                data-testid="model-train"
+                title="open the Train tab with this folder as the run's model (actor_rollout_ref.model.path)"
+                onClick={() => {
+                  const view = useView.getState();
+                  view.setForm({ [formKey('actor_rollout_ref.model.path')]: `opfs:${folder.name}` });
+                  view.set({ tab: 'train' });
+                }}
+              >
+                Train on this folder
+              </button>
+            </>
           )}
         </p>
       )}

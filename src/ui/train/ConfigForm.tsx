@@ -2,7 +2,7 @@
  * The run's config form, generated from the loop's `CONFIG_FIELDS` (one control per leaf, choices from the
  * registries, upstream key as its name) and held in the URL (formConfig.ts), so a link reproduces the run.
  */
-import { memo, useMemo, useState } from 'react';
+import { memo, useCallback, useMemo, useState } from 'react';
 import type { ConfigField, TrainConfig } from '../../train/config';
 import { useView } from '../store';
 import {
@@ -15,6 +15,7 @@ import {
   type TrainFormFields,
   trainTabDefaults,
 } from './formConfig';
+import { ModelField } from './ModelField';
 
 /** Sections open at first: what a run is about (the rest are one click away). */
 const OPEN_SECTIONS = new Set(['lab', 'algorithm', 'data', 'actor_rollout_ref.actor', 'trainer']);
@@ -117,6 +118,9 @@ export const ConfigForm = memo(function ConfigForm(props: {
     (k) => form[k as keyof TrainFormFields] !== defaults[k as keyof TrainFormFields],
   );
   const [copied, setCopied] = useState(false);
+  const [refusal, setRefusal] = useState<string | null>(null);
+  const onRefusal = useCallback((why: string | null) => setRefusal(why), []);
+  const modelKey = formKey('actor_rollout_ref.model.path');
   return (
     <section className="train-form" aria-label="Run config">
       <div className="train-form-head">
@@ -132,8 +136,9 @@ export const ConfigForm = memo(function ConfigForm(props: {
           type="button"
           className="primary"
           data-testid="train-start"
-          disabled={problems.length > 0}
-          onClick={() => config && props.onStart(config)}
+          disabled={problems.length > 0 || refusal !== null}
+          title={refusal ?? undefined}
+          onClick={() => config && !refusal && props.onStart(config)}
         >
           {props.busy ? 'Queue run' : 'Start'}
         </button>
@@ -156,6 +161,12 @@ export const ConfigForm = memo(function ConfigForm(props: {
           Reset to defaults
         </button>
       </div>
+      <ModelField
+        path={form[modelKey] ?? defaults[modelKey]}
+        config={config}
+        onChange={(v) => setForm({ [modelKey]: v })}
+        onRefusal={onRefusal}
+      />
       {problems.length > 0 && (
         <p className="error" data-testid="cfg-problems">
           {problems.map((p) => p.message).join('; ')}

@@ -11,16 +11,20 @@ import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { parseJsonlTrace } from '../../core/trace/io';
 import { formatIssue } from '../../core/trace/types';
 import { createGpuContext } from '../../engine/gpu/device';
+import { readLlamaFolder } from '../../engine/llama/hfFolder';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
-import { decodeTrainCheckpoint, type TrainCheckpoint } from '../../train/checkpoint';
+import { type BroughtRun, broughtModel } from '../../train/broughtModel';
+import { decodeTrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
-import { launchRun } from '../../train/launch';
+import { launchRun, RunLaunchError } from '../../train/launch';
 import type { LocalRun } from '../../train/local';
 import { presetStepMetrics } from '../../train/presetMetrics';
 import type { TrainStorage } from '../../train/storage';
 import { fileLoggerLine } from '../../train/verlLog';
 import { loadPolicyTokenizer } from '../lab/tokenizerLoader';
+import { pageModelFolder, pageModelOf } from '../models/shippedModels';
+import { PAGE_CPU_LIMITS } from './modelFit';
 import { type FromTrainWorker, parseToTrainWorker, type ToTrainWorker } from './protocol';
 import { eventsOfStep, metricsUpTo, PRESET_METRICS_FILE } from './runData';
 import { eventsPath, removeRunFile, runFiles, runStorage, stepOfPath } from './runFiles';
@@ -96,13 +100,39 @@ async function rollBackTo(id: string, storage: TrainStorage, step: number): Prom
   }
 }
 
-async function loadCheckpoint(storage: TrainStorage): Promise<TrainCheckpoint> {
+/** The bytes of the run's latest checkpoint (checkpoints/latest names it). */
+async function latestCheckpoint(storage: TrainStorage): Promise<{ bytes: Uint8Array; file: string }> {
   const latest = await storage.readFile('checkpoints/latest');
   if (!latest) throw new Error('the run has no checkpoint to resume from (checkpoints/latest is missing)');
-  const path = new TextDecoder().decode(latest).trim();
-  const bytes = await storage.readFile(path);
-  if (!bytes) throw new Error(`checkpoints/latest names ${path}, which is missing`);
-  return decodeTrainCheckpoint(bytes, path);
+  const file = new TextDecoder().decode(latest).trim();
+  const bytes = await storage.readFile(file);
+  if (!bytes) throw new Error(`checkpoints/latest names ${file}, which is missing`);
+  return { bytes, file };
+}
+
+/**
+ * A Hugging Face folder the run names (`shipped:<name>` or `opfs:<name>`, ui/models/shippedModels.ts), read and
+ * built into the run's engines (train/broughtModel.ts), the step's memory checked against the page's CPU
+ * budget; null for the GPT-2 policy.
+ */
+async function pageModel(
+  cfg: TrainConfig,
+  resume: { bytes: Uint8Array; file: string } | null,
+): Promise<BroughtRun | null> {
+  const named = pageModelOf(cfg.actor_rollout_ref.model.path);
+  if (!named) return null;
+  if (cfg.lab.backend === 'webgpu')
+    throw new RunLaunchError(
+      'lab.backend',
+      'webgpu: a Hugging Face model folder trains on the CPU engine (lab.backend cpu or auto)',
+    );
+  const folder = await readLlamaFolder(await pageModelFolder(named));
+  return broughtModel(cfg, folder, {
+    name: named.name,
+    tokenizerName: `model:${named.name}`,
+    limits: PAGE_CPU_LIMITS,
+    resume,
+  });
 }
 
 /**
@@ -190,14 +220,21 @@ function presetMetricsWriter(storage: TrainStorage, cfg: TrainConfig, tokenizer:
 
 async function start(m: Extract<ToTrainWorker, { type: 'start' }>): Promise<void> {
   const storage = runStorage(m.runId);
-  const tokenizer = await loadPolicyTokenizer();
-  const resume = m.resume ? await loadCheckpoint(storage) : null;
-  const cfg = resume ? resume.config : m.config;
+  const stored = m.resume ? await latestCheckpoint(storage) : null;
+  const cfg = stored ? trainCheckpointConfig(stored.bytes, stored.file) : m.config;
+  const brought = await pageModel(cfg, stored);
+  const resume = brought
+    ? brought.checkpoint
+    : stored
+      ? decodeTrainCheckpoint(stored.bytes, stored.file)
+      : null;
+  const tokenizer = brought ? brought.model.tokenizer : await loadPolicyTokenizer();
   const timeline = timelineWriter(storage);
   const presetMetrics = m.preset ? presetMetricsWriter(storage, cfg, tokenizer) : null;
   const launched = await launchRun({
     config: cfg,
     resume,
+    model: brought?.model ?? null,
     platform: {
       name: 'page',
       tokenizer,

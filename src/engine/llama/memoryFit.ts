@@ -1,0 +1,100 @@
+/**
+ * Whether one training step of a Llama-family model fits where it would run: the step's memory by term
+ * (`trainStepMemory`: weights, activations, adapter, gradients, AdamW) for the run's rows and tokens, against a
+ * WebGPU adapter's buffer limits (each of the step's single buffers — the flat weights, the adapter, the gradient
+ * and each AdamW moment — must fit `maxBufferSize` and `maxStorageBufferBindingSize`) or a stated CPU budget (the
+ * whole step). Pure: only the config's shape is needed, so a page can refuse a run before it reads the weights.
+ */
+import type { LlamaConfig } from './config';
+import { type LoraConfig, type TrainStepMemory, trainStepMemory } from './lora';
+import { llamaLayout } from './model';
+
+export type MemoryTerm = Exclude<keyof TrainStepMemory, 'total'>;
+export const MEMORY_TERMS: readonly MemoryTerm[] = [
+  'weights',
+  'activations',
+  'adapter',
+  'grads',
+  'optimizer',
+];
+
+export type MemoryLimits =
+  | { kind: 'cpu'; budget: number; label: string }
+  | { kind: 'webgpu'; maxBufferSize: number; maxStorageBufferBindingSize: number; label: string };
+
+export interface StepShape {
+  /** rows of one forward + backward (the micro-batch) */
+  rows: number;
+  /** tokens of each row (the longest a row can be) */
+  tokens: number;
+}
+
+/** One term over its limit: by how much, in bytes, and the sentence the page shows. */
+export interface MemoryProblem {
+  term: MemoryTerm | 'total';
+  need: number;
+  limit: number;
+  over: number;
+  message: string;
+}
+
+export interface MemoryFit {
+  memory: TrainStepMemory;
+  limits: MemoryLimits;
+  problems: MemoryProblem[];
+}
+
+export const mib = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MiB`;
+
+/** The step's memory for `rows` rows of `tokens` tokens (the saved activations grow with the rows; the rest does not). */
+export function stepMemory(cfg: LlamaConfig, lora: LoraConfig | null, shape: StepShape): TrainStepMemory {
+  if (!Number.isInteger(shape.rows) || shape.rows < 1)
+    throw new Error(`memory: rows must be an integer ≥ 1, got ${shape.rows}`);
+  if (!Number.isInteger(shape.tokens) || shape.tokens < 1)
+    throw new Error(`memory: tokens must be an integer ≥ 1, got ${shape.tokens}`);
+  const one = trainStepMemory(cfg, lora, shape.tokens, llamaLayout(cfg).total);
+  const activations = one.activations * shape.rows;
+  return { ...one, activations, total: one.total - one.activations + activations };
+}
+
+export function trainStepFit(
+  cfg: LlamaConfig,
+  lora: LoraConfig | null,
+  shape: StepShape,
+  limits: MemoryLimits,
+): MemoryFit {
+  const memory = stepMemory(cfg, lora, shape);
+  const problems: MemoryProblem[] = [];
+  const over = (term: MemoryTerm | 'total', what: string, need: number, limit: number, of: string) => {
+    if (need > limit)
+      problems.push({
+        term,
+        need,
+        limit,
+        over: need - limit,
+        message: `${what} (${mib(need)}) exceeds ${of} (${mib(limit)}) by ${mib(need - limit)}`,
+      });
+  };
+  if (limits.kind === 'cpu') {
+    const largest = MEMORY_TERMS.reduce((a, t) => (memory[t] > memory[a] ? t : a), MEMORY_TERMS[0]);
+    over(
+      'total',
+      `one ${lora ? 'LoRA' : 'full fine-tuning'} step (largest term: ${largest} ${mib(memory[largest])})`,
+      memory.total,
+      limits.budget,
+      `the ${limits.label}`,
+    );
+  } else {
+    const bind = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
+    const which =
+      limits.maxBufferSize <= limits.maxStorageBufferBindingSize
+        ? 'maxBufferSize'
+        : 'maxStorageBufferBindingSize';
+    const of = `${limits.label}'s ${which}`;
+    over('weights', 'the flat weight buffer', memory.weights, bind, of);
+    over('adapter', 'the adapter buffer', memory.adapter, bind, of);
+    over('grads', 'the gradient buffer', memory.grads, bind, of);
+    over('optimizer', 'each AdamW moment buffer', memory.optimizer / 2, bind, of);
+  }
+  return { memory, limits, problems };
+}

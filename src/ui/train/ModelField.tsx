@@ -1,0 +1,205 @@
+/**
+ * The Train tab's model field: actor_rollout_ref.model.path as a choice of the GPT-2 policy's starts ('sft',
+ * 'init'), the Hugging Face folders the app ships (`shipped:<name>`) and a brought folder (picked or dropped,
+ * kept in OPFS: `opfs:<name>`). For a folder it shows the model's shape and the memory one training step needs
+ * by term (the LoRA keys of the form decide adapter, gradients and AdamW) against the page's CPU budget, and
+ * reports a step that cannot fit, which the form refuses to start.
+ */
+import { type DragEvent, useEffect, useState } from 'react';
+import type { LlamaConfig } from '../../engine/llama/config';
+import { MEMORY_TERMS, mib } from '../../engine/llama/memoryFit';
+import { memoryRefusal, runStepShape } from '../../train/broughtModel';
+import type { TrainConfig } from '../../train/config';
+import { folderFromDrop, folderFromInput, type PickedFolder } from '../models/folderInput';
+import { cachedFolder, cacheFolder } from '../models/opfsCache';
+import { pageModelFolder, pageModelOf, shippedModelNames } from '../models/shippedModels';
+import { folderLlamaConfig, pageMemoryFit } from './modelFit';
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export function ModelField(props: {
+  path: string;
+  config: TrainConfig | null;
+  onChange: (path: string) => void;
+  /** why a run on this model cannot start (null: it can) */
+  onRefusal: (why: string | null) => void;
+}) {
+  const { path, config, onChange, onRefusal } = props;
+  const [cached, setCached] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [model, setModel] = useState<{ path: string; config: LlamaConfig } | null>(null);
+  const [dragging, setDragging] = useState(false);
+  const named = pageModelOf(path);
+
+  useEffect(() => {
+    void cachedFolder()
+      .then((f) => setCached(f?.name ?? null))
+      .catch(() => setCached(null));
+  }, []);
+
+  // the chosen folder's config.json (its shape; the weights are read by the trainer)
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    const named = pageModelOf(path);
+    if (!named) {
+      setModel(null);
+      return;
+    }
+    void pageModelFolder(named)
+      .then(folderLlamaConfig)
+      .then((c) => live && setModel({ path, config: c }))
+      .catch((e) => {
+        if (!live) return;
+        setModel(null);
+        setError(`${named.name}: ${message(e)}`);
+      });
+    return () => {
+      live = false;
+    };
+  }, [path]);
+
+  const shown = model?.path === path ? model.config : null;
+  const shape = shown && config ? runStepShape(config, shown.maxPositions) : null;
+  const fit = shown && config ? pageMemoryFit(config, shown) : null;
+  const refusal = named
+    ? error
+      ? error
+      : fit instanceof Error
+        ? fit.message
+        : fit
+          ? memoryRefusal(fit)
+          : 'reading the model folder…'
+    : null;
+  useEffect(() => onRefusal(refusal), [refusal, onRefusal]);
+
+  const bring = async (folder: PickedFolder) => {
+    setError(null);
+    setStatus(`reading ${folder.name}…`);
+    try {
+      await folderLlamaConfig(folder.reader);
+      setStatus(`keeping ${folder.name} in this browser…`);
+      await cacheFolder(folder);
+      setCached(folder.name);
+      setStatus(null);
+      onChange(`opfs:${folder.name}`);
+    } catch (e) {
+      setStatus(null);
+      setError(`${folder.name}: ${message(e)}`);
+    }
+  };
+  const onDrop = async (e: DragEvent) => {
+    e.preventDefault();
+    setDragging(false);
+    try {
+      await bring(await folderFromDrop(e.dataTransfer.items));
+    } catch (err) {
+      setError(message(err));
+    }
+  };
+
+  const choices: [string, string][] = [
+    ['sft', 'sft — GPT-2 policy, shipped SFT checkpoint'],
+    ['init', 'init — GPT-2 policy, random init'],
+    ...shippedModelNames().map((n): [string, string] => [
+      `shipped:${n}`,
+      `${n} — shipped Hugging Face folder`,
+    ]),
+  ];
+  if (cached) choices.push([`opfs:${cached}`, `${cached} — brought folder (kept in this browser)`]);
+  if (!choices.some(([v]) => v === path)) choices.push([path, path]);
+
+  return (
+    <section
+      className={dragging ? 'train-model model-drop dragging' : 'train-model model-drop'}
+      aria-label="Model"
+      data-testid="train-model-field"
+      onDragOver={(e) => {
+        e.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={onDrop}
+    >
+      <label htmlFor="train-model">Model</label>
+      <select
+        id="train-model"
+        data-testid="train-model"
+        value={path}
+        onChange={(e) => onChange(e.target.value)}
+      >
+        {choices.map(([v, label]) => (
+          <option key={v} value={v}>
+            {label}
+          </option>
+        ))}
+      </select>
+      <label htmlFor="train-model-folder" className="muted">
+        bring a Hugging Face folder (llama / qwen2 / qwen3, safetensors), or drop it here
+      </label>
+      <input
+        id="train-model-folder"
+        data-testid="train-model-folder"
+        type="file"
+        multiple
+        {...{ webkitdirectory: '' }}
+        onChange={(e) => {
+          const files = e.target.files;
+          if (!files?.length) return;
+          try {
+            void bring(folderFromInput(files));
+          } catch (err) {
+            setError(message(err));
+          }
+        }}
+      />
+      {status && (
+        <p className="muted" data-testid="train-model-status">
+          {status}
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert" data-testid="train-model-error">
+          {error}
+        </p>
+      )}
+      {shown && (
+        <p className="muted" data-testid="train-model-info">
+          {shown.modelType} · {shown.layers} layers · hidden {shown.hidden} · vocabulary {shown.vocabSize} ·{' '}
+          {config && config.actor_rollout_ref.model.lora_rank > 0
+            ? `LoRA r=${config.actor_rollout_ref.model.lora_rank} alpha=${config.actor_rollout_ref.model.lora_alpha} (${config.actor_rollout_ref.model.target_modules})`
+            : 'full fine-tuning'}{' '}
+          · CPU engine
+        </p>
+      )}
+      {fit && !(fit instanceof Error) && (
+        <table className="train-model-memory" data-testid="train-model-memory">
+          <caption className="muted">
+            one step, {shape?.rows} rows × {shape?.tokens} tokens
+          </caption>
+          <tbody>
+            {MEMORY_TERMS.map((t) => (
+              <tr key={t} data-term={t}>
+                <th scope="row">{t}</th>
+                <td>{mib(fit.memory[t])}</td>
+              </tr>
+            ))}
+            <tr data-term="total">
+              <th scope="row">total</th>
+              <td>
+                {mib(fit.memory.total)} of {mib(fit.limits.kind === 'cpu' ? fit.limits.budget : 0)} (
+                {fit.limits.label})
+              </td>
+            </tr>
+          </tbody>
+        </table>
+      )}
+      {named && refusal && fit && (
+        <p className="error" role="alert" data-testid="train-model-refusal">
+          {refusal}
+        </p>
+      )}
+    </section>
+  );
+}
