@@ -41,10 +41,14 @@ export function runLoraConfig(cfg: TrainConfig): LoraConfig | null {
   }
 }
 
-/** The step a run trains on: rows of one micro-batch, each up to the rollout's context. */
+/**
+ * The step a run trains on: the rows of one micro-batch (ppo_micro_batch_size_per_gpu, at most a mini-batch's
+ * ppo_mini_batch_size × rollout.n rows), each up to the rollout's context.
+ */
 export function runStepShape(cfg: TrainConfig, maxPositions: number) {
+  const a = cfg.actor_rollout_ref;
   return {
-    rows: cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu,
+    rows: Math.min(a.actor.ppo_micro_batch_size_per_gpu, a.actor.ppo_mini_batch_size * a.rollout.n),
     tokens: Math.min(cfg.actor_rollout_ref.rollout.max_model_len, maxPositions),
   };
 }

@@ -1,0 +1,174 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseLlamaConfig } from '../../src/engine/llama/config';
+import { runMemoryFit } from '../../src/train/broughtModel';
+import { resolveTrainConfig } from '../../src/train/config';
+import { PAGE_CPU_LIMITS } from '../../src/ui/train/modelFit';
+import { launch, screenshot } from './browser';
+
+// The Train tab on a Hugging Face folder: a tiny Llama folder picked in the model field trains one LoRA step in
+// the trainer worker (CPU engine) and the step's metrics arrive; a folder whose shape cannot fit the page's CPU
+// budget is refused before anything is read but its config.json, naming the term and by how much.
+
+const llama = resolve(__dirname, '../models/llama');
+const qwen3 = resolve(__dirname, '../models/qwen3');
+
+const CONFIG: Record<string, string> = {
+  'lab.backend': 'cpu',
+  'lab.harness': 'instruction-short',
+  'lab.train_tasks': '8',
+  'lab.val_tasks': '2',
+  'lab.workers': '1',
+  'data.train_batch_size': '2',
+  'data.max_prompt_length': '100',
+  'data.max_response_length': '8',
+  'actor_rollout_ref.rollout.n': '2',
+  'actor_rollout_ref.rollout.max_model_len': '128',
+  'actor_rollout_ref.actor.ppo_mini_batch_size': '2',
+  'actor_rollout_ref.model.lora_rank': '4',
+  'actor_rollout_ref.model.lora_alpha': '8',
+  'trainer.total_training_steps': '1',
+  'trainer.test_freq': '0',
+  'lab.seed': '3',
+};
+const hash = (c: Record<string, string>) =>
+  `#tab=train&${Object.entries(c)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+    .join('&')}`;
+
+/** The run's metrics.jsonl rows, read from OPFS (runs/<id>/metrics.jsonl). */
+async function runMetrics(page: Page, id: string): Promise<Record<string, number | null>[]> {
+  const text = await page.evaluate(async (runId) => {
+    const root = await navigator.storage.getDirectory();
+    const dir = await (await root.getDirectoryHandle('runs')).getDirectoryHandle(runId);
+    return (await (await dir.getFileHandle('metrics.jsonl')).getFile()).text();
+  }, id);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const row = JSON.parse(l) as { data?: Record<string, number | null> } & Record<string, unknown>;
+      return (row.data ?? row) as Record<string, number | null>;
+    });
+}
+
+describe('the Train tab on a Hugging Face folder', () => {
+  let browser: Browser;
+  const baseUrl = inject('baseUrl');
+  const errors: string[] = [];
+  const tmp = mkdtempSync(join(tmpdir(), 'train-models-'));
+  beforeAll(async () => {
+    browser = await launch({ webgpu: false });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    rmSync(tmp, { recursive: true, force: true });
+    expect(errors).toEqual([]);
+  });
+
+  it('picks a tiny Llama folder, runs one LoRA step in the trainer worker and shows its metrics', async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}${hash(CONFIG)}`);
+    await page.getByTestId('train-tab').waitFor();
+    // the shipped folders are choices; a brought one is picked with the directory input and kept in OPFS
+    const options = await page.getByTestId('train-model').locator('option').allTextContents();
+    expect(options.some((o) => o.startsWith('qwen3 — shipped'))).toBe(true);
+    await page.getByTestId('train-model-folder').setInputFiles(llama);
+    await expect
+      .poll(() => page.getByTestId('train-model').inputValue(), { timeout: 30_000 })
+      .toBe('opfs:llama');
+    expect(await page.getByTestId('cfg-actor_rollout_ref.model.path').inputValue()).toBe('opfs:llama');
+    await expect
+      .poll(() => page.getByTestId('train-model-info').textContent(), { timeout: 30_000 })
+      .toMatch(/llama · 2 layers · hidden 32 · vocabulary 1024 · LoRA r=4 alpha=8 \(all-linear\)/);
+    const memory = page.getByTestId('train-model-memory');
+    for (const t of ['weights', 'activations', 'adapter', 'grads', 'optimizer', 'total'])
+      expect(await memory.locator(`tr[data-term=${t}]`).count(), t).toBe(1);
+    expect(await page.getByTestId('train-model-refusal').count()).toBe(0);
+    await screenshot(page, 'train-model-llama');
+
+    await page.getByTestId('train-start').click();
+    await page.getByTestId('train-live').waitFor();
+    const row = page.locator('[data-testid=train-run-row]').first();
+    await expect
+      .poll(() => row.getAttribute('data-status'), { timeout: 180_000, interval: 500 })
+      .toMatch(/done|failed|stopped/);
+    expect(await page.getByTestId('train-error').count()).toBe(0);
+    expect(await row.getAttribute('data-status')).toBe('done');
+    const text = (await row.textContent()) ?? '';
+    expect(text).toContain('cpu');
+    const chart = page.locator('[data-testid=metric-chart][data-metric="actor/pg_loss"]');
+    await expect.poll(() => chart.getAttribute('data-points'), { timeout: 30_000 }).toBe('1');
+    const metrics = await runMetrics(page, (await row.getAttribute('data-run')) as string);
+    expect(metrics).toHaveLength(1);
+    const m = metrics[0];
+    for (const k of ['actor/pg_loss', 'actor/entropy', 'critic/rewards/mean'])
+      expect(Number.isFinite(m[k]), `${k} = ${m[k]}`).toBe(true);
+    // the adapter trains: B starts at 0 but its gradient (through A) does not vanish
+    expect(m['actor/grad_norm']).toBeGreaterThan(0);
+    await screenshot(page, 'train-model-llama-done');
+    await page.close();
+  });
+
+  it('refuses a folder whose step cannot fit, naming the term and by how much', async () => {
+    // Qwen3-0.6B's shape (config.json only; the page never reads weights it refuses)
+    const big = join(tmp, 'qwen3-0.6b-shape');
+    const cfg = JSON.parse(readFileSync(join(qwen3, 'config.json'), 'utf8'));
+    Object.assign(cfg, {
+      hidden_size: 1024,
+      intermediate_size: 3072,
+      num_hidden_layers: 28,
+      num_attention_heads: 16,
+      num_key_value_heads: 8,
+      head_dim: 128,
+      vocab_size: 151936,
+      max_position_embeddings: 40960,
+      layer_types: Array(28).fill('full_attention'),
+    });
+    mkdirSync(big, { recursive: true });
+    writeFileSync(join(big, 'config.json'), JSON.stringify(cfg));
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(qwen3, f), join(big, f));
+    const full = { ...CONFIG, 'actor_rollout_ref.model.lora_rank': '0' };
+    // what the refusal must say, from the same table of terms
+    const fitOf = (lora_rank: number) =>
+      runMemoryFit(
+        resolveTrainConfig({
+          actor_rollout_ref: {
+            model: { lora_rank },
+            rollout: { max_model_len: 128, n: 2 },
+            actor: { ppo_mini_batch_size: 2 },
+          },
+        }),
+        parseLlamaConfig(cfg),
+        PAGE_CPU_LIMITS,
+      );
+    const want = fitOf(0);
+    expect(want.problems).toHaveLength(1);
+    expect(fitOf(16).problems).toEqual([]);
+    const overMiB = (want.problems[0].over / 2 ** 20).toFixed(1);
+
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}${hash(full)}`);
+    await page.getByTestId('train-tab').waitFor();
+    await page.getByTestId('train-model-folder').setInputFiles(big);
+    const refusal = page.getByTestId('train-model-refusal');
+    await expect.poll(() => refusal.textContent(), { timeout: 30_000 }).toContain('cannot fit');
+    const said = (await refusal.textContent()) ?? '';
+    expect(said).toMatch(/one full fine-tuning step \(largest term: optimizer \d+\.\d MiB\)/);
+    expect(said).toContain("exceeds the page's CPU budget (4096.0 MiB)");
+    expect(said).toContain(`by ${overMiB} MiB`);
+    expect(await page.getByTestId('train-start').isDisabled()).toBe(true);
+    await screenshot(page, 'train-model-refused');
+    // LoRA on the same shape fits: the refusal goes and the run may start
+    await page.getByTestId('cfg-actor_rollout_ref.model.lora_rank').fill('16');
+    await page.getByTestId('cfg-actor_rollout_ref.model.lora_rank').press('Enter');
+    await expect.poll(() => refusal.count(), { timeout: 10_000 }).toBe(0);
+    expect(await page.getByTestId('train-start').isDisabled()).toBe(false);
+    await page.close();
+  });
+});
