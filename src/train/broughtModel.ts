@@ -20,7 +20,7 @@ import { hashSeed } from './rng';
 
 const LORA_KEY: Record<string, string> = {
   r: 'actor_rollout_ref.model.lora_rank',
-  alpha: 'actor_rollout_ref.model.lora_alpha',
+  lora_alpha: 'actor_rollout_ref.model.lora_alpha',
   target_modules: 'actor_rollout_ref.model.target_modules',
 };
 

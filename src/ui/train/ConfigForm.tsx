@@ -4,6 +4,7 @@
  */
 import { memo, useCallback, useMemo, useState } from 'react';
 import type { ConfigField, TrainConfig } from '../../train/config';
+import { pageModelOf } from '../models/shippedModels';
 import { useView } from '../store';
 import {
   configFromForm,
@@ -12,6 +13,7 @@ import {
   formFromConfig,
   formKey,
   formSections,
+  sectionOf,
   type TrainFormFields,
   trainTabDefaults,
 } from './formConfig';
@@ -19,6 +21,7 @@ import { ModelField } from './ModelField';
 
 /** Sections open at first: what a run is about (the rest are one click away). */
 const OPEN_SECTIONS = new Set(['lab', 'algorithm', 'data', 'actor_rollout_ref.actor', 'trainer']);
+const MODEL_SECTION = sectionOf('actor_rollout_ref.model.lora_rank');
 
 export function useForm(): TrainFormFields {
   // the form's fields of the view state (a shallow copy is cheap: ~70 strings)
@@ -121,6 +124,7 @@ export const ConfigForm = memo(function ConfigForm(props: {
   const [refusal, setRefusal] = useState<string | null>(null);
   const onRefusal = useCallback((why: string | null) => setRefusal(why), []);
   const modelKey = formKey('actor_rollout_ref.model.path');
+  const folderRun = pageModelOf(form[modelKey] ?? defaults[modelKey]) !== null;
   return (
     <section className="train-form" aria-label="Run config">
       <div className="train-form-head">
@@ -174,7 +178,12 @@ export const ConfigForm = memo(function ConfigForm(props: {
       )}
       <div className="cfg-sections">
         {sections.map((s) => (
-          <details key={s.section} open={OPEN_SECTIONS.has(s.section)} className="cfg-section">
+          <details
+            key={s.section}
+            // a Hugging Face folder's run opens its model section: the LoRA keys act there
+            open={OPEN_SECTIONS.has(s.section) || (s.section === MODEL_SECTION && folderRun)}
+            className="cfg-section"
+          >
             <summary>{s.section}</summary>
             <div className="cfg-grid">
               {s.fields.map((f) => {
