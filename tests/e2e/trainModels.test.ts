@@ -171,4 +171,22 @@ describe('the Train tab on a Hugging Face folder', () => {
     expect(await page.getByTestId('train-start').isDisabled()).toBe(false);
     await page.close();
   });
+
+  it("the Models tab's folder starts a run: the Train tab opens with it as the model", async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}#tab=models`);
+    await page.getByTestId('model-folder-input').setInputFiles(qwen3);
+    await expect
+      .poll(() => page.getByTestId('model-cache').textContent(), { timeout: 30_000 })
+      .toMatch(/kept in this browser/);
+    await page.getByTestId('model-train').click();
+    await page.getByTestId('train-tab').waitFor();
+    expect(await page.getByTestId('train-model').inputValue()).toBe('opfs:qwen3');
+    await expect
+      .poll(() => page.getByTestId('train-model-info').textContent(), { timeout: 30_000 })
+      .toMatch(/^qwen3 · 2 layers · hidden 32 · vocabulary 1024 · full fine-tuning/);
+    expect(decodeURIComponent(page.url())).toContain('actor_rollout_ref.model.path=opfs:qwen3');
+    await page.close();
+  });
 });

@@ -103,7 +103,18 @@ describe('the memory of a training step against the limits', () => {
     const budget = { kind: 'cpu' as const, budget: 4096 * MiB, label: 'budget' };
     const fit = runMemoryFit(cfg, qwen06, budget);
     expect(fit.memory).toEqual(stepMemory(qwen06, lora16, { rows: 2, tokens: 512 }));
-    expect(memoryRefusal(fit)).toBeNull();
+    // at 512 tokens the saved activations (attention probabilities grow as T²) are the term that does not fit
+    expect(memoryRefusal(fit)).toMatch(
+      /^cannot fit: one LoRA step \(largest term: activations \d+\.\d MiB\)/,
+    );
+    const shorter = resolveTrainConfig({
+      ...cfg,
+      actor_rollout_ref: {
+        ...cfg.actor_rollout_ref,
+        rollout: { ...cfg.actor_rollout_ref.rollout, max_model_len: 128 },
+      },
+    });
+    expect(memoryRefusal(runMemoryFit(shorter, qwen06, budget))).toBeNull();
     const bad = resolveTrainConfig({
       actor_rollout_ref: { model: { lora_rank: 4, target_modules: 'lm_head' } },
     });
