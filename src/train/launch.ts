@@ -212,7 +212,10 @@ async function launchLoop(
     local,
     policy: m.policy,
     backend: 'cpu',
-    note: null,
+    note:
+      o.config.lab.backend === 'cpu'
+        ? null
+        : `lab.backend ${o.config.lab.backend}: a Hugging Face model folder trains on the CPU engine`,
     weights: m.source,
     resumedFromStep: resume ? resume.state.step : null,
     gpu: null,

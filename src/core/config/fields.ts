@@ -527,7 +527,7 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     kind: 'string',
     default: 'sft',
     label: 'Model',
-    help: "initial weights: 'sft' (shipped SFT checkpoint), 'init', or a checkpoint file (a template: a Hugging Face id or a cluster path)",
+    help: "initial weights: 'sft' (shipped SFT checkpoint), 'init', or a checkpoint file (a template: a Hugging Face id or a cluster path); lab train: a Hugging Face folder; the page: 'shipped:<name>' or 'opfs:<name>' (a brought folder)",
     scopes: RT,
   },
   {
