@@ -159,7 +159,7 @@ describe('the Train tab on a Hugging Face folder', () => {
     const refusal = page.getByTestId('train-model-refusal');
     await expect.poll(() => refusal.textContent(), { timeout: 30_000 }).toContain('cannot fit');
     const said = (await refusal.textContent()) ?? '';
-    expect(said).toMatch(/one full fine-tuning step \(largest term: optimizer \d+\.\d MiB\)/);
+    expect(said).toMatch(/one full fine-tuning step \(\d+\.\d MiB; largest term: optimizer \d+\.\d MiB\)/);
     expect(said).toContain("exceeds the page's CPU budget (4096.0 MiB)");
     expect(said).toContain(`by ${overMiB} MiB`);
     expect(await page.getByTestId('train-start').isDisabled()).toBe(true);

@@ -65,24 +65,32 @@ export function trainStepFit(
 ): MemoryFit {
   const memory = stepMemory(cfg, lora, shape);
   const problems: MemoryProblem[] = [];
-  const over = (term: MemoryTerm | 'total', what: string, need: number, limit: number, of: string) => {
+  const over = (
+    term: MemoryTerm | 'total',
+    what: string,
+    need: number,
+    limit: number,
+    of: string,
+    note = '',
+  ) => {
     if (need > limit)
       problems.push({
         term,
         need,
         limit,
         over: need - limit,
-        message: `${what} (${mib(need)}) exceeds ${of} (${mib(limit)}) by ${mib(need - limit)}`,
+        message: `${what} (${mib(need)}${note}) exceeds ${of} (${mib(limit)}) by ${mib(need - limit)}`,
       });
   };
   if (limits.kind === 'cpu') {
     const largest = MEMORY_TERMS.reduce((a, t) => (memory[t] > memory[a] ? t : a), MEMORY_TERMS[0]);
     over(
       'total',
-      `one ${lora ? 'LoRA' : 'full fine-tuning'} step (largest term: ${largest} ${mib(memory[largest])})`,
+      `one ${lora ? 'LoRA' : 'full fine-tuning'} step`,
       memory.total,
       limits.budget,
       `the ${limits.label}`,
+      `; largest term: ${largest} ${mib(memory[largest])}`,
     );
   } else {
     const bind = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
