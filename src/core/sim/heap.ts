@@ -72,6 +72,13 @@ export class MinHeap {
     return false;
   }
 
+  /** The smallest key among entries whose id is at least `from` (a scan; +∞ when none). */
+  minKeyOfIdsFrom(from: number): number {
+    let best = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.size; i++) if (this.ids[i] >= from && this.keys[i] < best) best = this.keys[i];
+    return best;
+  }
+
   /** Every id, in heap order, then empties the heap. */
   drain(): number[] {
     const out = Array.from(this.ids.subarray(0, this.size));

@@ -185,6 +185,9 @@ interface FullyAsyncRow {
 
 const FULLY_ASYNC_ROWS: FullyAsyncRow[] = [
   {
+    // the 32-GPU update_actor values as the table first gave them (sync 313.81, fully_async 269.80); later
+    // versions of the page swap the two, which leaves the fully_async row longer in gen + update_actor than its
+    // step. These values leave 11 s (sync) and 4 s (async) of other time, like the 64- and 128-GPU rows.
     gpus: 32,
     sync: { step_s: 790.1, gen_s: 357.41, old_log_prob_s: 107.71, update_actor_s: 313.81 },
     async: { step_s: 294.77, gen_s: 21.26, update_actor_s: 269.8 },

@@ -305,9 +305,11 @@ export function simulate(cfg: SimConfig): SimResult {
   };
 
   // ── timers ───────────────────────────────────────────────────────────────────────────────────────────────
+  let liveTimers = 0;
   const at = (t: number, f: () => void) => {
     const id = freeTimers.length ? (freeTimers.pop() as number) : timers.length;
     timers[id] = f;
+    liveTimers++;
     events.push(t, nRep + id);
   };
 
@@ -327,7 +329,8 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     rLast[r] = t;
   };
-  const schedule = (r: number) => {
+  /** The replica's next finish time (rNext; +∞ when idle), from its state at acc.now. */
+  const nextFinish = (r: number) => {
     const c = rC[r];
     if (c === 0) {
       rNext[r] = Number.POSITIVE_INFINITY;
@@ -337,9 +340,11 @@ export function simulate(cfg: SimConfig): SimResult {
     let dv = heaps[r].peekKey() - V;
     if (dv < 0) dv = 0;
     const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
-    const t = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
-    rNext[r] = t;
-    events.push(t, r);
+    rNext[r] = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
+  };
+  const schedule = (r: number) => {
+    nextFinish(r);
+    if (rC[r] > 0) events.push(rNext[r], r);
   };
   const admit = (r: number, id: number) => {
     const c = rC[r];
@@ -400,7 +405,8 @@ export function simulate(cfg: SimConfig): SimResult {
       resumed,
     });
   };
-  const onReplica = (r: number) => {
+  /** One replica event at acc.now: the calls due finish, waiting calls are admitted, the next finish is set. */
+  const replicaStep = (r: number) => {
     advance(r, acc.now);
     const heap = heaps[r];
     const V = rV[r];
@@ -419,8 +425,43 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     if (rC[r] === 0) rSumA[r] = 0;
     fill(r);
+  };
+  const onReplica = (r: number) => {
+    replicaStep(r);
     schedule(r);
     if (running === 0) poke();
+  };
+  /**
+   * Step-bound modes between admissions: the replicas share nothing until the next timer (a trainer phase's
+   * end) or, when the trainer waits for the batch, until the batch is done, so each replica runs through its
+   * own finishes in a loop instead of one queue round trip per finish. The arithmetic per replica is the same
+   * as one event at a time; the trainer's wait is resolved at the last finish, as the queue would.
+   */
+  let draining = false;
+  let pokeDue = false;
+  const drainable = () =>
+    stepBound && pending.size === 0 && !recording && !traceOpen && (waiter === null || liveTimers === 0);
+  /** Runs every replica's finishes before `bound` (the next timer), each replica in a loop of its own. */
+  const drain = (bound: number) => {
+    let last = acc.now;
+    draining = true;
+    for (let r = 0; r < nRep; r++) {
+      if (!(rNext[r] < bound)) continue;
+      while (rNext[r] < bound) {
+        acc.now = rNext[r];
+        if (acc.now > last) last = acc.now;
+        replicaStep(r);
+        nextFinish(r);
+        if (running === 0) poke();
+      }
+      if (rC[r] > 0) events.push(rNext[r], r);
+    }
+    draining = false;
+    acc.now = last;
+    if (pokeDue) {
+      pokeDue = false;
+      poke();
+    }
   };
   /** Partial rollout: stop every running call, keep its tokens, queue it (first) to resume under new weights. */
   const abortAll = () => {
@@ -519,6 +560,10 @@ export function simulate(cfg: SimConfig): SimResult {
     }
   };
   const poke = () => {
+    if (draining) {
+      pokeDue = true;
+      return;
+    }
     if (waiter?.()) waiter = null;
   };
   /** step-bound modes: groups of each batch still running */
@@ -554,6 +599,8 @@ export function simulate(cfg: SimConfig): SimResult {
     };
   };
 
+  /** one batch in flight at a time, single-turn calls: nothing but the trainer's timers joins the replicas */
+  const stepBound = (mode === 'sync' || mode === 'one_step_off') && W.turns === 1;
   const threshold =
     mode === 'colocate_async' || mode === 'separate_async'
       ? S.max_off_policy_threshold
@@ -905,9 +952,16 @@ export function simulate(cfg: SimConfig): SimResult {
         continue;
       }
       acc.now = t;
-      onReplica(id);
+      const bound = drainable()
+        ? liveTimers > 0
+          ? events.minKeyOfIdsFrom(nRep)
+          : Number.POSITIVE_INFINITY
+        : t;
+      if (t < bound) drain(bound);
+      else onReplica(id);
     } else {
       acc.now = Math.max(acc.now, t);
+      liveTimers--;
       const f = timers[id - nRep];
       freeTimers.push(id - nRep);
       f();
