@@ -146,3 +146,50 @@ export function vocabMismatchMetrics(calls: Iterable<ModelCall>): Record<string,
     'lab/rollout_vocab_tokens': n,
   };
 }
+
+export interface VocabMismatchSummary {
+  calls: number;
+  /** the step metrics' values over the trace */
+  metrics: Record<string, number>;
+  /** the response tokens with the largest KL, largest first */
+  worst: {
+    rolloutId: string;
+    call: number;
+    /** index among the call's response tokens */
+    position: number;
+    kl: number;
+    tv: number;
+    /** the token the two disagree on most there, with both probabilities */
+    top: { id: number; rollout: number; trainer: number };
+  }[];
+}
+
+/** What a trace's recorded full-vocabulary comparisons say (`lab analyze`); null when no call has one. */
+export function vocabMismatchSummary(
+  rollouts: readonly { rolloutId: string; calls: readonly ModelCall[] }[],
+  n = 5,
+): VocabMismatchSummary | null {
+  const calls = rollouts.flatMap((r) => r.calls.filter((c) => c.vocabMismatch));
+  if (calls.length === 0) return null;
+  const all: VocabMismatchSummary['worst'] = [];
+  for (const r of rollouts)
+    r.calls.forEach((c, ci) => {
+      const m = c.vocabMismatch;
+      if (!m) return;
+      for (let i = 0; i < m.kl.length; i++)
+        all.push({
+          rolloutId: r.rolloutId,
+          call: ci,
+          position: i,
+          kl: m.kl[i],
+          tv: m.tv[i],
+          top: {
+            id: m.ids[i * m.k],
+            rollout: Math.exp(m.rolloutLogProbs[i * m.k]),
+            trainer: Math.exp(m.trainerLogProbs[i * m.k]),
+          },
+        });
+    });
+  all.sort((a, b) => b.kl - a.kl);
+  return { calls: calls.length, metrics: vocabMismatchMetrics(calls), worst: all.slice(0, n) };
+}

@@ -4,13 +4,20 @@
  * engine's raw logits (an onnxruntime session of its own over the exported int8 model; the CPU engine's forward
  * activations), not from the code under test.
  */
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { command as analyze } from '../../../src/cli/commands/analyze';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
 import { parseJsonlTrace, toJsonlTrace } from '../../../src/core/trace/io';
 import { readVocabMismatch } from '../../../src/core/trace/io/jsonl';
 import type { Rollout } from '../../../src/core/trace/types';
-import { tokenDivergence, vocabMismatchMetrics } from '../../../src/core/vocabMismatch';
+import {
+  tokenDivergence,
+  type VocabMismatchSummary,
+  vocabMismatchMetrics,
+} from '../../../src/core/vocabMismatch';
 import { decodeCheckpoint } from '../../../src/engine/checkpoint';
 import { forwardCpu, layoutOf } from '../../../src/engine/model';
 import { exportCausalLm, pastKeyName, pastValueName } from '../../../src/engine/onnx/causalLm';
@@ -24,6 +31,8 @@ import { inlineRunner } from '../../../src/train/source';
 import { MemoryStorage } from '../../../src/train/storage';
 import { parseFileLogger } from '../../../src/train/verlLog';
 import { measureVocabMismatch } from '../../../src/train/vocabMismatch';
+import type { ColorBy } from '../../../src/ui/tokens/quantities';
+import { callTokenView, withVocabMismatch } from '../../../src/ui/trace/tokenView';
 
 const tok = loadTokenizer('policy');
 const ck = decodeCheckpoint(
@@ -324,5 +333,44 @@ describe('full-vocabulary mismatch between the rollout engine and the trainer', 
     expect(colocated.metrics['lab/rollout_vocab_kl/max']).toBe(0);
     expect(colocated.metrics['lab/rollout_vocab_tv/max']).toBe(0);
     expect(int8.text).toContain('"vocab_mismatch":{"kl":[');
+
+    // lab analyze reports it from the kept trace; the page's Trace view colours and explains each token by it
+    const dir = mkdtempSync(join(tmpdir(), 'lab-vocab-'));
+    const file = join(dir, 'step.jsonl');
+    writeFileSync(file, int8.text);
+    const out: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((m: string) => void out.push(m));
+    try {
+      expect(await analyze.run([file, '--json'])).toBe(0);
+      const a = JSON.parse(out.join('\n')) as { vocabMismatch: VocabMismatchSummary };
+      expect(a.vocabMismatch.metrics).toEqual(vocabMismatchMetrics(int8.rollouts.flatMap((r) => r.calls)));
+      const w = a.vocabMismatch.worst;
+      expect(w.length).toBe(5);
+      for (let i = 1; i < w.length; i++) expect(w[i].kl).toBeLessThanOrEqual(w[i - 1].kl);
+      const kls = int8.rollouts.flatMap((r) => r.calls.flatMap((c) => Array.from(c.vocabMismatch?.kl ?? [])));
+      expect(w[0].kl).toBe(Math.max(...kls));
+      out.length = 0;
+      expect(await analyze.run([file])).toBe(0);
+      expect(out.join('\n')).toMatch(
+        /full-vocabulary mismatch \(rollout engine vs trainer, \d+ tokens of \d+ calls\): KL mean [0-9.]+e-\d+ max/,
+      );
+    } finally {
+      log.mockRestore();
+    }
+    const call = int8.rollouts[0].calls[0];
+    const m = call.vocabMismatch as NonNullable<typeof call.vocabMismatch>;
+    const v = callTokenView(call, new Map([[m.ids[0], 'tok']]));
+    expect(v.available.has('vocabKl')).toBe(true);
+    expect(v.quantities.find((q) => q.key === 'vocabKl')?.values).toBe(m.kl);
+    const lines = v.alternatives?.(0) ?? [];
+    expect(lines).toContain(
+      `whole vocabulary: KL(rollout ‖ trainer) ${m.kl[0].toExponential(3)} · TV ${m.tv[0].toExponential(3)}`,
+    );
+    expect(lines).toContain(
+      `1. "tok" · id ${m.ids[0]} · ${Math.exp(m.rolloutLogProbs[0]).toFixed(4)} / ${Math.exp(m.trainerLogProbs[0]).toFixed(4)}`,
+    );
+    // a view of other tokens than the call's response ids gets none
+    const other = { ...v, ids: v.ids.slice(1), quantities: [], available: new Set<ColorBy>() };
+    expect(withVocabMismatch(other, call, new Map()).available.size).toBe(0);
   });
 });
