@@ -3,6 +3,7 @@ import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { NoRowsEntry } from '../../core/pipeline/noRows';
 import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
+import { StackDiff } from '../advantages/StackDiff';
 import { ExportButtons } from '../components/ExportButtons';
 import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
 import { isTextField } from '../keyboard';
@@ -399,6 +400,20 @@ export function TracePanel() {
               />
             )}
           </div>
+          {res && (
+            <details className="stack-diff-tokens" data-testid="trace-stack-diff">
+              <summary>Per-token differences against the other reference stack</summary>
+              <StackDiff
+                rollouts={rollouts}
+                options={options}
+                sign={sign}
+                perToken={{
+                  tokenText,
+                  onSelect: (rolloutId, k) => set({ rollout: rolloutId, call: k, traceView: 'call' }),
+                }}
+              />
+            </details>
+          )}
         </section>
       ) : (
         <p className="muted">The trace has no rollouts.</p>
