@@ -7,6 +7,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { command as analyze } from '../../../src/cli/commands/analyze';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
@@ -19,10 +20,13 @@ import {
   vocabMismatchMetrics,
 } from '../../../src/core/vocabMismatch';
 import { decodeCheckpoint } from '../../../src/engine/checkpoint';
+import { readLlamaFolder } from '../../../src/engine/llama/hfFolder';
 import { forwardCpu, layoutOf } from '../../../src/engine/model';
 import { exportCausalLm, pastKeyName, pastValueName } from '../../../src/engine/onnx/causalLm';
+import { nodeFolderReader } from '../../../src/engine/onnx/folder';
 import { OrtCausalLm } from '../../../src/engine/onnx/ortLm';
 import { CpuPolicy } from '../../../src/engine/policy/cpuPolicy';
+import { LlamaCpuPolicy } from '../../../src/engine/policy/llamaCpuPolicy';
 import { resolveTrainConfig, type TrainConfigPatch } from '../../../src/train/config';
 import { createLocalRun } from '../../../src/train/local';
 import { ColocatedRolloutEngine, SamplerRolloutEngine } from '../../../src/train/rolloutEngine';
@@ -268,6 +272,36 @@ describe('full-vocabulary mismatch between the rollout engine and the trainer', 
     });
     await expect(policy.vocabLogProbs(batch, [0])).rejects.toThrow(
       `vocabLogProbs: position 0 must be a flat index b·${ids.length} + t with 1 ≤ t < ${ids.length}`,
+    );
+  });
+
+  it('the Llama-family CPU engine gives the whole distribution too: its log-prob of each token, total mass 1', async () => {
+    const folder = await readLlamaFolder(
+      await nodeFolderReader(fileURLToPath(new URL('../../models/qwen3', import.meta.url))),
+    );
+    const engine = new LlamaCpuPolicy(folder.config, folder.params);
+    const V = folder.config.vocabSize;
+    const ids = Array.from({ length: 9 }, (_, i) => (i * 37 + 5) % V);
+    const batch = {
+      tokens: Uint32Array.from([...ids, ...ids.slice().reverse()]),
+      mask: new Float32Array(2 * ids.length).fill(1),
+      batchSize: 2,
+      seqLen: ids.length,
+      temperature: 0.7,
+    };
+    const lp = (await engine.logProbs(batch)).logProbs;
+    const positions = [1, 4, 8, ids.length + 1, 2 * ids.length - 1];
+    const dists = await engine.vocabLogProbs(batch, positions);
+    positions.forEach((p, j) => {
+      expect(dists[j].length).toBe(V);
+      expect(dists[j][batch.tokens[p]]).toBeCloseTo(lp[p], 5);
+      expect(dists[j].reduce((s, x) => s + Math.exp(x), 0)).toBeCloseTo(1, 5);
+    });
+    // the colocated engine over it: zero divergence against the trainer's own distributions
+    const d = tokenDivergence(dists[0], (await engine.vocabLogProbs(batch, [1]))[0]);
+    expect([d.kl, d.tv]).toEqual([0, 0]);
+    await expect(engine.vocabLogProbs(batch, [ids.length])).rejects.toThrow(
+      `vocabLogProbs: position ${ids.length} must be a flat index b·${ids.length} + t`,
     );
   });
 
