@@ -41,6 +41,8 @@ export interface TokenDiff {
   /** position in the row's response */
   position: number;
   call: number;
+  /** the token id there */
+  tokenId: number;
   a: number;
   b: number;
   delta: number;
@@ -169,6 +171,7 @@ export function diffWeights(
           row: r,
           position: p - batch.offsets[r],
           call: batch.tokenCall[p],
+          tokenId: batch.responseIds[p],
           a: wa[p],
           b: wb[p],
           delta: wb[p] - wa[p],

@@ -28,6 +28,33 @@ export function checkSampleRequest(req: SampleRequest, vocabSize: number, contex
  * The k most likely tokens of softmax(logits / temperature) (temperature 1 when 0, as pickToken's log-prob),
  * most likely first (ties by id), with their log-probs: O(V·k), for the small k a trace records.
  */
+/**
+ * The whole next-token distribution of one logits row: log softmax(logits / temperature) over the vocabulary
+ * (temperature 1 when greedy, as `topKLogProbs`), in float64 arithmetic and stored as float32.
+ */
+export function vocabLogSoftmax(logits: ArrayLike<number>, temperature: number): Float32Array {
+  const V = logits.length;
+  const t = temperature > 0 ? temperature : 1;
+  let mx = Number.NEGATIVE_INFINITY;
+  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v] / t);
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(logits[v] / t - mx);
+  const lse = mx + Math.log(sum);
+  const out = new Float32Array(V);
+  for (let v = 0; v < V; v++) out[v] = logits[v] / t - lse;
+  return out;
+}
+
+/**
+ * Checks the positions of a `vocabLogProbs` request on a sequence of n tokens: each predicts token p from the
+ * tokens before it, so 1 ≤ p < n.
+ */
+export function checkVocabPositions(positions: readonly number[], n: number, what: string): void {
+  for (const p of positions)
+    if (!Number.isInteger(p) || p < 1 || p >= n)
+      throw new Error(`${what}: position ${p} must be an integer in [1, ${n}) (the token it predicts)`);
+}
+
 export function topKLogProbs(
   logits: Float32Array,
   temperature: number,

@@ -150,6 +150,8 @@ export interface TrainConfig {
     rollout_device: RolloutDevice;
     /** weights the rollout engine computes with (weight-only: f16 storage or int8 per channel, f32 compute) */
     rollout_precision: WeightPrecision;
+    /** compare both engines' whole next-token distributions at each step's response tokens */
+    vocab_mismatch: boolean;
   };
 }
 

@@ -10,6 +10,7 @@
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { RolloutSampler, SyncCost } from '../engine/onnx/sampler';
 import type { PolicyEngine } from '../engine/policy/types';
+import { checkVocabPositions } from '../engine/sampling';
 import type { ChatEngine, EngineCall, EngineOutput } from '../harness/engines';
 import { PolicyChatEngine } from '../harness/policyEngine';
 import { SamplerChatEngine } from '../harness/samplerEngine';
@@ -29,6 +30,12 @@ export interface RolloutEngine {
    */
   // biome-ignore lint/suspicious/noConfusingVoidType: an engine that only moves the version resolves to nothing
   syncWeights(params: Float32Array, version: number): Promise<SyncCost | void>;
+  /**
+   * The whole next-token distribution the engine would sample position p of `ids` from (log-probs over the
+   * vocabulary at `temperature`, 1 ≤ p < ids.length), at the weights it serves now; absent where the engine
+   * cannot give it.
+   */
+  vocabLogProbs?(ids: number[], positions: number[], temperature: number): Promise<Float32Array[]>;
   /** Resolves once the engine can serve (one that is built asynchronously); rejects with why it cannot. */
   ready?(): Promise<void>;
   dispose(): void;
@@ -56,6 +63,10 @@ export class ColocatedRolloutEngine implements RolloutEngine {
     this.version = version;
     return undefined;
   }
+  /** the trainer's own forward: the same engine and weights, so its distributions are the trainer's */
+  vocabLogProbs(ids: number[], positions: number[], temperature: number): Promise<Float32Array[]> {
+    return policyVocabLogProbs(this.policy, ids, positions, temperature);
+  }
   dispose(): void {}
 }
 
@@ -76,9 +87,37 @@ export class CopyRolloutEngine implements RolloutEngine {
     this.version = version;
     return undefined;
   }
+  vocabLogProbs(ids: number[], positions: number[], temperature: number): Promise<Float32Array[]> {
+    return policyVocabLogProbs(this.policy, ids, positions, temperature);
+  }
   dispose(): void {
     this.policy.dispose();
   }
+}
+
+/**
+ * A policy engine's whole next-token distributions at positions of one sequence (a one-row batch at
+ * `temperature`, 1 when greedy); an engine without `vocabLogProbs` is refused by name.
+ */
+export function policyVocabLogProbs(
+  policy: PolicyEngine,
+  ids: number[],
+  positions: number[],
+  temperature: number,
+): Promise<Float32Array[]> {
+  if (!policy.vocabLogProbs)
+    throw new Error(`the ${policy.backend} policy engine does not expose its full next-token distribution`);
+  checkVocabPositions(positions, ids.length, 'vocabLogProbs');
+  return policy.vocabLogProbs(
+    {
+      tokens: Uint32Array.from(ids),
+      mask: new Float32Array(ids.length).fill(1),
+      batchSize: 1,
+      seqLen: ids.length,
+      temperature: temperature > 0 ? temperature : 1,
+    },
+    positions,
+  );
 }
 
 /**
@@ -108,6 +147,13 @@ export class SamplerRolloutEngine implements RolloutEngine {
     const cost = await this.sampler.syncWeights(params);
     this.version = version;
     return cost;
+  }
+  get vocabLogProbs():
+    | ((ids: number[], positions: number[], temperature: number) => Promise<Float32Array[]>)
+    | undefined {
+    const s = this.sampler;
+    const f = s.vocabLogProbs;
+    return f ? (ids, positions, temperature) => f.call(s, ids, positions, temperature) : undefined;
   }
   dispose(): void {
     void this.sampler.dispose().catch(() => {});
@@ -185,6 +231,14 @@ export class DeferredRolloutEngine implements RolloutEngine {
 
   async syncWeights(params: Float32Array, version: number): Promise<SyncCost | undefined> {
     return (await (await this.built).syncWeights(params, version)) ?? undefined;
+  }
+
+  get vocabLogProbs():
+    | ((ids: number[], positions: number[], temperature: number) => Promise<Float32Array[]>)
+    | undefined {
+    const e = this.inner;
+    const f = e?.vocabLogProbs;
+    return e && f ? (ids, positions, temperature) => f.call(e, ids, positions, temperature) : undefined;
   }
 
   dispose(): void {

@@ -18,6 +18,7 @@
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import { toJsonlTrace } from '../core/trace/io';
 import type { Rollout } from '../core/trace/types';
+import { vocabMismatchMetrics } from '../core/vocabMismatch';
 import type { PolicyEngine } from '../engine/policy/types';
 import type { TaskBase } from '../harness/harness';
 import { getHarness } from '../harness/registry';
@@ -33,6 +34,7 @@ import { type PhaseHook, type PhaseName, type StepOutcome, trainOnRollouts } fro
 import type { TrainStorage } from './storage';
 import { tick } from './tick';
 import { fileLoggerLine, formatConsoleLine } from './verlLog';
+import { measureVocabMismatch } from './vocabMismatch';
 
 export interface TrainRunOptions {
   config: TrainConfig;
@@ -431,6 +433,20 @@ export class TrainRun {
     const drain = await hook('pause', () => this.o.source.pause(`training step ${step}`, retryAfter));
     metrics['training/async/proxy_inflight_at_pause'] = drain.inflightAtPause;
     metrics['training/async/proxy_drain_seconds'] = drain.drainMs / 1000;
+    // both engines still hold the weights that sampled and now train on this batch
+    const measured = cfg.lab.vocab_mismatch
+      ? await hook('vocab_mismatch', () =>
+          measureVocabMismatch(rollouts, {
+            policy: this.o.policy,
+            rolloutEngine: this.o.rolloutEngine,
+            rolloutName: cfg.actor_rollout_ref.rollout.name,
+            temperature: cfg.actor_rollout_ref.rollout.temperature,
+            contextLength: this.o.policy.config.contextLength,
+          }),
+        )
+      : rollouts;
+    if (cfg.lab.vocab_mismatch)
+      Object.assign(metrics, vocabMismatchMetrics(measured.flatMap((r) => r.calls)));
     const tUpdate = this.now();
     const outcome = await trainOnRollouts(
       { policy: this.o.policy, reference: this.o.reference ?? null, tokenizer: this.o.tokenizer },
@@ -482,7 +498,7 @@ export class TrainRun {
     metrics['lab/train_tokens_per_s'] = upd > 0 ? outcome.trainTokens / upd : Number.NaN;
     if (cfg.lab.keep_traces && this.o.storage) {
       const annotated = annotateTrainerLogProbs(
-        rollouts,
+        measured,
         outcome.rows,
         outcome.oldLogProbs,
         outcome.entropy,

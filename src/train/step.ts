@@ -24,6 +24,7 @@ import { tick } from './tick';
 export const PHASE_NAMES = [
   'gen',
   'pause',
+  'vocab_mismatch',
   'old_log_prob',
   'ref',
   'adv',

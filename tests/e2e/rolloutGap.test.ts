@@ -28,7 +28,14 @@ async function keptStepTrace(): Promise<{ text: string; rollouts: Rollout[] }> {
     ),
   );
   const config = resolveTrainConfig({
-    lab: { harness: 'instruction-short', train_tasks: 8, val_tasks: 2, seed: 3, rollout_precision: 'int8' },
+    lab: {
+      harness: 'instruction-short',
+      train_tasks: 8,
+      val_tasks: 2,
+      seed: 3,
+      rollout_precision: 'int8',
+      vocab_mismatch: true,
+    },
     data: { train_batch_size: 2, max_response_length: 24 },
     actor_rollout_ref: { actor: { ppo_mini_batch_size: 2 }, rollout: { n: 4, name: 'onnxruntime-web' } },
     trainer: { total_training_steps: 1, test_freq: 0, val_before_train: false },
@@ -110,6 +117,37 @@ describe('the Trace view colours a kept training trace by the engine − trainer
     expect(await row.locator('th').textContent()).toBe('log-prob gap (engine − trainer)');
     expect(await row.locator('td').textContent()).toBe(fmt(best.gap, 6));
     await screenshot(page, 'trace-gap');
+    expect(errors).toEqual([]);
+  });
+
+  it('colours by the full-vocabulary KL and explains a token by the tokens the two engines disagree on most', async () => {
+    // the token with the largest whole-vocabulary KL in the trace
+    let best = { rollout: '', token: -1, kl: 0, tv: 0, id: -1 };
+    for (const r of trace.rollouts) {
+      const m = r.calls[0].vocabMismatch;
+      if (!m) throw new Error(`${r.rolloutId}: the kept trace has no vocab_mismatch`);
+      for (let j = 0; j < m.kl.length; j++)
+        if (m.kl[j] > best.kl)
+          best = { rollout: r.rolloutId, token: j, kl: m.kl[j], tv: m.tv[j], id: m.ids[j * m.k] };
+    }
+    expect(best.kl).toBeGreaterThan(0);
+    const select = page.getByLabel('Color tokens by', { exact: true });
+    const option = select.locator('option[value="vocabKl"]');
+    await expect.poll(() => option.evaluate((o) => (o as HTMLOptionElement).disabled)).toBe(false);
+    await select.selectOption('vocabKl');
+    await page.getByTestId(`rollout-row-${best.rollout}`).first().click();
+    const chips = page.getByTestId('call-tokens');
+    await chips.locator('.tok').first().waitFor();
+    await chips.locator(`.tok[data-i="${best.token}"]`).hover();
+    const tip = page.getByTestId('token-tooltip');
+    await expect
+      .poll(() => tip.textContent())
+      .toContain(
+        `whole vocabulary: KL(rollout ‖ trainer) ${best.kl.toExponential(3)} · TV ${best.tv.toExponential(3)}`,
+      );
+    expect(await tip.textContent()).toContain(`id ${best.id}`);
+    expect(await tip.locator('tr.tt-color th').textContent()).toBe('KL(rollout ‖ trainer), whole vocabulary');
+    await screenshot(page, 'trace-vocab-kl');
     expect(errors).toEqual([]);
   });
 });

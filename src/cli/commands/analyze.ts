@@ -24,6 +24,7 @@ import { combineTraces } from '../../core/trace/combine';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { TraceFormatError, textOnlyCalls, tokenizeTextOnly } from '../../core/trace/io';
 import { formatIssue, type TraceBatch } from '../../core/trace/types';
+import { type VocabMismatchSummary, vocabMismatchSummary } from '../../core/vocabMismatch';
 import { diffAgainstStack, type WeightDiff } from '../../core/weightDiff';
 import { type FlagSpec, parseArgs, UsageError } from '../args';
 import type { Command } from '../lab';
@@ -204,6 +205,20 @@ function printDiff(d: WeightDiff, sg: (v: number) => number): void {
   }
 }
 
+function printVocabMismatch(v: VocabMismatchSummary): void {
+  const m = v.metrics;
+  const e = (x: number) => x.toExponential(3);
+  console.log(
+    `\nfull-vocabulary mismatch (rollout engine vs trainer, ${m['lab/rollout_vocab_tokens']} tokens of ${v.calls} calls): ` +
+      `KL mean ${e(m['lab/rollout_vocab_kl/mean'])} max ${e(m['lab/rollout_vocab_kl/max'])}, ` +
+      `TV mean ${e(m['lab/rollout_vocab_tv/mean'])} max ${e(m['lab/rollout_vocab_tv/max'])}`,
+  );
+  for (const w of v.worst)
+    console.log(
+      `  ${w.rolloutId} call ${w.call} token ${w.position}: KL ${e(w.kl)} TV ${e(w.tv)}; most disagreeing id ${w.top.id}: p ${w.top.rollout.toFixed(4)} (rollout) / ${w.top.trainer.toFixed(4)} (trainer)`,
+    );
+}
+
 export const command: Command = {
   summary: `what the trainer (${REFERENCE_STACK.label}) does with a trace: rows, drops, retokenization, advantages, weights`,
   usage:
@@ -334,11 +349,23 @@ export const command: Command = {
       }
     }
     const sg = (v: number) => signed(v, getWeightSign(signName));
+    const vocab = vocabMismatchSummary(trace.rollouts);
     if (flags.json)
-      console.log(JSON.stringify(diff ? { ...analysis, diffReference: diff } : analysis, null, 2));
+      console.log(
+        JSON.stringify(
+          {
+            ...analysis,
+            ...(diff ? { diffReference: diff } : {}),
+            ...(vocab ? { vocabMismatch: vocab } : {}),
+          },
+          null,
+          2,
+        ),
+      );
     else {
       printText(analysis, label);
       if (diff) printDiff(diff, sg);
+      if (vocab) printVocabMismatch(vocab);
     }
     return 0;
   },

@@ -1160,6 +1160,15 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     page: true,
     urlKey: 'dro',
   },
+  {
+    key: 'lab.vocab_mismatch',
+    flag: 'vocab-mismatch',
+    kind: 'bool',
+    default: false,
+    label: 'Full-vocabulary mismatch',
+    help: "compare the rollout engine's and the trainer's whole next-token distributions at every response token of each step (KL, TV, most disagreeing tokens; one extra forward per call on each engine)",
+    scopes: R,
+  },
 ];
 
 const byKey = new Map<string, ConfigFieldDef>();

@@ -82,6 +82,22 @@ export interface TokenAlternatives {
 }
 
 /**
+ * The rollout engine's and the trainer's whole next-token distributions compared at each response position (a
+ * training step's kept batch, both at the weights that train on it and at the rollout temperature): per
+ * position KL(π_rollout ‖ π_train) = Σ_v π_r(v)·(log π_r(v) − log π_t(v)) and the total variation
+ * ½·Σ_v |π_r(v) − π_t(v)|, and the k tokens whose probabilities differ most (flat, position-major like
+ * TokenAlternatives: position i's are `ids[i·k .. i·k + k)`, largest |π_r − π_t| first) with both log-probs.
+ */
+export interface VocabMismatch {
+  kl: Float32Array;
+  tv: Float32Array;
+  k: number;
+  ids: Int32Array;
+  rolloutLogProbs: Float32Array;
+  trainerLogProbs: Float32Array;
+}
+
+/**
  * One recorded LLM request/response pair. Token ids and log-probs are present when the engine returned them
  * (vLLM `return_token_ids`, `logprobs`); `responseLogProbs[i]` is NaN where the engine gave no finite log-prob.
  */
@@ -106,6 +122,8 @@ export interface ModelCall {
    */
   trainerLogProbs?: Float32Array;
   trainerEntropy?: Float32Array;
+  /** The full-vocabulary comparison of both engines' distributions at each response position, when measured. */
+  vocabMismatch?: VocabMismatch;
   engine?: EngineInfo;
   timings?: CallTimings;
   httpStatus: number;

@@ -12,7 +12,7 @@
 import type * as OrtTypes from 'onnxruntime-common';
 import type { PolicyConfig } from '../model';
 import { decodeLoop } from '../policy/decode';
-import { checkSampleRequest } from '../sampling';
+import { checkSampleRequest, checkVocabPositions, vocabLogSoftmax } from '../sampling';
 import {
   exportCausalLm,
   pastKeyName,
@@ -172,6 +172,28 @@ export class OrtCausalLm implements RolloutSampler {
       } finally {
         for (const t of Object.values(past)) if (t.location === 'gpu-buffer') t.dispose();
       }
+    });
+  }
+
+  /**
+   * The whole next-token distribution at chosen positions of one sequence, under this engine's numerics and
+   * precision: one forward over `ids` from an empty cache, log softmax(logits / temperature) of the row before
+   * each position p (1 ≤ p < ids.length).
+   */
+  vocabLogProbs(ids: number[], positions: number[], temperature: number): Promise<Float32Array[]> {
+    return this.serial(async () => {
+      if (ids.length > this.contextLength)
+        throw new Error(
+          `vocabLogProbs: ${ids.length} tokens exceed the context length ${this.contextLength}`,
+        );
+      for (const id of ids)
+        if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize)
+          throw new Error(`vocabLogProbs: token ${id} is outside the vocabulary (${this.vocabSize})`);
+      checkVocabPositions(positions, ids.length, 'vocabLogProbs');
+      const V = this.vocabSize;
+      const r = await this.forward(ids, 0, this.emptyPast());
+      for (const t of Object.values(r.past)) if (t.location === 'gpu-buffer') t.dispose();
+      return positions.map((p) => vocabLogSoftmax(r.logits.subarray((p - 1) * V, p * V), temperature));
     });
   }
 

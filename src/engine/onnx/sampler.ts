@@ -27,6 +27,12 @@ export interface RolloutSampler {
   readonly contextLength: number;
   /** Autoregressive sampling with a KV cache; same seed and weights, same result. */
   sample(req: SampleRequest): Promise<SampleResult>;
+  /**
+   * The whole next-token distribution (log-probs over the vocabulary at `temperature`) that predicts each chosen
+   * position p of `ids` (1 ≤ p < ids.length), under the engine's own numerics; an engine that cannot give it
+   * leaves it out (the full-vocabulary mismatch is then not measured).
+   */
+  vocabLogProbs?(ids: number[], positions: number[], temperature: number): Promise<Float32Array[]>;
   /** Replaces the weights (flat parameter buffer of the policy's layout): re-export and reload. */
   syncWeights(params: Float32Array): Promise<SyncCost>;
   dispose(): Promise<void>;

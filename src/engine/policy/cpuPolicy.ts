@@ -28,7 +28,7 @@ import {
   views,
   weightedLoss,
 } from '../model';
-import { checkSampleRequest } from '../sampling';
+import { checkSampleRequest, vocabLogSoftmax } from '../sampling';
 import { decodeLoop } from './decode';
 import type {
   AccumulateResult,
@@ -89,6 +89,21 @@ export class CpuPolicy implements PolicyEngine {
     checkBatch(this.config, batch);
     const acts = forwardCpu(this.config, this.layout, this.params, batch, this.mm);
     return { logProbs: acts.logp, entropy: acts.entropy };
+  }
+
+  async vocabLogProbs(batch: Batch, positions: number[]): Promise<Float32Array[]> {
+    checkBatch(this.config, batch);
+    const { seqLen: T } = batch;
+    const V = this.config.vocabSize;
+    for (const p of positions)
+      if (!Number.isInteger(p) || p < 0 || p >= batch.tokens.length || p % T === 0)
+        throw new Error(
+          `vocabLogProbs: position ${p} must be a flat index b·${T} + t with 1 ≤ t < ${T} (the token it predicts)`,
+        );
+    const acts = forwardCpu(this.config, this.layout, this.params, batch, this.mm);
+    return positions.map((p) =>
+      vocabLogSoftmax(acts.logits.subarray((p - 1) * V, p * V), batch.temperature ?? 1),
+    );
   }
 
   /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */

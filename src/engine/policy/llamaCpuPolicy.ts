@@ -180,6 +180,25 @@ export class LlamaCpuPolicy implements PolicyEngine {
     return { logProbs: a.logp, entropy: a.entropy, topk: a.topk ?? [] };
   }
 
+  async vocabLogProbs(batch: Batch, positions: number[]): Promise<Float32Array[]> {
+    const T = batch.seqLen;
+    for (const p of positions)
+      if (!Number.isInteger(p) || p < 0 || p >= batch.tokens.length || p % T === 0)
+        throw new Error(
+          `vocabLogProbs: position ${p} must be a flat index b·${T} + t with 1 ≤ t < ${T} (the token it predicts)`,
+        );
+    const V = this.llama.vocabSize;
+    // the top-V of the row that predicts p is the whole distribution, in another order
+    const a = this.forward(batch, { topk: { positions: positions.map((p) => p - 1), k: V } });
+    return (a.topk ?? []).map((t) => {
+      const out = new Float32Array(V);
+      t.ids.forEach((id, i) => {
+        out[id] = t.logprobs[i];
+      });
+      return out;
+    });
+  }
+
   /**
    * The frozen base as a read-only PolicyEngine (its log-probs are `referenceLogProbs`): what a trainer takes
    * as the reference policy of a LoRA run, with no second copy of the weights.

@@ -95,6 +95,13 @@ export interface PolicyEngine {
   setOptimizerState(state: OptimizerState): Promise<void>;
   /** Autoregressive sampling with a KV cache; same seed, same result. */
   sample(req: SampleRequest): Promise<SampleResult>;
+  /**
+   * The whole next-token distribution (log-probs over the vocabulary at the batch temperature) that predicts
+   * each chosen flat position p = b·T + t (1 ≤ t): entry `tokens[p]` of it is `logProbs(batch).logProbs[p]`.
+   * The CPU engines have it (the full-vocabulary engine/trainer mismatch); the WebGPU engines do not read the
+   * logits back.
+   */
+  vocabLogProbs?(batch: Batch, positions: number[]): Promise<Float32Array[]>;
   /** A copy of the flat parameter buffer. */
   getParams(): Promise<Float32Array>;
   /** Replaces the parameters (and resets the optimizer state). */

@@ -7,6 +7,7 @@ import { diffAgainstStack, otherReferenceStack, type WeightDiff } from '../../co
 import { fmt } from '../tokens/colorScale';
 
 const SHOWN = 5;
+const SHOWN_TOKENS = 10;
 
 /**
  * The same trace and settings on the other reference stack (core/weightDiff.ts, as `lab analyze
@@ -17,10 +18,16 @@ export function StackDiff({
   rollouts,
   options,
   sign,
+  perToken,
 }: {
   rollouts: Rollout[];
   options: TrainerOptions;
   sign: WeightSign;
+  /**
+   * the Trace view's form: the largest per-token differences (token text from the map) instead of the
+   * per-rollout and per-call ones; a row's button selects its rollout and call
+   */
+  perToken?: { tokenText: Map<number, string>; onSelect?: (rolloutId: string, call: number) => void };
 }) {
   const other = otherReferenceStack(options.referenceStack);
   const key = JSON.stringify(options);
@@ -33,7 +40,7 @@ export function StackDiff({
   const current = shown && shown.key === key && shown.rollouts === rollouts ? shown : null;
   const compute = () => {
     try {
-      const r = diffAgainstStack(rollouts, options, other, { limit: SHOWN });
+      const r = diffAgainstStack(rollouts, options, other, { limit: perToken ? SHOWN_TOKENS : SHOWN });
       setShown({ key, rollouts, diff: r.diff, message: r.refused && `not comparable: ${r.refused}` });
     } catch (e) {
       setShown({ key, rollouts, diff: null, message: `the trainer fails: ${(e as Error).message}` });
@@ -78,7 +85,58 @@ export function StackDiff({
             {d.counts.rollouts} rollouts, {d.counts.calls} calls
             {d.counts.tokens !== null && `, ${d.counts.tokens} tokens`} differ ({sign.short})
           </p>
-          {d.rollouts.length > 0 && (
+          {perToken && d.tokens === null && (
+            <p className="muted" data-testid="stack-diff-unpaired">
+              Tokens are not paired: the two stacks build different rows from this trace.
+            </p>
+          )}
+          {perToken && d.tokens && d.tokens.length > 0 && (
+            <table className="compact" data-testid="stack-diff-tokens">
+              <thead>
+                <tr>
+                  <th>rollout</th>
+                  <th>call</th>
+                  <th>row · pos</th>
+                  <th>token</th>
+                  <th>{d.a.lossMode}</th>
+                  <th>{d.b.lossMode}</th>
+                  <th>Δ</th>
+                  <th>caused by</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.tokens.map((t) => (
+                  <tr key={`t-${t.row}-${t.position}`}>
+                    <td>
+                      {perToken.onSelect ? (
+                        <button
+                          type="button"
+                          className="link"
+                          onClick={() => perToken.onSelect?.(t.rolloutId, t.call)}
+                        >
+                          {t.rolloutId}
+                        </button>
+                      ) : (
+                        t.rolloutId
+                      )}
+                    </td>
+                    <td>{t.call}</td>
+                    <td>
+                      {t.row} · {t.position}
+                    </td>
+                    <td>
+                      <code>{JSON.stringify(perToken.tokenText.get(t.tokenId) ?? `<${t.tokenId}>`)}</code>
+                    </td>
+                    <td>{f(t.a)}</td>
+                    <td>{f(t.b)}</td>
+                    <td>{f(t.delta)}</td>
+                    <td>{why(t.causes)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {!perToken && d.rollouts.length > 0 && (
             <table className="compact">
               <thead>
                 <tr>

@@ -12,6 +12,8 @@ export const COLOR_BY = [
   'trainerLogprob',
   'entropy',
   'gap',
+  'vocabKl',
+  'vocabTv',
   'mask',
 ] as const;
 export type ColorBy = (typeof COLOR_BY)[number];
@@ -23,6 +25,8 @@ const COLOR_BY_LABEL: Record<ColorBy, string> = {
   trainerLogprob: 'log-prob (trainer)',
   entropy: 'entropy (trainer)',
   gap: 'log-prob gap (engine − trainer)',
+  vocabKl: 'KL(rollout ‖ trainer), whole vocabulary',
+  vocabTv: 'total variation, whole vocabulary',
   mask: 'loss mask',
 };
 
@@ -57,7 +61,8 @@ export function scaleFor(
   const ext = extent as [number, number];
   if (key === 'logprob' || key === 'trainerLogprob')
     return sequentialScale([Math.min(ext[0], -1e-6), 0], true);
-  if (key === 'entropy') return sequentialScale([0, Math.max(ext[1], 1e-6)]);
+  if (key === 'entropy' || key === 'vocabKl' || key === 'vocabTv')
+    return sequentialScale([0, Math.max(ext[1], 1e-6)]);
   if (key === 'weight') return divergingScale(ext, sign.reinforced === 'positive');
   if (key === 'advantage') return divergingScale(ext, true);
   return divergingScale(ext);

@@ -8,7 +8,13 @@ import { fmt } from '../tokens/colorScale';
 import type { ColorBy } from '../tokens/quantities';
 import { TokenChips } from '../tokens/TokenChips';
 import { Message } from './Messages';
-import { alignsWithResponse, alternativeLines, batchTokenView, callTokenView } from './tokenView';
+import {
+  alignsWithResponse,
+  alternativeLines,
+  batchTokenView,
+  callTokenView,
+  withVocabMismatch,
+} from './tokenView';
 
 /** Messages of call k that were not already in call k−1's request + response (the turn's new context). */
 function newMessageStart(calls: ModelCall[], k: number): number {
@@ -77,6 +83,7 @@ export function CallView(props: {
         // the engine's alternatives belong to its response ids; shown where the batch tokens are exactly those
         if (call.responseTopK && alignsWithResponse(call, v.ids))
           v.alternatives = (i) => alternativeLines(call, i, props.tokenText);
+        withVocabMismatch(v, call, props.tokenText);
         return { v, inBatch: true, start: pos[0] - res.batch.offsets[row] };
       }
     }

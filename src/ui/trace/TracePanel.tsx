@@ -3,6 +3,7 @@ import type { MergeFailure } from '../../core/aggregate/mergeFailure';
 import type { NoRowsEntry } from '../../core/pipeline/noRows';
 import { WEIGHT_SIGNS, type WeightSign, type WeightSignName } from '../../core/pipeline/sign';
 import type { Rollout } from '../../core/trace/types';
+import { StackDiff } from '../advantages/StackDiff';
 import { ExportButtons } from '../components/ExportButtons';
 import { NoTrace, PreviousTraceNote, StaleNote } from '../ImportBar';
 import { isTextField } from '../keyboard';
@@ -20,7 +21,7 @@ import { CallView } from './CallView';
 import { MergeView } from './MergeView';
 import { RetokView } from './RetokView';
 import { RolloutList } from './RolloutList';
-import { batchTokenView, callTokenView } from './tokenView';
+import { batchTokenView, callTokenView, withVocabMismatch } from './tokenView';
 
 const VIEW_LABEL: Record<TraceView, string> = { call: 'Call', retok: 'Retokenization', merge: 'Merge' };
 
@@ -165,6 +166,7 @@ export function TracePanel() {
     if (calls.some((c) => c.trainerLogProbs)) s.add('trainerLogprob');
     if (calls.some((c) => c.trainerEntropy)) s.add('entropy');
     if (calls.some((c) => c.trainerLogProbs && c.responseLogProbs)) s.add('gap');
+    if (calls.some((c) => c.vocabMismatch)) s.add('vocabKl').add('vocabTv');
     return s;
   }, [res, rollouts]);
   // a colouring this trace lacks falls back to one it has, and the view says so
@@ -179,7 +181,9 @@ export function TracePanel() {
             ? (res?.batch.responseLogProbs ?? undefined)
             : colorBy === 'gap' || colorBy === 'entropy' || colorBy === 'trainerLogprob'
               ? trainerQuantity(colorBy, res, trainer, rollouts)
-              : undefined;
+              : colorBy === 'vocabKl' || colorBy === 'vocabTv'
+                ? vocabQuantity(colorBy, rollouts)
+                : undefined;
     // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
     return scaleFor(colorBy, values, res?.batch.mask, sign);
   }, [res, colorBy, sign, trainer, rollouts]);
@@ -209,7 +213,9 @@ export function TracePanel() {
     const pos =
       res && derived ? callPositions(res.batch, derived.index, selected, callIndex) : new Int32Array(0);
     const v =
-      res && pos.length ? batchTokenView(res, pos, tokenText, sign, trainer) : callTokenView(c, tokenText);
+      res && pos.length
+        ? withVocabMismatch(batchTokenView(res, pos, tokenText, sign, trainer), c, tokenText)
+        : callTokenView(c, tokenText);
     return {
       rolloutId: r.rolloutId,
       call: callIndex,
@@ -394,12 +400,37 @@ export function TracePanel() {
               />
             )}
           </div>
+          {res && (
+            <details className="stack-diff-tokens" data-testid="trace-stack-diff">
+              <summary>Per-token differences against the other reference stack</summary>
+              <StackDiff
+                rollouts={rollouts}
+                options={options}
+                sign={sign}
+                perToken={{
+                  tokenText,
+                  onSelect: (rolloutId, k) => set({ rollout: rolloutId, call: k, traceView: 'call' }),
+                }}
+              />
+            </details>
+          )}
         </section>
       ) : (
         <p className="muted">The trace has no rollouts.</p>
       )}
     </div>
   );
+}
+
+/** A full-vocabulary colouring's values over every call that has them, for its scale. */
+function vocabQuantity(key: 'vocabKl' | 'vocabTv', rollouts: readonly Rollout[]): Float32Array {
+  const parts: number[] = [];
+  for (const r of rollouts)
+    for (const c of r.calls) {
+      const m = c.vocabMismatch;
+      if (m) parts.push(...(key === 'vocabKl' ? m.kl : m.tv));
+    }
+  return Float32Array.from(parts);
 }
 
 /**

@@ -35,6 +35,46 @@ export function alternativeLines(call: ModelCall, i: number, tokenText: Map<numb
   return lines;
 }
 
+/**
+ * Tooltip lines for response position i of a call with a full-vocabulary comparison: KL and TV there, then the
+ * tokens whose probabilities the rollout engine and the trainer disagree on most, with both probabilities.
+ */
+export function vocabMismatchLines(call: ModelCall, i: number, tokenText: Map<number, string>): string[] {
+  const m = call.vocabMismatch;
+  if (!m || i < 0 || i >= m.kl.length) return [];
+  const lines = [
+    `whole vocabulary: KL(rollout ‖ trainer) ${m.kl[i].toExponential(3)} · TV ${m.tv[i].toExponential(3)}`,
+    `most disagreeing (p rollout / trainer)`,
+  ];
+  for (let j = 0; j < m.k; j++) {
+    const id = m.ids[i * m.k + j];
+    const pr = Math.exp(m.rolloutLogProbs[i * m.k + j]);
+    const pt = Math.exp(m.trainerLogProbs[i * m.k + j]);
+    lines.push(
+      `${j + 1}. ${JSON.stringify(tokenText.get(id) ?? `<${id}>`)} · id ${id} · ${pr.toFixed(4)} / ${pt.toFixed(4)}`,
+    );
+  }
+  return lines;
+}
+
+const VOCAB_KL_LABEL = 'KL(rollout ‖ trainer), whole vocabulary';
+const VOCAB_TV_LABEL = 'TV, whole vocabulary';
+
+/**
+ * Adds a call's full-vocabulary KL and TV (per response token) to a view whose tokens are exactly its response
+ * ids, with their tooltip lines after any the view has; a view of other tokens is left as it is.
+ */
+export function withVocabMismatch(v: TokenView, call: ModelCall, tokenText: Map<number, string>): TokenView {
+  const m = call.vocabMismatch;
+  if (!m || !alignsWithResponse(call, v.ids)) return v;
+  v.quantities.push({ key: 'vocabKl', label: VOCAB_KL_LABEL, values: m.kl });
+  v.quantities.push({ key: 'vocabTv', label: VOCAB_TV_LABEL, values: m.tv });
+  v.available.add('vocabKl').add('vocabTv');
+  const before = v.alternatives;
+  v.alternatives = (i) => [...(before?.(i) ?? []), ...vocabMismatchLines(call, i, tokenText)];
+  return v;
+}
+
 /** True when the batch tokens at `positions` are exactly the call's response ids, so position i is response token i. */
 export function alignsWithResponse(call: ModelCall, ids: Int32Array): boolean {
   const r = call.responseTokenIds;
@@ -111,5 +151,9 @@ export function callTokenView(call: ModelCall, tokenText: Map<number, string>): 
     if (has(gap)) available.add('gap');
   }
   const alternatives = call.responseTopK ? (i: number) => alternativeLines(call, i, tokenText) : undefined;
-  return { ids, texts: textsOf(ids, tokenText), quantities, available, alternatives };
+  return withVocabMismatch(
+    { ids, texts: textsOf(ids, tokenText), quantities, available, alternatives },
+    call,
+    tokenText,
+  );
 }

@@ -23,6 +23,8 @@ export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); titl
   { metric: 'lab/tool_calls_per_rollout', title: 'tool calls per rollout' },
   { metric: 'lab/merge_rate', title: 'merge rate' },
   { metric: 'lab/retokenization_mismatch_rate', title: 'retokenization mismatch' },
+  { metric: 'lab/rollout_vocab_kl/mean', title: 'KL(rollout ‖ trainer), whole vocabulary' },
+  { metric: 'lab/rollout_vocab_tv/mean', title: 'TV rollout vs trainer, whole vocabulary' },
   { metric: 'lab/staleness/call_mean', title: 'staleness (per call)' },
   { metric: 'timing_s/gen', title: 'time: generation (s)' },
   { metric: 'timing_s/old_log_prob', title: 'time: old log-prob (s)' },

@@ -11,6 +11,7 @@ import type { StepTimeline } from './timeline';
 const PHASE_COLORS: Record<string, string> = {
   gen: '#9bb7f0',
   pause: '#f2c14e',
+  vocab_mismatch: '#90a4ae',
   old_log_prob: '#c792ea',
   ref: '#b39ddb',
   adv: '#80cbc4',

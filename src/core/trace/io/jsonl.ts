@@ -3,7 +3,7 @@
  * integer arrays; log-probs are JSON numbers with `null` where a value is absent (NaN in the typed array).
  * Float32 log-probs are written as the exact double of the float32, so export → import is lossless.
  */
-import type { ModelCall, Rollout, RolloutGap, TokenAlternatives } from '../types';
+import type { ModelCall, Rollout, RolloutGap, TokenAlternatives, VocabMismatch } from '../types';
 import {
   bump,
   checkCallTokens,
@@ -179,6 +179,12 @@ export function readCall(v: unknown, path: string, counters: ImportCounters, sla
       );
     call[field] = lp.values;
   }
+  if (o.vocab_mismatch !== undefined && o.vocab_mismatch !== null)
+    call.vocabMismatch = readVocabMismatch(
+      o.vocab_mismatch,
+      join(path, 'vocab_mismatch'),
+      call.responseTokenIds?.length,
+    );
   const engine = readEngine(o.engine, join(path, 'engine'));
   if (engine) call.engine = engine;
   const timings = readTimings(o.timings, join(path, 'timings'));
@@ -231,6 +237,64 @@ export function readTopK(v: unknown, path: string, nTokens: number | undefined):
   return { k, ids, logProbs: lp };
 }
 
+/**
+ * `{ kl, tv, k, ids, rollout_log_probs, trainer_log_probs }`: per response token the full-vocabulary KL (finite,
+ * ≥ 0 up to rounding) and total variation (in [0, 1]), and the k most disagreeing tokens (flat, position-major)
+ * with both engines' finite log-probs ≤ 0.
+ */
+export function readVocabMismatch(v: unknown, path: string, nTokens: number | undefined): VocabMismatch {
+  const o = readObject(v, path);
+  if (nTokens === undefined) throw new RecordInvalid(path, 'is present but response_token_ids is missing');
+  const k = o.k;
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP_K)
+    throw new RecordInvalid(
+      join(path, 'k'),
+      `must be an integer in [1, ${MAX_TOP_K}], got ${typeof k === 'number' ? k : describe(k)}`,
+    );
+  const kl = readLogProbs(o.kl, join(path, 'kl')).values;
+  const tv = readLogProbs(o.tv, join(path, 'tv')).values;
+  const ids = readTokenIds(o.ids, join(path, 'ids'));
+  const rolloutLogProbs = readLogProbs(o.rollout_log_probs, join(path, 'rollout_log_probs')).values;
+  const trainerLogProbs = readLogProbs(o.trainer_log_probs, join(path, 'trainer_log_probs')).values;
+  for (const [name, a] of [
+    ['kl', kl],
+    ['tv', tv],
+  ] as const) {
+    if (a.length !== nTokens)
+      throw new RecordInvalid(
+        join(path, name),
+        `has ${a.length} values but response_token_ids has ${nTokens}`,
+      );
+    for (let i = 0; i < a.length; i++)
+      if (!Number.isFinite(a[i]) || a[i] < -1e-6 || (name === 'tv' && a[i] > 1 + 1e-6))
+        throw new RecordInvalid(
+          join(join(path, name), i),
+          `must be a finite ${name === 'kl' ? 'divergence ≥ 0' : 'distance in [0, 1]'}, got ${Number.isNaN(a[i]) ? 'a non-finite value' : a[i]}`,
+        );
+  }
+  for (const [name, n] of [
+    ['ids', ids.length],
+    ['rollout_log_probs', rolloutLogProbs.length],
+    ['trainer_log_probs', trainerLogProbs.length],
+  ] as const)
+    if (n !== nTokens * k)
+      throw new RecordInvalid(
+        join(path, name),
+        `has ${n} values; k = ${k} tokens for each of the ${nTokens} response tokens make ${nTokens * k}`,
+      );
+  for (const [name, a] of [
+    ['rollout_log_probs', rolloutLogProbs],
+    ['trainer_log_probs', trainerLogProbs],
+  ] as const)
+    for (let i = 0; i < a.length; i++)
+      if (!Number.isFinite(a[i]) || a[i] > 1e-6)
+        throw new RecordInvalid(
+          join(join(path, name), i),
+          `must be a finite log-prob ≤ 0, got ${Number.isNaN(a[i]) ? 'a non-finite value' : a[i]}`,
+        );
+  return { kl, tv, k, ids, rolloutLogProbs, trainerLogProbs };
+}
+
 function idsToJson(a: Int32Array | undefined): number[] | undefined {
   return a === undefined ? undefined : Array.from(a);
 }
@@ -277,6 +341,16 @@ export function rolloutToRecord(r: Rollout): Record<string, unknown> {
         : undefined,
       trainer_log_probs: logProbsToJson(c.trainerLogProbs),
       trainer_entropy: logProbsToJson(c.trainerEntropy),
+      vocab_mismatch: c.vocabMismatch
+        ? {
+            kl: Array.from(c.vocabMismatch.kl),
+            tv: Array.from(c.vocabMismatch.tv),
+            k: c.vocabMismatch.k,
+            ids: idsToJson(c.vocabMismatch.ids),
+            rollout_log_probs: Array.from(c.vocabMismatch.rolloutLogProbs),
+            trainer_log_probs: Array.from(c.vocabMismatch.trainerLogProbs),
+          }
+        : undefined,
       engine: c.engine
         ? { engine: c.engine.engine, model: c.engine.model, policy_version: c.engine.policyVersion }
         : undefined,
