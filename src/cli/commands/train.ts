@@ -10,14 +10,16 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
+import type { GpuContext } from '../../engine/gpu/device';
 import {
   checkLoraConfig,
   type LoraConfig,
   LoraConfigError,
   parseTargetModules,
 } from '../../engine/llama/lora';
-import type { PolicyEngine } from '../../engine/policy';
+import { createPolicyEngine, type PolicyEngine } from '../../engine/policy';
 import { LlamaCpuPolicy } from '../../engine/policy/llamaCpuPolicy';
+import type { LlamaGpuPolicy } from '../../engine/policy/llamaGpuPolicy';
 import { decodeTrainCheckpoint, type TrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import {
   applyDotlist,
@@ -146,6 +148,7 @@ function resumeFile(path: string): { file: string; bytes: Uint8Array } {
  * The Llama-family policy of a Hugging Face folder for a run: LoRA when actor_rollout_ref.model.lora_rank > 0
  * (verl's keys; PEFT's init from the run seed), else full fine-tuning; a resumed checkpoint's trainable tensors
  * and optimizer state restored; the reference for a KL loss is the frozen base (LoRA) or a second copy (full).
+ * On the CPU engine by default; lab.backend webgpu (or auto on a hardware adapter) runs LlamaGpuPolicy on Dawn.
  */
 async function llamaRunPolicy(
   cfg: TrainConfig,
@@ -156,10 +159,9 @@ async function llamaRunPolicy(
   tokenizer: ChatTokenizer;
   checkpoint: TrainCheckpoint | null;
   source: string;
+  gpu: GpuContext | null;
 }> {
   const m = cfg.actor_rollout_ref.model;
-  if (cfg.lab.backend === 'webgpu')
-    throw new UsageError('--backend: a Hugging Face model folder trains on the CPU engine (--backend cpu)');
   if (cfg.actor_rollout_ref.rollout.name !== 'policy')
     throw new UsageError(
       `--rollout-name: a Hugging Face model folder samples from the trainer's own engine ('policy'), got '${cfg.actor_rollout_ref.rollout.name}'`,
@@ -181,18 +183,38 @@ async function llamaRunPolicy(
       throw e;
     }
   }
-  const make = (params?: Float32Array) =>
-    new LlamaCpuPolicy(
-      loaded.folder.config,
-      loaded.folder.params,
-      {},
-      {
+  // lab.backend webgpu / auto: the WebGPU engine (Dawn) where the adapter holds the model, else the CPU one
+  const backend = cfg.lab.backend;
+  let gpu: GpuContext | null = null;
+  if (backend !== 'cpu')
+    try {
+      gpu = await nodeGpuContext();
+    } catch (e) {
+      if (backend === 'webgpu') throw new UsageError(`--backend webgpu: ${(e as Error).message}`);
+    }
+  // as for the GPT-2 policy (train/launch.ts): auto does not pick a software adapter, slower than the CPU engine
+  if (backend === 'auto' && gpu?.status.isFallbackAdapter) {
+    gpu.destroy();
+    gpu = null;
+  }
+  const make = async (params?: Float32Array) => {
+    try {
+      const { engine } = await createPolicyEngine({
+        llama: loaded.folder,
+        backend: gpu ? backend : 'cpu',
+        context: gpu ?? undefined,
         contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
         baseModel: m.path,
         lora: lora ? { config: lora, seed: hashSeed(cfg.lab.seed, 'lora') % 2 ** 31, params } : undefined,
-      },
-    );
-  let policy = make();
+      });
+      return engine as LlamaCpuPolicy | LlamaGpuPolicy;
+    } catch (e) {
+      if (!gpu) throw e;
+      gpu.destroy();
+      throw new UsageError(`--backend ${backend}: ${(e as Error).message}`);
+    }
+  };
+  let policy = await make();
   let checkpoint: TrainCheckpoint | null = null;
   if (resume) {
     try {
@@ -200,9 +222,15 @@ async function llamaRunPolicy(
     } catch (e) {
       throw new UsageError(`--resume: ${(e as Error).message}`);
     }
-    if (lora) policy = make(checkpoint.params);
-    else await policy.setParams(checkpoint.params);
+    if (lora) {
+      policy.dispose();
+      policy = await make(checkpoint.params);
+    } else await policy.setParams(checkpoint.params);
     await policy.setOptimizerState(checkpoint.optimizer);
+  }
+  if (policy.backend !== 'webgpu' && gpu) {
+    gpu.destroy();
+    gpu = null;
   }
   let reference: PolicyEngine | null = null;
   if (cfg.actor_rollout_ref.actor.use_kl_loss)
@@ -218,6 +246,7 @@ async function llamaRunPolicy(
     tokenizer: loaded.tokenizer,
     checkpoint,
     source: `${m.path} (${loaded.folder.config.modelType}, ${kind}${checkpoint ? `, resume step ${checkpoint.state.step}` : ''})`,
+    gpu,
   };
 }
 
@@ -329,6 +358,10 @@ export const command: Command = {
       }
     } else base = resolveTrainConfig({});
     const cfg = configFromArgs(base, flags, positionals);
+    if (cfg.lab.backend !== 'cpu') {
+      const child = reexecWithSwiftShader();
+      if (child !== null) return child;
+    }
     const hf = isModelFolder(cfg.actor_rollout_ref.model.path)
       ? await llamaRunPolicy(cfg, resume ? null : resumeBytes)
       : null;
@@ -337,10 +370,6 @@ export const command: Command = {
         '--lora-rank: LoRA needs a Hugging Face model folder as actor_rollout_ref.model.path (--model DIR)',
       );
     if (hf) resume = hf.checkpoint;
-    if (cfg.lab.backend !== 'cpu' && !hf) {
-      const child = reexecWithSwiftShader();
-      if (child !== null) return child;
-    }
     const out = resolve(String(flags.out ?? join('runs', `${cfg.lab.harness}-${cfg.lab.seed}`)));
     const quiet = Boolean(flags.quiet);
     const total = cfg.trainer.total_training_steps;
