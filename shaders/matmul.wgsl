@@ -1,4 +1,5 @@
-// C (=|+=) op(A) · op(B) (+ bias) for row-major f32 matrices, with the transposed forms the backward pass needs.
+// C (=|+=) scale · op(A) · op(B) (+ bias) for row-major f32 matrices, with the transposed forms the backward pass
+// needs. `scale` is 1 for a plain product (exact: 1·x = x); LoRA's alpha / r uses it.
 //   main / nn: A (M, K),  B (K, N)          y  = x · W          (forward linear layer)
 //   nt:        A (M, K),  B stored (N, K)   dx = dy · Wᵀ        (input gradient; tied LM head forward)
 //   tn:        A stored (K, M), B (K, N)    dW = xᵀ · dy        (weight gradient)
@@ -18,7 +19,7 @@ struct Dims {
   c_off: u32,
   bias_off: u32,
   has_bias: u32,
-  _p0: u32,
+  scale: f32,
   _p1: u32,
   _p2: u32,
 }
@@ -68,6 +69,7 @@ fn tiled(mode: u32, lid: vec3<u32>, wid: vec3<u32>) {
     workgroupBarrier();
   }
   if (row < dims.M && col < dims.N) {
+    acc = acc * dims.scale;
     if (dims.has_bias != 0u) {
       acc = acc + bias[dims.bias_off + col];
     }
@@ -95,7 +97,7 @@ fn tn(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: 
 }
 
 fn finish(row: u32, col: u32, acc_in: f32) {
-  var acc = acc_in;
+  var acc = acc_in * dims.scale;
   if (dims.has_bias != 0u) {
     acc = acc + bias[dims.bias_off + col];
   }

@@ -87,14 +87,18 @@ const u32 = (n: number, mod: number, seed: number) =>
 
 const matmulCases: KernelCase[] = (
   [
-    ['nn', 19],
-    ['nt', 19],
-    ['tn', 19],
-    ['nn', 1],
-    ['nt', 1],
-  ] as [MatmulMode, number][]
-).map(([mode, M]) => ({
-  name: `matmul ${mode} with offsets, bias and accumulate (M = ${M})`,
+    ['nn', 19, 1],
+    ['nt', 19, 1],
+    ['tn', 19, 1],
+    ['nn', 1, 1],
+    ['nt', 1, 1],
+    // scaled products: LoRA's s·(x·Aᵀ)·Bᵀ and its backward (s = lora_alpha / r)
+    ['nn', 19, 2.5],
+    ['tn', 19, 2.5],
+    ['nt', 1, 2.5],
+  ] as [MatmulMode, number, number][]
+).map(([mode, M, scale]) => ({
+  name: `matmul ${mode} with offsets, bias and accumulate (M = ${M}${scale !== 1 ? `, scale ${scale}` : ''})`,
   run: (ctx) =>
     withBuffers(ctx, async ({ up, run, read }) => {
       const [N, Kd] = [70, 37];
@@ -106,10 +110,16 @@ const matmulCases: KernelCase[] = (
       const bias = uniformF32(N, 3);
       const c0 = uniformF32(cOff + M * N, 4);
       const ref = new Float32Array(c0);
-      matmulModeCpu(mode, a.subarray(aOff), b.subarray(bOff), ref.subarray(cOff), M, N, Kd, {
-        bias,
-        accumulate: true,
-      });
+      if (scale === 1)
+        matmulModeCpu(mode, a.subarray(aOff), b.subarray(bOff), ref.subarray(cOff), M, N, Kd, {
+          bias,
+          accumulate: true,
+        });
+      else {
+        const prod = new Float32Array(M * N);
+        matmulModeCpu(mode, a.subarray(aOff), b.subarray(bOff), prod, M, N, Kd);
+        for (let i = 0; i < M * N; i++) ref[cOff + i] += scale * prod[i] + bias[i % N];
+      }
       const bc = up(c0);
       await run((p) =>
         K.matmul(p, {
@@ -125,9 +135,10 @@ const matmulCases: KernelCase[] = (
           cOff,
           bias: up(bias),
           accumulate: true,
+          scale,
         }),
       );
-      return [{ name: 'c', got: await read(bc, c0.length), want: ref, tolerance: 1e-5 * Kd }];
+      return [{ name: 'c', got: await read(bc, c0.length), want: ref, tolerance: 1e-5 * Kd * scale }];
     }),
 }));
 

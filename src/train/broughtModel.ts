@@ -1,18 +1,21 @@
 /**
  * A run's engines for a brought Hugging Face folder (Llama / Qwen2 / Qwen3), the same for `lab train --model DIR`
  * and the Train tab's trainer worker: LoRA when actor_rollout_ref.model.lora_rank > 0 (verl's keys, PEFT's
- * semantics, PEFT's init from the run seed), else full fine-tuning, on the CPU engine; a resumed checkpoint's
+ * semantics, PEFT's init from the run seed), else full fine-tuning, on the CPU engine (or, given a WebGPU context,
+ * the WebGPU engine where the adapter holds the model: engine/policy createPolicyEngine); a resumed checkpoint's
  * trainable tensors and optimizer state restored (decoded with the trainable layout); the KL reference is the
  * frozen base (LoRA, no second copy) or a second copy (full). Before anything is allocated the step's memory is
  * checked against the platform's limits (engine/llama/memoryFit.ts), and a run that cannot fit is refused naming
  * the term and by how much. Every refusal is a RunLaunchError naming the config key.
  */
 import { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { GpuContext } from '../engine/gpu/device';
 import type { LlamaFolder } from '../engine/llama/hfFolder';
 import { checkLoraConfig, type LoraConfig, LoraConfigError, parseTargetModules } from '../engine/llama/lora';
 import { type MemoryFit, type MemoryLimits, trainStepFit } from '../engine/llama/memoryFit';
-import type { PolicyEngine } from '../engine/policy';
+import { createPolicyEngine, type PolicyEngine } from '../engine/policy';
 import { LlamaCpuPolicy } from '../engine/policy/llamaCpuPolicy';
+import type { LlamaGpuPolicy } from '../engine/policy/llamaGpuPolicy';
 import { decodeTrainCheckpoint, type TrainCheckpoint } from './checkpoint';
 import type { TrainConfig } from './config';
 import { type BroughtModel, RunLaunchError } from './launch';
@@ -68,6 +71,8 @@ export function memoryRefusal(fit: MemoryFit): string | null {
   return `cannot fit: ${fit.problems.map((p) => p.message).join('; ')}`;
 }
 
+type LlamaEngine = LlamaCpuPolicy | LlamaGpuPolicy;
+
 export interface BroughtRun {
   model: BroughtModel;
   /** the resumed checkpoint (its run state), or null */
@@ -83,6 +88,8 @@ export async function broughtModel(
     tokenizerName: string;
     limits?: MemoryLimits;
     resume?: { bytes: Uint8Array; file: string } | null;
+    /** a WebGPU context to train on (lab.backend webgpu / auto); the run owns it once returned */
+    gpu?: GpuContext | null;
   },
 ): Promise<BroughtRun> {
   if (cfg.actor_rollout_ref.rollout.name !== 'policy')
@@ -96,18 +103,32 @@ export async function broughtModel(
     if (refused) throw new RunLaunchError('actor_rollout_ref.model.path', `${opts.name}: ${refused}`);
   }
   const contextLength = Math.min(cfg.actor_rollout_ref.rollout.max_model_len, folder.config.maxPositions);
-  const make = (params?: Float32Array) =>
-    new LlamaCpuPolicy(
-      folder.config,
-      folder.params,
-      {},
-      {
+  const loraOpt = (params?: Float32Array) =>
+    lora ? { config: lora, seed: hashSeed(cfg.lab.seed, 'lora') % 2 ** 31, params } : undefined;
+  const gpu = opts.gpu ?? null;
+  const make = async (params?: Float32Array): Promise<LlamaEngine> => {
+    if (!gpu)
+      return new LlamaCpuPolicy(
+        folder.config,
+        folder.params,
+        {},
+        { contextLength, baseModel: opts.name, lora: loraOpt(params) },
+      );
+    try {
+      const { engine } = await createPolicyEngine({
+        llama: folder,
+        backend: cfg.lab.backend === 'cpu' ? 'auto' : cfg.lab.backend,
+        context: gpu,
         contextLength,
         baseModel: opts.name,
-        lora: lora ? { config: lora, seed: hashSeed(cfg.lab.seed, 'lora') % 2 ** 31, params } : undefined,
-      },
-    );
-  let policy = make();
+        lora: loraOpt(params),
+      });
+      return engine as LlamaEngine;
+    } catch (e) {
+      throw new RunLaunchError('lab.backend', (e as Error).message);
+    }
+  };
+  let policy = await make();
   let checkpoint: TrainCheckpoint | null = null;
   if (opts.resume) {
     try {
@@ -118,10 +139,13 @@ export async function broughtModel(
     }
     if (lora) {
       policy.dispose();
-      policy = make(checkpoint.params);
+      policy = await make(checkpoint.params);
     } else await policy.setParams(checkpoint.params);
     await policy.setOptimizerState(checkpoint.optimizer);
   }
+  // the factory fell back to the CPU engine (the adapter cannot hold the model): the context is not needed
+  const onGpu = policy.backend === 'webgpu' ? gpu : null;
+  if (gpu && !onGpu) gpu.destroy();
   let reference: PolicyEngine | null = null;
   if (cfg.actor_rollout_ref.actor.use_kl_loss)
     reference = lora ? policy.referencePolicy() : new LlamaCpuPolicy(folder.config, folder.params);
@@ -135,6 +159,7 @@ export async function broughtModel(
       reference,
       tokenizer: new ChatTokenizer(opts.tokenizerName, tj.tokenizerJson, tj.tokenizerConfig),
       source: `${opts.name} (${folder.config.modelType}, ${kind}${checkpoint ? `, resume step ${checkpoint.state.step}` : ''})`,
+      gpu: onGpu,
     },
     checkpoint,
   };

@@ -69,6 +69,8 @@ export interface BroughtModel {
   tokenizer: ChatTokenizer;
   /** where the weights came from */
   source: string;
+  /** the WebGPU context its engines run on (destroyed when the run closes), or null on the CPU */
+  gpu?: GpuContext | null;
 }
 
 export interface LaunchedRun {
@@ -190,7 +192,7 @@ export async function launchRun(o: LaunchOptions): Promise<LaunchedRun> {
   };
 }
 
-/** A brought model's run: its engines as built, on the CPU. */
+/** A brought model's run: its engines as built (on the CPU or on the WebGPU context it brings). */
 async function launchLoop(
   o: LaunchOptions,
   m: BroughtModel,
@@ -199,6 +201,7 @@ async function launchLoop(
   const release = () => {
     m.reference?.dispose();
     m.policy.dispose();
+    m.gpu?.destroy();
   };
   let local: LocalRun;
   try {
@@ -211,14 +214,14 @@ async function launchLoop(
   return {
     local,
     policy: m.policy,
-    backend: 'cpu',
+    backend: m.policy.backend,
     note:
-      o.config.lab.backend === 'cpu'
-        ? null
-        : `lab.backend ${o.config.lab.backend}: a Hugging Face model folder trains on the CPU engine`,
+      o.config.lab.backend !== 'cpu' && m.policy.backend === 'cpu'
+        ? `lab.backend ${o.config.lab.backend}: the Hugging Face model folder trains on the CPU engine`
+        : null,
     weights: m.source,
     resumedFromStep: resume ? resume.state.step : null,
-    gpu: null,
+    gpu: m.gpu ?? null,
     close() {
       local.close();
       release();

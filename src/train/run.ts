@@ -403,7 +403,7 @@ export class TrainRun {
       const path = `checkpoints/step_${pad6(step)}.safetensors`;
       await storage.writeFile(path, bytes);
       // the same weights in an upstream format beside it (a LoRA adapter: PEFT's folder)
-      for (const [name, data] of Object.entries(policy.exportFiles?.() ?? {}))
+      for (const [name, data] of Object.entries((await policy.exportFiles?.()) ?? {}))
         await storage.writeFile(`checkpoints/step_${pad6(step)}/${name}`, data);
       await storage.writeFile('checkpoints/latest', path);
       this.emit({ type: 'checkpoint', step, path });

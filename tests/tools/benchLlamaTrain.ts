@@ -6,16 +6,23 @@
  * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
  * run. Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
  * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), and
- * the process's peak RSS after the step (ours; the peer's).
+ * the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
+ * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
+ * second one timed, the loss and gradient norm against our CPU engine's first step (the same seeded adapter), and
+ * the bytes its buffers hold (weights, adapter, gradient, AdamW); "not run" with the reason where the adapter
+ * cannot hold the model.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
+import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
+import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
 
 const root = resolve(import.meta.dirname, '../..');
 const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
@@ -57,6 +64,15 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
   for (const m of modes)
     if (m !== 'lora' && m !== 'full') throw new Error(`--modes: '${m}' is not lora or full`);
   const lora = checkLoraConfig({ r, alpha, targetModules: [...LORA_TARGETS] });
+  // Dawn without a GPU driver runs on SwiftShader: this process again with Vulkan pointed at it
+  const child = reexecWithSwiftShader();
+  if (child !== null) return child;
+  let gpu: GpuContext | Error;
+  try {
+    gpu = await nodeGpuContext();
+  } catch (e) {
+    gpu = e as Error;
+  }
   const python = process.env.HARNESS_LAB_PEER_PYTHON ?? join(root, 'python/.venv-peer/bin/python');
   for (const m of models) {
     const isShape = SHAPES.includes(m);
@@ -101,13 +117,10 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
       console.log(
         `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, one step on ${ids.length} tokens`,
       );
+      const hyper = { lr: 1e-5, weightDecay: 0.01, beta2: 0.999 };
       for (const mode of modes) {
-        const engine = new LlamaCpuPolicy(
-          cfg,
-          folder.params,
-          { lr: 1e-5, weightDecay: 0.01, beta2: 0.999 },
-          mode === 'lora' ? { lora: { config: lora, seed: 0 } } : {},
-        );
+        const opts = mode === 'lora' ? { lora: { config: lora, seed: 0 } } : {};
+        const engine = new LlamaCpuPolicy(cfg, folder.params, hyper, opts);
         const t0 = performance.now();
         const s = await engine.trainStep(batch, weights);
         const sec = (performance.now() - t0) / 1000;
@@ -133,11 +146,34 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
                 : `|Δ grad norm| / norm ${(Math.abs(s.gradNorm - pm.grad_norm) / pm.grad_norm).toExponential(2)}`),
           );
         engine.dispose();
+        const pad = ''.padEnd(20);
+        const unfit = gpu instanceof Error ? gpu.message.split('\n')[0] : LlamaGpuPolicy.unfit(gpu, cfg);
+        if (unfit || gpu instanceof Error) {
+          console.log(`  ${pad} node+dawn: not run: ${unfit}`);
+          continue;
+        }
+        const g = new LlamaGpuPolicy(gpu, cfg, folder.params, hyper, opts);
+        const g0 = performance.now();
+        const first = await g.trainStep(batch, weights);
+        const firstSec = (performance.now() - g0) / 1000;
+        const g1 = performance.now();
+        await g.trainStep(batch, weights);
+        const gsec = (performance.now() - g1) / 1000;
+        const n = g.trainableLayout.total;
+        const resident = 4 * (folder.layout.total + (mode === 'lora' ? n : 0) + 3 * n);
+        console.log(
+          `  ${pad} node+dawn (${gpu.status.vendor || 'adapter'} ${gpu.status.architecture}${gpu.status.isFallbackAdapter ? ', software' : ''}): ` +
+            `${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(1)} s; first step ${firstSec.toFixed(1)} s), ` +
+            `Dawn / CPU ${(sec / gsec).toFixed(2)}; |Δ loss| vs CPU ${Math.abs(first.loss - s.loss).toExponential(2)}, ` +
+            `|Δ grad norm| / norm ${(Math.abs(first.gradNorm - s.gradNorm) / s.gradNorm).toExponential(2)}; ` +
+            `buffers resident ${mib(resident)} MiB (weights + ${mode === 'lora' ? 'adapter + ' : ''}grads + AdamW)`,
+        );
+        g.dispose();
       }
-      console.log('  node+dawn: no WebGPU engine for this architecture yet (CPU engine only)');
     } finally {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     }
   }
+  if (!(gpu instanceof Error)) gpu.destroy();
   return 0;
 }

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { GpuContext } from '../../engine/gpu/device';
 import { broughtModel } from '../../train/broughtModel';
 import { decodeTrainCheckpoint, type TrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import {
@@ -141,15 +142,28 @@ function resumeFile(path: string): { file: string; bytes: Uint8Array } {
 
 /**
  * The brought model of a Hugging Face folder for a run (train/broughtModel.ts: LoRA or full fine-tuning on the
- * CPU engine, a resumed checkpoint restored), its refusals named by flag.
+ * CPU engine, or with lab.backend webgpu (or auto on a hardware adapter) on the WebGPU engine in Dawn; a resumed
+ * checkpoint restored), its refusals named by flag.
  */
 async function llamaRunPolicy(
   cfg: TrainConfig,
   resume: { file: string; bytes: Uint8Array } | null,
 ): Promise<BroughtModel & { checkpoint: TrainCheckpoint | null }> {
   const m = cfg.actor_rollout_ref.model;
-  if (cfg.lab.backend === 'webgpu')
-    throw new UsageError('--backend: a Hugging Face model folder trains on the CPU engine (--backend cpu)');
+  // lab.backend webgpu / auto: the WebGPU engine (Dawn) where the adapter holds the model, else the CPU one
+  const backend = cfg.lab.backend;
+  let gpu: GpuContext | null = null;
+  if (backend !== 'cpu')
+    try {
+      gpu = await nodeGpuContext();
+    } catch (e) {
+      if (backend === 'webgpu') throw new UsageError(`--backend webgpu: ${(e as Error).message}`);
+    }
+  // as for the GPT-2 policy (train/launch.ts): auto does not pick a software adapter, slower than the CPU engine
+  if (backend === 'auto' && gpu?.status.isFallbackAdapter) {
+    gpu.destroy();
+    gpu = null;
+  }
   try {
     const loaded = await loadLlamaModel(m.path, {
       contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
@@ -159,9 +173,11 @@ async function llamaRunPolicy(
       name: m.path,
       tokenizerName: loaded.tokenizer.name,
       resume,
+      gpu,
     });
     return { ...run.model, checkpoint: run.checkpoint };
   } catch (e) {
+    gpu?.destroy();
     if (e instanceof RunLaunchError)
       throw new UsageError(`--${fieldByPath(e.path)?.flag ?? e.path}: ${e.detail}`);
     throw e;
@@ -276,6 +292,10 @@ export const command: Command = {
       }
     } else base = resolveTrainConfig({});
     const cfg = configFromArgs(base, flags, positionals);
+    if (cfg.lab.backend !== 'cpu') {
+      const child = reexecWithSwiftShader();
+      if (child !== null) return child;
+    }
     const hf = isModelFolder(cfg.actor_rollout_ref.model.path)
       ? await llamaRunPolicy(cfg, resume ? null : resumeBytes)
       : null;
@@ -284,10 +304,6 @@ export const command: Command = {
         '--lora-rank: LoRA needs a Hugging Face model folder as actor_rollout_ref.model.path (--model DIR)',
       );
     if (hf) resume = hf.checkpoint;
-    if (cfg.lab.backend !== 'cpu' && !hf) {
-      const child = reexecWithSwiftShader();
-      if (child !== null) return child;
-    }
     const out = resolve(String(flags.out ?? join('runs', `${cfg.lab.harness}-${cfg.lab.seed}`)));
     const quiet = Boolean(flags.quiet);
     const total = cfg.trainer.total_training_steps;

@@ -22,6 +22,8 @@ export interface MatmulArgs {
   bias?: GPUBuffer;
   biasOff?: number;
   accumulate?: boolean;
+  /** C (+)= scale · op(A)·op(B) (+ bias); default 1 */
+  scale?: number;
 }
 
 export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
@@ -35,6 +37,7 @@ export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
     u(x.cOff ?? 0),
     u(x.biasOff ?? 0),
     u(x.bias ? 1 : 0),
+    f(x.scale ?? 1),
   ]);
   // An unused bias binding still needs a buffer: any buffer does, the kernel never reads it.
   const buffers = [dims, x.a, x.b, x.c, x.bias ?? x.a];
@@ -383,7 +386,7 @@ export function rmsnormForward(
   return p.add('rmsnorm', 'forward', [dims, x, params, y, rstd], [Math.ceil(d.N / 64)]);
 }
 
-/** dx (=|+=) the RMSNorm input gradient; grads[gOff..] += the weight gradient. */
+/** dx (=|+=) the RMSNorm input gradient; grads[gOff..] += the weight gradient (none when `grads` is null: frozen). */
 export async function rmsnormBackward(
   p: Program,
   d: RmsNormDims & { gOff: number; accumulate: boolean },
@@ -392,10 +395,11 @@ export async function rmsnormBackward(
   dy: GPUBuffer,
   dx: GPUBuffer,
   params: GPUBuffer,
-  grads: GPUBuffer,
+  grads: GPUBuffer | null,
 ): Promise<void> {
   const dims = uniformBlock([u(d.N), u(d.C), u(d.wOff), u(d.gOff), u(d.accumulate ? 1 : 0)]);
   await p.add('rmsnorm_backward', 'backward', [dims, x, rstd, dy, dx, params], [Math.ceil(d.N / 64)]);
+  if (!grads) return;
   await p.add(
     'rmsnorm_backward',
     'backward_params',
@@ -553,7 +557,10 @@ export function fusedHeadForward(
   return p.add('fused_head', 'forward', [headBlock(d), h, params, targets, stats], [Math.ceil(d.N / 64)]);
 }
 
-/** dh (N·C, overwritten) and grads[gOff..] += the head's gradient, from the forward's stats. */
+/**
+ * dh (N·C, overwritten) and grads[gOff..] += the head's gradient, from the forward's stats (no head gradient when
+ * `grads` is null: a frozen head).
+ */
 export async function fusedHeadBackward(
   p: Program,
   d: FusedHeadDims,
@@ -563,7 +570,7 @@ export async function fusedHeadBackward(
   weights: GPUBuffer,
   stats: GPUBuffer,
   dh: GPUBuffer,
-  grads: GPUBuffer,
+  grads: GPUBuffer | null,
 ): Promise<GPUBuffer[]> {
   const dims = headBlock(d);
   const a = await p.add(
@@ -572,6 +579,7 @@ export async function fusedHeadBackward(
     [dims, h, params, targets, weights, stats, dh],
     [Math.ceil(d.N / 64)],
   );
+  if (!grads) return a;
   const b = await p.add(
     'fused_head_backward',
     'backward_w',

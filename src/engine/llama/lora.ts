@@ -16,6 +16,7 @@
  *   dB += s·dyᵀ·t,   dt = s·dy·B,   dA += dtᵀ·x,   dx += dt·A.
  */
 import { mulberry32 } from '../../core/random';
+import { matmulModeCpu } from '../cpu/matmul';
 import type { Layout, MatmulFn, TensorEntry } from '../model';
 import type { LlamaConfig } from './config';
 
@@ -32,7 +33,7 @@ export const LORA_TARGETS = [
 export type LoraTarget = (typeof LORA_TARGETS)[number];
 
 /** PEFT's module path of each target inside a decoder layer. */
-const MODULE_PATH: Record<LoraTarget, string> = {
+export const MODULE_PATH: Record<LoraTarget, string> = {
   q_proj: 'self_attn.q_proj',
   k_proj: 'self_attn.k_proj',
   v_proj: 'self_attn.v_proj',
@@ -305,4 +306,36 @@ export function trainStepMemory(
     optimizer: 8 * trainable,
   };
   return { ...m, total: m.weights + m.activations + m.adapter + m.grads + m.optimizer };
+}
+
+/**
+ * The merged weights PEFT's `merge_and_unload()` gives: for every targeted linear W (out, in) of the base,
+ * W + s·B·A (LoRA's delta_weight = (B @ A)·scaling, added to the base layer's weight), every other tensor as it
+ * is. A copy in the base layout, so a plain (adapter-free) engine or a weight sync to another runtime reads it.
+ */
+export function mergeLora(
+  model: LlamaConfig,
+  baseLayout: Layout,
+  base: Float32Array,
+  adapter: LoraAdapter,
+): Float32Array {
+  if (base.length !== baseLayout.total)
+    throw new Error(`mergeLora: base has ${base.length} values, the layout needs ${baseLayout.total}`);
+  const merged = new Float32Array(base);
+  const r = adapter.config.r;
+  const s = adapter.scaling;
+  for (let l = 0; l < model.layers; l++)
+    for (const m of adapter.config.targetModules) {
+      const { inF, outF } = targetShape(model, m);
+      const w = baseLayout.byName.get(`model.layers.${l}.${MODULE_PATH[m]}.weight`);
+      if (!w) throw new Error(`mergeLora: the base has no model.layers.${l}.${MODULE_PATH[m]}.weight`);
+      const a = adapter.layout.byName.get(loraTensorName(l, m, 'A')) as TensorEntry;
+      const b = adapter.layout.byName.get(loraTensorName(l, m, 'B')) as TensorEntry;
+      const A = adapter.params.subarray(a.offset, a.offset + a.size);
+      const B = adapter.params.subarray(b.offset, b.offset + b.size);
+      const delta = new Float32Array(outF * inF);
+      matmulModeCpu('nn', B, A, delta, outF, inF, r);
+      for (let i = 0; i < delta.length; i++) merged[w.offset + i] += delta[i] * s;
+    }
+  return merged;
 }

@@ -9,7 +9,7 @@ import { createGpuContext, type GpuContext } from '../gpu/device';
 import type { LlamaFolder } from '../llama/hfFolder';
 import { CpuPolicy } from './cpuPolicy';
 import { GpuPolicy } from './gpuPolicy';
-import { LlamaCpuPolicy } from './llamaCpuPolicy';
+import { LlamaCpuPolicy, type LlamaCpuPolicyOptions } from './llamaCpuPolicy';
 import { LlamaGpuPolicy } from './llamaGpuPolicy';
 import type { AdamWHyper, PolicyConfig, PolicyEngine } from './types';
 
@@ -27,6 +27,10 @@ export interface CreatePolicyOptions {
   llama?: Pick<LlamaFolder, 'config' | 'params'>;
   /** Llama family: the context the engine accepts (default and cap: max_position_embeddings). */
   contextLength?: number;
+  /** Llama family: train a LoRA adapter on the frozen base (either engine; see LlamaCpuPolicyOptions.lora). */
+  lora?: LlamaCpuPolicyOptions['lora'];
+  /** Llama family: the base model's name or path, written into an exported adapter_config.json. */
+  baseModel?: string;
   /** 'auto' (default): WebGPU if an adapter is found, else CPU. 'webgpu': fail without an adapter. */
   backend?: 'auto' | 'webgpu' | 'cpu';
   /** Node: the GPU object from the `webgpu` package (browser: navigator.gpu is used). */
@@ -44,13 +48,16 @@ export async function createPolicyEngine(
     throw new Error(
       'createPolicyEngine: a Llama-family folder carries its own config and params; pass one or the other',
     );
+  if (opts.lora && !llama)
+    throw new Error('createPolicyEngine: LoRA adapts a Llama-family folder; pass `llama` with `lora`');
   const contextLength =
     llama && opts.contextLength !== undefined
       ? Math.min(opts.contextLength, llama.config.maxPositions)
       : undefined;
+  const llamaOpts = { contextLength, lora: opts.lora, baseModel: opts.baseModel };
   const onCpu = (): PolicyEngine =>
     llama
-      ? new LlamaCpuPolicy(llama.config, llama.params, opts.optimizer, { contextLength })
+      ? new LlamaCpuPolicy(llama.config, llama.params, opts.optimizer, llamaOpts)
       : new CpuPolicy(opts.config, opts.optimizer, opts.params);
   if (backend !== 'cpu') {
     const ctx = opts.context ?? (await createGpuContext(opts.gpu));
@@ -59,7 +66,7 @@ export async function createPolicyEngine(
     if ('device' in ctx && reason === null)
       return {
         engine: llama
-          ? new LlamaGpuPolicy(ctx, llama.config, llama.params, opts.optimizer, { contextLength })
+          ? new LlamaGpuPolicy(ctx, llama.config, llama.params, opts.optimizer, llamaOpts)
           : GpuPolicy.create(ctx, opts.config, opts.optimizer, opts.params),
       };
     if (backend === 'webgpu') throw new Error(`WebGPU policy requested but unavailable: ${reason}`);

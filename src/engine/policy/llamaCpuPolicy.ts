@@ -15,7 +15,7 @@ import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
-import { LoraAdapter, type LoraConfig, loraInit, loraLayout } from '../llama/lora';
+import { LoraAdapter, type LoraConfig, loraInit, loraLayout, mergeLora } from '../llama/lora';
 import {
   type LlamaForwardOptions,
   LlamaKvCache,
@@ -70,6 +70,34 @@ export function llamaSummary(cfg: LlamaConfig, contextLength = cfg.maxPositions)
     width: cfg.hidden,
     heads: cfg.heads,
     seed: 0,
+  };
+}
+
+/**
+ * A LoRA run's frozen base as a read-only PolicyEngine (log-probs only, from the engine's own weights with the
+ * adapter off): what a trainer takes as the reference policy, with no second copy of the weights.
+ */
+export function frozenBasePolicy(
+  engine: Pick<PolicyEngine, 'backend' | 'config' | 'optimizer'>,
+  logProbs: (batch: Batch) => Promise<LogProbResult>,
+): PolicyEngine {
+  const no = (what: string) => async (): Promise<never> => {
+    throw new Error(`the reference policy (the frozen base) does not ${what}`);
+  };
+  return {
+    backend: engine.backend,
+    config: engine.config,
+    optimizer: engine.optimizer,
+    logProbs,
+    trainStep: no('train'),
+    accumulateGrads: no('train'),
+    optimizerStep: no('train'),
+    getOptimizerState: no('have an optimizer'),
+    setOptimizerState: no('have an optimizer'),
+    sample: no('sample'),
+    getParams: no('export weights'),
+    setParams: no('take weights'),
+    dispose: () => {},
   };
 }
 
@@ -205,29 +233,19 @@ export class LlamaCpuPolicy implements PolicyEngine {
    */
   referencePolicy(): PolicyEngine {
     if (!this.adapter) throw new Error('referencePolicy: only a LoRA run has the frozen base in memory');
-    const no = (what: string) => async (): Promise<never> => {
-      throw new Error(`the reference policy (the frozen base) does not ${what}`);
-    };
-    return {
-      backend: 'cpu',
-      config: this.config,
-      optimizer: this.optimizer,
-      logProbs: (batch) => this.referenceLogProbs(batch),
-      trainStep: no('train'),
-      accumulateGrads: no('train'),
-      optimizerStep: no('train'),
-      getOptimizerState: no('have an optimizer'),
-      setOptimizerState: no('have an optimizer'),
-      sample: no('sample'),
-      getParams: no('export weights'),
-      setParams: no('take weights'),
-      dispose: () => {},
-    };
+    return frozenBasePolicy(this, (batch) => this.referenceLogProbs(batch));
   }
 
   /** With LoRA: the adapter as PEFT's folder (adapter_config.json, adapter_model.safetensors). */
-  exportFiles(): Record<string, Uint8Array | string> {
+  async exportFiles(): Promise<Record<string, Uint8Array | string>> {
     return this.adapter ? encodeAdapter(this.adapter, this.baseModel ?? null) : {};
+  }
+
+  /** The model's weights with the adapter merged in (W + s·B·A, PEFT's merge_and_unload), in the base layout. */
+  async mergedParams(): Promise<Float32Array> {
+    return this.adapter
+      ? mergeLora(this.llama, this.layout, this.params, this.adapter)
+      : new Float32Array(this.params);
   }
 
   /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */

@@ -14,7 +14,9 @@ import { type GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
 import { type AdamWUniform, adamwBlock, adamwPartials } from '../gpu/kernels';
 import { type LlamaConfig, ropeInvFreq } from '../llama/config';
+import { loraInit, loraLayout, mergeLora } from '../llama/lora';
 import { headName, llamaLayout, positionsOf } from '../llama/model';
+import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type Batch,
   checkBatch,
@@ -25,7 +27,8 @@ import {
 } from '../model';
 import { checkSampleRequest } from '../sampling';
 import { decodeLoop } from './decode';
-import { llamaSummary } from './llamaCpuPolicy';
+import { frozenBasePolicy, type LlamaCpuPolicyOptions, llamaSummary } from './llamaCpuPolicy';
+import { GpuLora, type LoraSaved } from './llamaGpuLora';
 import type {
   AccumulateResult,
   AdamWHyper,
@@ -67,6 +70,10 @@ interface Graph {
   /** the residual stream (B·T, C) entering each layer, then after the last (L + 1 buffers; `out` is the last) */
   res: GPUBuffer[];
   buffers: GPUBuffer[];
+  /** the forward without the adapter (the frozen base), recorded on first use; `forward` itself without LoRA */
+  baseForward: () => Promise<Program>;
+  /** programs recorded after the graph (freed with it) */
+  programs: Program[];
 }
 
 interface Decoder {
@@ -108,6 +115,10 @@ function checkWeights(weights: Float32Array, n: number): void {
 export interface LlamaGpuPolicyOptions {
   /** the context the engine accepts (default: the config's max_position_embeddings) */
   contextLength?: number;
+  /** the base model's name or path, written into an exported adapter_config.json */
+  baseModel?: string;
+  /** train a LoRA adapter on the frozen base (as LlamaCpuPolicy's option: config, values or PEFT's init from `seed`) */
+  lora?: LlamaCpuPolicyOptions['lora'];
 }
 
 export class LlamaGpuPolicy implements PolicyEngine {
@@ -115,14 +126,21 @@ export class LlamaGpuPolicy implements PolicyEngine {
   readonly architecture: LlamaConfig['modelType'];
   readonly config: PolicyConfig;
   readonly layout: Layout;
+  /** the LoRA adapter when training one (its buffer is the trainable one) */
+  readonly lora?: GpuLora;
+  /** the tensors of the trainable buffer: the adapter's with LoRA, else the model's */
+  readonly trainableLayout: Layout;
   optimizer: AdamWHyper;
   step = 0;
+  /** the model's weights (frozen with LoRA) */
   readonly params: GPUBuffer;
+  /** the gradient of the trainable buffer */
   readonly grads: GPUBuffer;
   private readonly m: GPUBuffer;
   private readonly v: GPUBuffer;
   private readonly partial: GPUBuffer;
   private readonly partials: number;
+  private readonly baseModel?: string;
   private readonly graphs = new Map<string, Promise<Graph>>();
   private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
   private decoder: Promise<Decoder> | null = null;
@@ -167,8 +185,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
       );
     this.config = llamaSummary(llama, opts.contextLength);
     this.optimizer = { ...defaultOptimizer, ...optimizer };
-    const n = this.layout.total;
     this.params = ctx.storage(params, 'params');
+    if (opts.lora) {
+      const { config, params: values, seed } = opts.lora;
+      this.lora = new GpuLora(ctx, llama, config, values ?? loraInit(loraLayout(llama, config), seed ?? 0));
+    }
+    this.baseModel = opts.baseModel;
+    this.trainableLayout = this.lora ? this.lora.layout : this.layout;
+    // with LoRA the gradient and AdamW's moments cover the adapter only: the base has neither
+    const n = this.trainableLayout.total;
     this.grads = ctx.empty(n * F4, 'grads');
     this.m = ctx.empty(n * F4, 'adam.m');
     this.v = ctx.empty(n * F4, 'adam.v');
@@ -186,9 +211,23 @@ export class LlamaGpuPolicy implements PolicyEngine {
     return this.layout.byName.has(name);
   }
 
-  /** out (M, n) (+)= x (M, k) · Wᵀ (+ b) for the HF linear `name` (`name.weight` (n, k), `name.bias` if any). */
-  private linear(
+  /** The trainable buffer: the adapter's with LoRA, else the model's parameters. */
+  private get trainable(): GPUBuffer {
+    return this.lora ? this.lora.params : this.params;
+  }
+
+  /** Where the base weights' gradients go: nowhere with LoRA (frozen), else the gradient buffer. */
+  private get baseGrads(): GPUBuffer | null {
+    return this.lora ? null : this.grads;
+  }
+
+  /**
+   * out (M, n) (+)= x (M, k) · Wᵀ (+ b) for the HF linear `name` (`name.weight` (n, k), `name.bias` if any), plus
+   * the LoRA update when the module is adapted and `t` (where its x·Aᵀ goes) is given; null: the base alone.
+   */
+  private async linear(
     p: Program,
+    t: LoraSaved | null,
     M: number,
     n: number,
     k: number,
@@ -196,9 +235,9 @@ export class LlamaGpuPolicy implements PolicyEngine {
     name: string,
     out: GPUBuffer,
     accumulate = false,
-  ): Promise<GPUBuffer[]> {
+  ): Promise<void> {
     const bias = this.has(`${name}.bias`);
-    return K.matmul(p, {
+    await K.matmul(p, {
       mode: 'nt',
       M,
       N: n,
@@ -211,14 +250,17 @@ export class LlamaGpuPolicy implements PolicyEngine {
       biasOff: bias ? this.off(`${name}.bias`) : 0,
       accumulate,
     });
+    if (this.lora && t) await this.lora.forward(p, name, M, x, out, t(name));
   }
 
   /**
    * Backward of y = x·Wᵀ (+ b) over M rows (W (n, k)): dx (M, k) (=|+=) dy·W, dW += dyᵀ·x, db += Σ_rows dy.
-   * `dyOff` is dy's offset in its buffer (f32 elements).
+   * With LoRA (`lb`: the forward's saved t and a scratch) the base is frozen: no dW, db; the adapter adds its
+   * share of dx and its dA, dB.
    */
   private async linearBackward(
     p: Program,
+    lb: { t: LoraSaved; dt: GPUBuffer } | null,
     M: number,
     n: number,
     k: number,
@@ -230,6 +272,10 @@ export class LlamaGpuPolicy implements PolicyEngine {
   ): Promise<void> {
     const w = this.off(`${name}.weight`);
     await K.matmul(p, { mode: 'nn', M, N: k, K: n, a: dy, b: this.params, bOff: w, c: dx, accumulate });
+    if (this.lora) {
+      if (!lb) throw new Error(`${name}: a LoRA backward needs the forward's saved activations`);
+      return this.lora.backward(p, name, M, x, lb.t(name), dy, dx, lb.dt, this.grads);
+    }
     await K.matmul(p, {
       mode: 'tn',
       M: n,
@@ -268,7 +314,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       dy,
       dx,
       this.params,
-      this.grads,
+      this.baseGrads,
     );
   }
 
@@ -300,7 +346,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   private async buildGraph(B: number, T: number): Promise<Graph> {
-    const { ctx, params, grads } = this;
+    const { ctx, params } = this;
     const cfg = this.llama;
     const { hidden: C, intermediate: Fm, heads: H, kvHeads: KV, headDim: D, vocabSize: V, layers: L } = cfg;
     const N = B * T;
@@ -358,51 +404,60 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const head = { N, C, V, wOff: o(headName(cfg)), gOff: o(headName(cfg)), temperature: 1 };
     const emb = { N, T, C, V, wteOff: o('model.embed_tokens.weight'), wpeOff: 0 };
 
-    const fwd = new Program(ctx);
-    await K.embeddingGather(fwd, emb, tokens, params, res[0]);
-    for (let l = 0; l < L; l++) {
-      const a = layers[l];
-      const p = `model.layers.${l}.`;
-      await this.rmsnorm(fwd, N, C, `${p}input_layernorm.weight`, res[l], a.h1, a.r1);
-      await this.linear(fwd, N, H * D, C, a.h1, `${p}self_attn.q_proj`, a.qRaw ?? a.q);
-      await this.linear(fwd, N, KV * D, C, a.h1, `${p}self_attn.k_proj`, a.kRaw ?? a.k);
-      await this.linear(fwd, N, KV * D, C, a.h1, `${p}self_attn.v_proj`, a.v);
-      if (a.qRaw && a.kRaw && a.rq && a.rk) {
-        await this.rmsnorm(fwd, N * H, D, `${p}self_attn.q_norm.weight`, a.qRaw, a.q, a.rq);
-        await this.rmsnorm(fwd, N * KV, D, `${p}self_attn.k_norm.weight`, a.kRaw, a.k, a.rk);
+    // LoRA: each adapted linear's t = x·Aᵀ, kept for the backward, and one (N, r) scratch for its gradient
+    const lora = this.lora;
+    const saved = new Map((lora?.modules() ?? []).map((n) => [n, buf(N * (lora?.config.r ?? 0), `${n}.t`)]));
+    const tOf: LoraSaved = (n) => saved.get(n) as GPUBuffer;
+    const lb = lora ? { t: tOf, dt: buf(N * lora.config.r, 'lora.dt') } : null;
+    // The forward with the adapter (`t` given) or without it (the frozen base: a LoRA run's reference policy).
+    const record = async (fwd: Program, t: LoraSaved | null, temperature: number) => {
+      await K.embeddingGather(fwd, emb, tokens, params, res[0]);
+      for (let l = 0; l < L; l++) {
+        const a = layers[l];
+        const p = `model.layers.${l}.`;
+        await this.rmsnorm(fwd, N, C, `${p}input_layernorm.weight`, res[l], a.h1, a.r1);
+        await this.linear(fwd, t, N, H * D, C, a.h1, `${p}self_attn.q_proj`, a.qRaw ?? a.q);
+        await this.linear(fwd, t, N, KV * D, C, a.h1, `${p}self_attn.k_proj`, a.kRaw ?? a.k);
+        await this.linear(fwd, t, N, KV * D, C, a.h1, `${p}self_attn.v_proj`, a.v);
+        if (a.qRaw && a.kRaw && a.rq && a.rk) {
+          await this.rmsnorm(fwd, N * H, D, `${p}self_attn.q_norm.weight`, a.qRaw, a.q, a.rq);
+          await this.rmsnorm(fwd, N * KV, D, `${p}self_attn.k_norm.weight`, a.kRaw, a.k, a.rk);
+        }
+        await K.ropeApply(fwd, { N, heads: H, D, sinOff: rope.sinOff }, pos, rope.buf, a.q);
+        await K.ropeApply(fwd, { N, heads: KV, D, sinOff: rope.sinOff }, pos, rope.buf, a.k);
+        await K.gqaForward(fwd, gqaDims, a.q, a.k, a.v, mask, a.probs, a.y);
+        fwd.copy(res[l], 0, a.mid, 0, N * C * F4);
+        await this.linear(fwd, t, N, C, H * D, a.y, `${p}self_attn.o_proj`, a.mid, true);
+        await this.rmsnorm(fwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.h2, a.r2);
+        await this.linear(fwd, t, N, Fm, C, a.h2, `${p}mlp.gate_proj`, a.g);
+        await this.linear(fwd, t, N, Fm, C, a.h2, `${p}mlp.up_proj`, a.u);
+        await K.swigluForward(fwd, N * Fm, a.g, a.u, a.a);
+        fwd.copy(a.mid, 0, res[l + 1], 0, N * C * F4);
+        await this.linear(fwd, t, N, C, Fm, a.a, `${p}mlp.down_proj`, res[l + 1], true);
       }
-      await K.ropeApply(fwd, { N, heads: H, D, sinOff: rope.sinOff }, pos, rope.buf, a.q);
-      await K.ropeApply(fwd, { N, heads: KV, D, sinOff: rope.sinOff }, pos, rope.buf, a.k);
-      await K.gqaForward(fwd, gqaDims, a.q, a.k, a.v, mask, a.probs, a.y);
-      fwd.copy(res[l], 0, a.mid, 0, N * C * F4);
-      await this.linear(fwd, N, C, H * D, a.y, `${p}self_attn.o_proj`, a.mid, true);
-      await this.rmsnorm(fwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.h2, a.r2);
-      await this.linear(fwd, N, Fm, C, a.h2, `${p}mlp.gate_proj`, a.g);
-      await this.linear(fwd, N, Fm, C, a.h2, `${p}mlp.up_proj`, a.u);
-      await K.swigluForward(fwd, N * Fm, a.g, a.u, a.a);
-      fwd.copy(a.mid, 0, res[l + 1], 0, N * C * F4);
-      await this.linear(fwd, N, C, Fm, a.a, `${p}mlp.down_proj`, res[l + 1], true);
-    }
-    await this.rmsnorm(fwd, N, C, 'model.norm.weight', res[L], hf, rf);
-    const headUniforms = await K.fusedHeadForward(fwd, head, hf, params, targets, stats);
+      await this.rmsnorm(fwd, N, C, 'model.norm.weight', res[L], hf, rf);
+      return K.fusedHeadForward(fwd, { ...head, temperature }, hf, params, targets, stats);
+    };
+    const fwd = new Program(ctx);
+    const headUniforms = await record(fwd, lora ? tOf : null, 1);
 
     // The gradient buffer is not cleared here: micro-batches accumulate into it; the optimizer's update zeroes it.
     const bwd = new Program(ctx);
     headUniforms.push(
-      ...(await K.fusedHeadBackward(bwd, head, hf, params, targets, rowWeights, stats, dhf, grads)),
+      ...(await K.fusedHeadBackward(bwd, head, hf, params, targets, rowWeights, stats, dhf, this.baseGrads)),
     );
     await this.rmsnormBackward(bwd, N, C, 'model.norm.weight', res[L], rf, dhf, dx, false);
     for (let l = L - 1; l >= 0; l--) {
       const a = layers[l];
       const p = `model.layers.${l}.`;
       // MLP: res[l+1] = mid + down(silu(gate(h2))·up(h2))
-      await this.linearBackward(bwd, N, C, Fm, a.a, dx, `${p}mlp.down_proj`, da, false);
+      await this.linearBackward(bwd, lb, N, C, Fm, a.a, dx, `${p}mlp.down_proj`, da, false);
       await K.swigluBackward(bwd, N * Fm, a.g, a.u, da, dg, du);
-      await this.linearBackward(bwd, N, Fm, C, a.h2, dg, `${p}mlp.gate_proj`, dh, false);
-      await this.linearBackward(bwd, N, Fm, C, a.h2, du, `${p}mlp.up_proj`, dh, true);
+      await this.linearBackward(bwd, lb, N, Fm, C, a.h2, dg, `${p}mlp.gate_proj`, dh, false);
+      await this.linearBackward(bwd, lb, N, Fm, C, a.h2, du, `${p}mlp.up_proj`, dh, true);
       await this.rmsnormBackward(bwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.r2, dh, dx, true);
       // attention: mid = res[l] + o(gqa(rope(norm(q)), rope(norm(k)), v))
-      await this.linearBackward(bwd, N, C, H * D, a.y, dx, `${p}self_attn.o_proj`, dy, false);
+      await this.linearBackward(bwd, lb, N, C, H * D, a.y, dx, `${p}self_attn.o_proj`, dy, false);
       await K.gqaBackward(bwd, gqaDims, a.q, a.k, a.v, a.probs, dy, a.y, dq, dkv);
       bwd.copy(dkv, N * KV * D * F4, dv, 0, N * KV * D * F4);
       await K.ropeApply(bwd, { N, heads: H, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dq);
@@ -431,13 +486,14 @@ export class LlamaGpuPolicy implements PolicyEngine {
           false,
         );
       }
-      await this.linearBackward(bwd, N, H * D, C, a.h1, dqRaw, `${p}self_attn.q_proj`, dh, false);
-      await this.linearBackward(bwd, N, KV * D, C, a.h1, dkRaw, `${p}self_attn.k_proj`, dh, true);
-      await this.linearBackward(bwd, N, KV * D, C, a.h1, dv, `${p}self_attn.v_proj`, dh, true);
+      await this.linearBackward(bwd, lb, N, H * D, C, a.h1, dqRaw, `${p}self_attn.q_proj`, dh, false);
+      await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dkRaw, `${p}self_attn.k_proj`, dh, true);
+      await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dv, `${p}self_attn.v_proj`, dh, true);
       await this.rmsnormBackward(bwd, N, C, `${p}input_layernorm.weight`, res[l], a.r1, dh, dx, true);
     }
-    await K.embeddingBackward(bwd, emb, tokens, dx, grads, false);
-    return {
+    if (this.baseGrads) await K.embeddingBackward(bwd, emb, tokens, dx, this.baseGrads, false);
+    let base: Promise<Program> | null = null;
+    const graph: Graph = {
       B,
       T,
       tokens,
@@ -455,7 +511,19 @@ export class LlamaGpuPolicy implements PolicyEngine {
       out: res[L],
       res,
       buffers,
+      baseForward: () => {
+        if (!lora) return Promise.resolve(fwd);
+        base ??= (async () => {
+          const p = new Program(ctx);
+          graph.headUniforms.push(...(await record(p, null, graph.temperature)));
+          graph.programs.push(p);
+          return p;
+        })();
+        return base;
+      },
+      programs: [],
     };
+    return graph;
   }
 
   private async prepare(batch: Batch): Promise<Graph> {
@@ -528,6 +596,46 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   /**
+   * Log-probs of the frozen base with the adapter off (PEFT's `disable_adapter()`): a LoRA run's reference
+   * policy, from the same weights on the GPU (no second copy).
+   */
+  referenceLogProbs(batch: Batch): Promise<LogProbResult> {
+    if (!this.lora)
+      throw new Error(
+        'referenceLogProbs: full fine-tuning changes the base; the reference needs its own copy',
+      );
+    return this.exclusive(async () => {
+      const g = await this.prepare(batch);
+      const base = await g.baseForward();
+      const enc = this.ctx.device.createCommandEncoder();
+      base.encode(enc);
+      return this.readStats(g, enc, batch);
+    });
+  }
+
+  /** The frozen base as a read-only PolicyEngine (the reference policy of a LoRA run). */
+  referencePolicy(): PolicyEngine {
+    if (!this.lora) throw new Error('referencePolicy: only a LoRA run has the frozen base in memory');
+    return frozenBasePolicy(this, (batch) => this.referenceLogProbs(batch));
+  }
+
+  /** With LoRA: the adapter as PEFT's folder (adapter_config.json, adapter_model.safetensors). */
+  exportFiles(): Promise<Record<string, Uint8Array | string>> {
+    return this.exclusive(async () => {
+      const lora = this.lora;
+      return lora ? encodeAdapter(await lora.read(), this.baseModel ?? null) : {};
+    });
+  }
+
+  /** The model's weights with the adapter merged in (W + s·B·A, PEFT's merge_and_unload), in the base layout. */
+  mergedParams(): Promise<Float32Array> {
+    return this.exclusive(async () => {
+      const base = await this.ctx.readF32(this.params, this.layout.total);
+      return this.lora ? mergeLora(this.llama, this.layout, base, await this.lora.read()) : base;
+    });
+  }
+
+  /**
    * The residual stream (B·T·C) after the embedding and after each layer (L + 1 arrays) of a forward pass: what
    * a layer-by-layer comparison with the CPU engine (llamaForwardCpu's `layers[l].x` and `xOut`) reads.
    */
@@ -582,11 +690,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private adamPrograms() {
     if (!this.adam) {
       this.adam = (async () => {
-        const { grads, partial, params, m, v } = this;
+        const { grads, partial, m, v } = this;
+        const params = this.trainable;
         const norm = new Program(this.ctx);
         const uniform = await K.adamwNorm(norm, this.adamUniform(1), grads, partial, params, m, v);
         const update = new Program(this.ctx);
-        await K.adamwUpdate(update, this.layout.total, uniform, grads, partial, params, m, v);
+        await K.adamwUpdate(update, this.trainableLayout.total, uniform, grads, partial, params, m, v);
         update.clear(grads);
         return { norm, update, uniform };
       })();
@@ -597,8 +706,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private adamUniform(step: number): AdamWUniform {
     const h = this.optimizer;
     return {
-      n: this.layout.total,
-      decayEnd: this.layout.decayEnd,
+      n: this.trainableLayout.total,
+      decayEnd: this.trainableLayout.decayEnd,
       partials: this.partials,
       lr: h.lr,
       beta1: h.beta1,
@@ -640,7 +749,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
     return this.exclusive(async () => {
       this.clearGradsNow();
       await this.accumulateNow(batch, weights);
-      const grads = await this.ctx.readF32(this.grads, this.layout.total);
+      const grads = await this.ctx.readF32(this.grads, this.trainableLayout.total);
       this.clearGradsNow();
       return grads;
     });
@@ -648,15 +757,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
 
   getOptimizerState(): Promise<OptimizerState> {
     return this.exclusive(async () => ({
-      m: await this.ctx.readF32(this.m, this.layout.total),
-      v: await this.ctx.readF32(this.v, this.layout.total),
+      m: await this.ctx.readF32(this.m, this.trainableLayout.total),
+      v: await this.ctx.readF32(this.v, this.trainableLayout.total),
       step: this.step,
     }));
   }
 
   setOptimizerState(state: OptimizerState): Promise<void> {
     return this.exclusive(async () => {
-      const n = this.layout.total;
+      const n = this.trainableLayout.total;
       if (state.m.length !== n || state.v.length !== n)
         throw new Error(
           `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
@@ -714,6 +823,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const cacheK = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.k${l}`));
     const cacheV = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.v${l}`));
     const emb = { N: 1, T: 1, C, V, wteOff: this.off('model.embed_tokens.weight'), wpeOff: 0 };
+    const loraT = this.lora ? buf(this.lora.config.r, 'dec.lora.t') : null;
+    const t: LoraSaved | null = loraT ? () => loraT : null;
     const p = new Program(ctx);
     await K.embeddingGather(p, emb, token, params, x);
     const gqaUniforms: GPUBuffer[] = [];
@@ -721,9 +832,9 @@ export class LlamaGpuPolicy implements PolicyEngine {
     for (let l = 0; l < L; l++) {
       const n = `model.layers.${l}.`;
       await this.rmsnorm(p, 1, C, `${n}input_layernorm.weight`, x, h, r);
-      await this.linear(p, 1, H * D, C, h, `${n}self_attn.q_proj`, cfg.qkNorm ? qRaw : q);
-      await this.linear(p, 1, KV * D, C, h, `${n}self_attn.k_proj`, cfg.qkNorm ? kRaw : k);
-      await this.linear(p, 1, KV * D, C, h, `${n}self_attn.v_proj`, v);
+      await this.linear(p, t, 1, H * D, C, h, `${n}self_attn.q_proj`, cfg.qkNorm ? qRaw : q);
+      await this.linear(p, t, 1, KV * D, C, h, `${n}self_attn.k_proj`, cfg.qkNorm ? kRaw : k);
+      await this.linear(p, t, 1, KV * D, C, h, `${n}self_attn.v_proj`, v);
       if (cfg.qkNorm) {
         await this.rmsnorm(p, H, D, `${n}self_attn.q_norm.weight`, qRaw, q, rqk);
         await this.rmsnorm(p, KV, D, `${n}self_attn.k_norm.weight`, kRaw, k, rqk);
@@ -735,12 +846,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
       const dims = { B: 1, Tq: 1, Tk: capacity, H, KV, D, offset: 0 };
       const [gu] = await K.gqaForward(p, dims, q, cacheK[l], cacheV[l], null, probs, y);
       gqaUniforms.push(gu);
-      await this.linear(p, 1, C, H * D, y, `${n}self_attn.o_proj`, x, true);
+      await this.linear(p, t, 1, C, H * D, y, `${n}self_attn.o_proj`, x, true);
       await this.rmsnorm(p, 1, C, `${n}post_attention_layernorm.weight`, x, h, r);
-      await this.linear(p, 1, Fm, C, h, `${n}mlp.gate_proj`, g);
-      await this.linear(p, 1, Fm, C, h, `${n}mlp.up_proj`, u);
+      await this.linear(p, t, 1, Fm, C, h, `${n}mlp.gate_proj`, g);
+      await this.linear(p, t, 1, Fm, C, h, `${n}mlp.up_proj`, u);
       await K.swigluForward(p, Fm, g, u, a);
-      await this.linear(p, 1, C, Fm, a, `${n}mlp.down_proj`, x, true);
+      await this.linear(p, t, 1, C, Fm, a, `${n}mlp.down_proj`, x, true);
     }
     const head = new Program(ctx);
     await this.rmsnorm(head, 1, C, 'model.norm.weight', x, h, r);
@@ -800,16 +911,19 @@ export class LlamaGpuPolicy implements PolicyEngine {
     return decodeLoop(req, limit, step, () => this.ctx.readF32(d.logits, V), prefill);
   }
 
+  /** A copy of the trainable buffer (the adapter's with LoRA). */
   getParams(): Promise<Float32Array> {
-    return this.exclusive(() => this.ctx.readF32(this.params, this.layout.total));
+    return this.exclusive(() => this.ctx.readF32(this.trainable, this.trainableLayout.total));
   }
 
+  /** Replaces the trainable buffer (the adapter's with LoRA) and resets the optimizer state. */
   setParams(params: Float32Array): Promise<void> {
     return this.exclusive(async () => {
-      if (params.length !== this.layout.total)
-        throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
-      this.ctx.write(this.params, params);
-      const zeros = new Float32Array(this.layout.total);
+      const n = this.trainableLayout.total;
+      if (params.length !== n)
+        throw new Error(`setParams: got ${params.length} values, the layout needs ${n}`);
+      this.ctx.write(this.trainable, params);
+      const zeros = new Float32Array(n);
       this.ctx.write(this.m, zeros);
       this.ctx.write(this.v, zeros);
       this.clearGradsNow();
@@ -828,11 +942,13 @@ export class LlamaGpuPolicy implements PolicyEngine {
         a.update.destroy();
       }
       for (const b of all) b.destroy();
+      this.lora?.destroy();
     })();
   }
 }
 
 function destroyGraph(g: Graph): void {
+  for (const p of g.programs) p.destroy();
   g.forward.destroy();
   g.backward.destroy();
   for (const b of g.buffers) b.destroy();

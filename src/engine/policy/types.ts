@@ -112,6 +112,6 @@ export interface PolicyEngine {
    */
   readonly trainableLayout?: Layout;
   /** Files a checkpoint also writes in an upstream format (a LoRA adapter as PEFT's folder), by file name. */
-  exportFiles?(): Record<string, Uint8Array | string>;
+  exportFiles?(): Promise<Record<string, Uint8Array | string>>;
   dispose(): void;
 }
