@@ -431,7 +431,7 @@ registerPreset({
     'critic/rewards/mean',
   ],
   robustness:
-    'Structural and robust on seeds 0–2 (6 steps, 4 tasks × 4 rollouts, `tests/tools/preset-sweep.ts`): part of ' +
+    'Structural and robust on seeds 0–2 (6 steps, 4 tasks × 4 rollouts): part of ' +
     'the calls re-encode to other ids (mismatch rate 0.25–0.32), and the retokenized batch then has no rollout ' +
     'log-probs (`training/rollout_probs_diff_valid` absent) while engine ids keep them. The precision mismatch ' +
     'is clear on every seed: mean |log p_engine − log p_trainer| 5.4e-8 / 6.1e-8 / 6.2e-8 on the trainer’s own ' +

@@ -104,7 +104,7 @@ describe('a preset in the Train tab', () => {
     };
     expect(await exponent('grpo')).toBeCloseTo(-1, 1);
     expect(Math.abs(await exponent('dr-grpo'))).toBeLessThan(0.05);
-    // beside the charts: the preset's explanation and its measured robustness (not robust: said so)
+    // beside the charts: the preset's explanation and its measured robustness
     const notes = page.getByTestId('preset-notes');
     // (its markdown rendered: the `code` spans are code elements, their backticks gone)
     const explanation = notes.getByTestId('preset-explanation');
