@@ -224,7 +224,7 @@ export function claimSentence(claim: PresetClaim, entry: PresetEvidenceEntry): s
   return (
     `Claim “${claim.text}” ${verdict}: ${claim.arm} − ${claim.control}, ${stat} of \`${claim.metric}\`, ` +
     `mean ${fmt(e.mean)}${ci}, expected sign on ${e.agree} of ${n} seeds ` +
-    `(seeds ${seedRange(entry.seeds)}; ${entry.steps} steps; per seed ${e.differences.map(fmt).join(', ')}).`
+    `(seeds ${seedRange(entry.seeds)}; ${entry.steps} step${entry.steps === 1 ? '' : 's'}; per seed ${e.differences.map(fmt).join(', ')}).`
   );
 }
 
