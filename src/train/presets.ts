@@ -1,8 +1,9 @@
 /**
  * Presets: the field's known failure modes of harnessed RL, one click each. A preset is data: a base config
  * (harness, scale, seed shared by its runs), two to four variants as TrainConfig patches on top of it, the
- * metric keys that show the effect, what to look for, the source, and a measured robustness statement (what
- * held across seeds and what did not). The CLI (`lab train --preset NAME`), the page and the tests iterate
+ * metric keys that show the effect, what to look for, the source, its structural robustness (what the tests
+ * assert) and its claims: machine-readable directions (metric, arm, control, expected sign) whose measured
+ * verdict across seeds comes from the evidence table `presetEvidence.json` (`npm run bench:presets`). The CLI (`lab train --preset NAME`), the page and the tests iterate
  * this registry; a new preset is one `registerPreset` call.
  *
  * Configs resolve in one order everywhere: defaults → preset base → caller overrides (flags, URL, test scale)
@@ -19,6 +20,14 @@ import {
   TrainConfigError,
   type TrainConfigPatch,
 } from './config';
+import {
+  type ClaimEvidence,
+  claimsText,
+  type PresetClaim,
+  type PresetEvidenceEntry,
+  parsePresetEvidence,
+} from './presetEvidence';
+import evidenceJson from './presetEvidence.json';
 
 export interface PresetVariant {
   /** slug of the run inside the preset (its sub-folder name) */
@@ -43,8 +52,29 @@ export interface TrainPreset {
   variants: readonly PresetVariant[];
   /** metric keys (verl's, ours under lab/, and the preset analysis's under preset/) that show the effect */
   metrics: readonly string[];
-  /** measured: which directions held across seeds, with the numbers (tests/tools/preset-sweep.ts) */
+  /** the structural effects (exact by construction, asserted by tests/unit/train/presets.test.ts) */
   robustness: string;
+  /** the directions the preset claims; their verdicts come from the evidence table, never from this file */
+  claims: readonly PresetClaim[];
+}
+
+export type { ClaimEvidence, PresetClaim };
+
+const evidence = parsePresetEvidence(evidenceJson, 'src/train/presetEvidence.json');
+
+/** The preset's measured evidence (undefined when `npm run bench:presets` has not measured it). */
+export function presetEvidence(slug: string): PresetEvidenceEntry | undefined {
+  return evidence.presets[slug];
+}
+
+/**
+ * The robustness text shown with a preset: the structural statement, then each claim's verdict derived from
+ * the evidence table. With `checkpointSha256` (the shipped checkpoint the caller would train from) a table
+ * measured on another checkpoint is reported as not yet measured instead of cited.
+ */
+export function presetRobustness(p: TrainPreset, checkpointSha256?: string): string {
+  const claims = claimsText(p.claims, presetEvidence(p.slug), checkpointSha256);
+  return claims ? `${p.robustness} ${claims}` : p.robustness;
 }
 
 const registry = createRegistry<TrainPreset>('preset');
@@ -54,6 +84,18 @@ export function registerPreset(p: TrainPreset): void {
   if (p.variants.length < 2) throw new Error(`preset ${p.slug} needs at least two variants`);
   const names = new Set(p.variants.map((v) => v.name));
   if (names.size !== p.variants.length) throw new Error(`preset ${p.slug} has duplicate variant names`);
+  const ids = new Set<string>();
+  for (const c of p.claims) {
+    if (ids.has(c.id)) throw new Error(`preset ${p.slug} has two claims '${c.id}'`);
+    ids.add(c.id);
+    for (const v of [c.arm, c.control])
+      if (!names.has(v)) throw new Error(`preset ${p.slug}, claim ${c.id}: no variant '${v}'`);
+    if (c.arm === c.control) throw new Error(`preset ${p.slug}, claim ${c.id}: arm and control are the same`);
+    if (!p.metrics.includes(c.metric))
+      throw new Error(
+        `preset ${p.slug}, claim ${c.id}: metric '${c.metric}' is not one of the preset's metrics`,
+      );
+  }
   registry.register(p.slug, p);
 }
 
@@ -208,14 +250,22 @@ registerPreset({
   ],
   robustness:
     'The weighting is exact on every seed: the length exponent is −1.00 under GRPO and per_rollout_mean and ' +
-    '0 under Dr. GRPO (asserted on seed 0; it follows from the loss, not from the data). The dynamic effect ' +
-    'is NOT robust at this scale: over 8 steps (8 tasks × 4 rollouts) the wrong answers’ length grew more ' +
-    'under GRPO than under Dr. GRPO on 3 of 6 seeds (seeds 0–5, second-half minus first-half mean: +2.26, ' +
-    '−0.49, +2.71, −0.15, +0.12, −1.56 tokens), i.e. no reliable direction; read the length curves as noise ' +
-    'unless a longer run shows a trend. GRPO and per_rollout_mean weight every token alike on this ' +
+    '0 under Dr. GRPO (asserted on seed 0; it follows from the loss, not from the data). GRPO and ' +
+    'per_rollout_mean weight every token alike on this ' +
     'single-turn harness (one row per rollout: the same length exponent), but their curves are not identical: ' +
     'the two losses round differently, the sampled rollouts diverge, and on seed 0 the curves split at step 3; ' +
     'a gap between these two is sampling noise, not an effect of the loss.',
+  claims: [
+    {
+      id: 'wrong-answers-grow',
+      metric: 'preset/response_length/incorrect',
+      arm: 'grpo',
+      control: 'dr-grpo',
+      statistic: 'change',
+      sign: 1,
+      text: 'wrong answers grow longer under GRPO than under Dr. GRPO',
+    },
+  ],
 });
 
 registerPreset({
@@ -286,11 +336,18 @@ registerPreset({
     'Structural: under per_rollout_mean a rollout’s total weight does not depend on its number of calls on ' +
     'every seed measured (calls slope |·| < 1e-8, seeds 0–2); under token-mean it does, but its SIGN follows ' +
     'the policy’s lengths, not the turn count alone (seeds 0–2: −0.27, −0.19, +0.15 — single-call rollouts ' +
-    'that ramble can outweigh multi-call ones), so only “depends vs does not depend” is asserted. The dynamic ' +
-    'effect (tool calls falling) is NOT measured: the shipped search SFT policy scored reward 0 on every ' +
-    'rollout of seeds 0–2 at temperature 1, so every group had zero advantage, no variant received a ' +
-    'gradient, and the three runs were identical (tool-call change −0.063 in all three on seed 0, 4 steps). ' +
-    'A search checkpoint that sometimes succeeds is needed before this preset can show the drift.',
+    'that ramble can outweigh multi-call ones), so only “depends vs does not depend” is asserted.',
+  claims: [
+    {
+      id: 'tool-calls-fall',
+      metric: 'lab/tool_calls_per_rollout',
+      arm: 'transition-rows',
+      control: 'per-rollout-mean',
+      statistic: 'change',
+      sign: -1,
+      text: 'tool calls per rollout fall more with row-level transition advantages than under per_rollout_mean',
+    },
+  ],
 });
 
 registerPreset({
@@ -374,18 +431,35 @@ registerPreset({
     'critic/rewards/mean',
   ],
   robustness:
-    'Structural and robust on seeds 0–2 (6 steps, 4 tasks × 4 rollouts, `tests/tools/preset-sweep.ts`): part of ' +
+    'Structural and robust on seeds 0–2 (6 steps, 4 tasks × 4 rollouts): part of ' +
     'the calls re-encode to other ids (mismatch rate 0.25–0.32), and the retokenized batch then has no rollout ' +
     'log-probs (`training/rollout_probs_diff_valid` absent) while engine ids keep them. The precision mismatch ' +
     'is clear on every seed: mean |log p_engine − log p_trainer| 5.4e-8 / 6.1e-8 / 6.2e-8 on the trainer’s own ' +
     'f32 engine vs 3.1e-3 / 3.3e-3 / 3.4e-3 at int8 on onnxruntime-web (max probability difference 3.5e-7 vs ' +
     '0.017–0.019). Truncated IS does weigh the int8 run’s tokens, but the weights stay near 1 (seed 0, 1 step: ' +
-    'mean 1.0001, range 0.953–1.042, none above the threshold 2), so it changes almost nothing. The dynamic ' +
-    'effects are NOT measured: the search SFT policy scored reward 0 on every rollout of these seeds, so no ' +
-    'variant received a gradient (KL and clip fraction 0, identical rewards in all four runs, int8 and ' +
-    'int8 + TIS identical step for step); nothing here shows a reward or KL cost of retokenization or of the ' +
-    'precision gap. Retokenized runs merged more calls (merge rate 0.39 / 0.51 / 0.46 vs 0.30 / 0.41 / 0.41 on ' +
+    'mean 1.0001, range 0.953–1.042, none above the threshold 2), so it changes almost nothing. ' +
+    'Retokenized runs merged more calls (merge rate 0.39 / 0.51 / 0.46 vs 0.30 / 0.41 / 0.41 on ' +
     'engine ids): re-encoding renders every call’s history the same way.',
+  claims: [
+    {
+      id: 'retokenize-costs-reward',
+      metric: 'critic/rewards/mean',
+      arm: 'retokenize',
+      control: 'engine-ids',
+      statistic: 'change',
+      sign: -1,
+      text: 'the reward rises less when training on retokenized ids than on engine ids',
+    },
+    {
+      id: 'tis-recovers-reward',
+      metric: 'critic/rewards/mean',
+      arm: 'int8',
+      control: 'int8-tis',
+      statistic: 'change',
+      sign: -1,
+      text: 'the reward rises less at int8 without truncated IS than with it',
+    },
+  ],
 });
 
 registerPreset({
@@ -441,10 +515,18 @@ registerPreset({
   robustness:
     'Structural and robust: sync trains only on calls of the current policy (staleness 0, engine and trainer ' +
     'probabilities equal to float rounding) and async, from its second step, on calls up to one version old with a non-zero ' +
-    'engine/trainer difference (seeds 0–3 at 2 tasks × 2 rollouts, 3 steps: call staleness 0 vs 1.00, probability difference ≤ 6e-9 vs 5e-4–3e-3; `lab train --preset staleness` with worker threads, seed 0: mean call staleness 0.125 / 0.177, max 1). An async run is not bit-reproducible (which groups finish first depends on timing). The reward effect is NOT robust: over 6 ' +
-    'steps the reward rose less under async than sync on 1 of 3 seeds (seeds 0–2, async − sync change: ' +
-    '+0.069, +0.014, −0.125), and truncated IS at threshold 2 changed little (the ratios of one-version-old ' +
-    'calls rarely reach 2), so the page does not claim a reward penalty from staleness here.',
+    'engine/trainer difference (seeds 0–3 at 2 tasks × 2 rollouts, 3 steps: call staleness 0 vs 1.00, probability difference ≤ 6e-9 vs 5e-4–3e-3; `lab train --preset staleness` with worker threads, seed 0: mean call staleness 0.125 / 0.177, max 1). An async run is not bit-reproducible (which groups finish first depends on timing).',
+  claims: [
+    {
+      id: 'staleness-costs-reward',
+      metric: 'critic/rewards/mean',
+      arm: 'async',
+      control: 'sync',
+      statistic: 'change',
+      sign: -1,
+      text: 'the reward rises less under async rollouts than sync',
+    },
+  ],
 });
 
 registerPreset({
@@ -495,4 +577,24 @@ registerPreset({
     'and 2 showed no difference at all), hence the coding harness. The clean runs also fail some merges, ' +
     "classed 'other' (2 and 7 on seeds 0–1), a class the classifier does not break down further; that is " +
     'outside this preset and left as measured.',
+  claims: [
+    {
+      id: 'window-adds-rows',
+      metric: 'lab/rows_per_rollout',
+      arm: 'sliding-window',
+      control: 'clean',
+      statistic: 'mean',
+      sign: 1,
+      text: 'a sliding window trains more rows per rollout than the full history',
+    },
+    {
+      id: 'summary-adds-tokens',
+      metric: 'preset/train_tokens_per_rollout',
+      arm: 'summarize',
+      control: 'clean',
+      statistic: 'mean',
+      sign: 1,
+      text: 'a summarised history trains more tokens per rollout than the full history',
+    },
+  ],
 });

@@ -1,15 +1,30 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { getPreset } from '../../src/train/presets';
+import { tInterval } from '../../src/core/stats';
+import { sftCheckpointPath } from '../../src/train/models';
+import { getPreset, presetBaseConfig, presetRobustness } from '../../src/train/presets';
 import { launch, screenshot } from './browser';
 
 // A preset from its link in Chromium: `?preset=length-bias&steps=1&seed=3` opens the Train tab with the preset
 // chosen; Run queues its variants as runs of the tab (one after another, the trainer in its worker); the
 // dashboard overlays them, charts the preset's own metrics (preset/* from each kept step trace, computed in
-// the trainer worker) and shows the preset's explanation and measured robustness beside the charts.
+// the trainer worker) and shows the preset's explanation and measured robustness beside the charts. With
+// `&seeds=2` the variants run on two seeds as one group and each chart draws every variant's mean ± 95% interval
+// across the two seeds.
 
 const SLUG = 'length-bias';
 const preset = getPreset(SLUG);
+
+/** The robustness text the page must show: derived from the evidence table for the checkpoint it serves. */
+function expectedRobustness(slug: string): string {
+  const p = getPreset(slug);
+  const cfg = presetBaseConfig(p);
+  const file = new URL(`../../public/${sftCheckpointPath(cfg.lab.harness)}`, import.meta.url);
+  const sha = createHash('sha256').update(readFileSync(file)).digest('hex');
+  return presetRobustness(p, sha).replace(/`/g, '');
+}
 
 const pointsOfRun = (page: Page, metric: string, runId: string) =>
   page
@@ -89,13 +104,17 @@ describe('a preset in the Train tab', () => {
     };
     expect(await exponent('grpo')).toBeCloseTo(-1, 1);
     expect(Math.abs(await exponent('dr-grpo'))).toBeLessThan(0.05);
-    // beside the charts: the preset's explanation and its measured robustness (not robust: said so)
+    // beside the charts: the preset's explanation and its measured robustness
     const notes = page.getByTestId('preset-notes');
     // (its markdown rendered: the `code` spans are code elements, their backticks gone)
     const explanation = notes.getByTestId('preset-explanation');
     expect(await explanation.textContent()).toBe(preset.explanation.replace(/`/g, ''));
     expect(await explanation.locator('code').first().textContent()).toBe('seq-mean-token-mean');
-    expect(await notes.getByTestId('preset-robustness').textContent()).toContain('NOT robust');
+    // the robustness text: the structural statement and the claims' verdicts from the evidence table, for the
+    // checkpoint this page serves (hashed in the page)
+    await expect
+      .poll(() => notes.getByTestId('preset-robustness').textContent(), { timeout: 10_000 })
+      .toBe(`How robust (measured): ${expectedRobustness(SLUG)}`);
     expect(await page.getByTestId('preset-compare').locator('tbody tr').count()).toBe(preset.metrics.length);
     // the link still names the preset
     expect(new URL(page.url()).searchParams.get('preset')).toBe(SLUG);
@@ -112,4 +131,70 @@ describe('a preset in the Train tab', () => {
     );
     await context.close();
   }, 240_000);
+
+  it('runs a preset as a group of two seeds and charts each variant as mean ± interval of both seeds', async () => {
+    const slug = 'staleness';
+    const group = getPreset(slug);
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}?preset=${slug}&steps=2&seed=5&seeds=2`);
+    await page.getByTestId('train-tab').waitFor();
+    expect(await page.getByTestId('preset-seeds').inputValue()).toBe('2');
+    const n = group.variants.length;
+    await page.getByRole('button', { name: `Run ${n} × 2 runs on seeds 5–6` }).click();
+    const rows = page.locator('[data-testid=train-run-row]');
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(2 * n);
+    await expect
+      .poll(() => page.locator('[data-testid=train-run-row][data-status=done]').count(), {
+        timeout: 200_000,
+        interval: 500,
+      })
+      .toBe(2 * n);
+    const ids = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-run') as string));
+    const names = await rows.evaluateAll((els) => els.map((e) => e.textContent ?? ''));
+    const metric = 'critic/score/mean';
+    const chart = page.locator(`[data-testid=metric-chart][data-metric="${metric}"]`);
+    await expect.poll(() => chart.getAttribute('data-bands'), { timeout: 10_000 }).toBe(String(n));
+    // the bands are drawn: one shaded range area per variant
+    expect(await chart.locator('.recharts-area-area').count()).toBe(n);
+    for (const v of group.variants) {
+      const runOf = (seed: number) =>
+        ids[names.findIndex((x) => x.includes(`${slug} · ${v.name} · seed ${seed}`))];
+      const members = [runOf(5), runOf(6)];
+      expect(members.every(Boolean), v.name).toBe(true);
+      for (const step of [1, 2]) {
+        // both seeds' own values at this step, as the chart plots them
+        const values: number[] = [];
+        for (const id of members)
+          values.push(
+            Number(
+              await chart
+                .locator(`[data-testid=chart-point][data-run="${id}"][data-step="${step}"]`)
+                .getAttribute('data-value'),
+            ),
+          );
+        const points = await chart
+          .locator(`[data-testid=chart-band-point][data-step="${step}"]`)
+          .evaluateAll((els) =>
+            els.map((e) => ({
+              band: e.getAttribute('data-band') ?? '',
+              n: Number(e.getAttribute('data-n')),
+              mean: Number(e.getAttribute('data-mean')),
+              lo: Number(e.getAttribute('data-lo')),
+              hi: Number(e.getAttribute('data-hi')),
+            })),
+          );
+        const mine = points.find((p) => p.band.endsWith(`:${v.name}`));
+        expect(mine, `${v.name} step ${step}`).toBeDefined();
+        const ci = tInterval(values);
+        expect(mine?.n).toBe(2);
+        expect(mine?.mean).toBeCloseTo(ci.mean, 9);
+        expect(mine?.lo).toBeCloseTo(ci.lo, 9);
+        expect(mine?.hi).toBeCloseTo(ci.hi, 9);
+      }
+    }
+    await screenshot(page, 'train-preset-seed-group');
+    await context.close();
+  }, 300_000);
 });

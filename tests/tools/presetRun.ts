@@ -1,7 +1,7 @@
 /**
  * Runs a preset's variants in this process (inline rollouts, CPU engine, memory storage) and returns each
  * variant's history with the preset metrics merged in: the shared path of the preset tests and the seed
- * sweep (tests/tools/preset-sweep.ts).
+ * sweep (tests/tools/bench-presets.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';

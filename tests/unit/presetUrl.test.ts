@@ -14,6 +14,16 @@ describe('preset links', () => {
     expect(readPresetLink('?tab=train')).toEqual({ link: null, problems: [] });
   });
 
+  it('carries the size of a seed group (one seed is the default and is not written)', () => {
+    const s = writePresetLink('', { slug: 'length-bias', seed: 3, steps: 1, seeds: 2 });
+    expect(s).toBe('?preset=length-bias&seed=3&steps=1&seeds=2');
+    expect(readPresetLink(s).link).toEqual({ slug: 'length-bias', seed: 3, steps: 1, seeds: 2 });
+    expect(writePresetLink('', { slug: 'length-bias', seeds: 1 })).toBe('?preset=length-bias');
+    expect(readPresetLink('?preset=length-bias&seeds=0').problems).toEqual([
+      "seeds '0' must be an integer ≥ 1; the preset's own is used",
+    ]);
+  });
+
   it('names what it could not use', () => {
     const bad = readPresetLink('?preset=lenght-bias');
     expect(bad.link).toBeNull();

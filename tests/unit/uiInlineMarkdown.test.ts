@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { listPresets } from '../../src/train/presets';
+import { listPresets, presetRobustness } from '../../src/train/presets';
 import { type InlineSpan, parseInline } from '../../src/ui/presets/inlineMarkdown';
 
 const text = (t: string): InlineSpan => ({ kind: 'text', text: t });
@@ -59,7 +59,7 @@ describe('inline markdown of preset texts', () => {
   it('every preset text parses back to its own source (nothing dropped), its code spans as code', () => {
     let code = 0;
     for (const p of listPresets())
-      for (const t of [p.explanation, p.lookFor, p.robustness, p.notModelled, p.source]) {
+      for (const t of [p.explanation, p.lookFor, presetRobustness(p), p.notModelled, p.source]) {
         const spans = parseInline(t);
         expect(unparse(spans)).toBe(t);
         code += spans.filter((s) => s.kind === 'code').length;

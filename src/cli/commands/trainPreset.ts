@@ -4,15 +4,19 @@
  * metrics per variant (first → last step, mean), printed and written as comparison.json. Config flags and
  * `key=value` overrides apply to the preset's base before each variant's own settings.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type TrainConfig, TrainConfigError } from '../../train/config';
+import { sftCheckpointPath } from '../../train/models';
 import { comparePresetRuns, formatComparison, readVariantHistory } from '../../train/presetMetrics';
 import {
   getPreset,
   listPresets,
   presetBaseConfig,
   presetConfigs,
+  presetRobustness,
   UnknownPresetError,
 } from '../../train/presets';
 import { UsageError } from '../args';
@@ -24,6 +28,18 @@ export const presetUsage = `lab train --preset NAME|list [--out DIR] [--steps N]
                      the comparison of its metrics (also DIR/comparison.json); 'list' lists the presets
   --steps N          training steps of every variant (trainer.total_training_steps)
  config flags and key=value overrides apply to the preset's base; each variant's own settings win over them.`;
+
+const PUBLIC = fileURLToPath(new URL('../../../public/', import.meta.url));
+
+/** sha256 of the checkpoint a run starts from (undefined for a seeded init or a URL). */
+function checkpointSha256(config: TrainConfig): string | undefined {
+  const path = config.actor_rollout_ref.model.path;
+  if (path === 'init' || /^[a-z]+:\/\//.test(path)) return undefined;
+  const p = path === 'sft' ? sftCheckpointPath(config.lab.harness) : path;
+  // as the run reads it: absolute, else relative to the working folder, else to public/
+  const file = isAbsolute(p) || existsSync(p) ? p : join(PUBLIC, p);
+  return existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : undefined;
+}
 
 export function listPresetsText(): string {
   return listPresets()
@@ -107,6 +123,8 @@ export async function runTrainPreset(a: PresetArgs): Promise<number> {
   console.log(
     `\npreset ${preset.slug} (seed ${seed}): first → last step (mean over steps)\n${formatComparison(table)}`,
   );
-  console.log(`\nlook for: ${preset.lookFor}\nrobustness: ${preset.robustness}`);
+  console.log(
+    `\nlook for: ${preset.lookFor}\nrobustness: ${presetRobustness(preset, checkpointSha256(runs[0].config))}`,
+  );
   return 0;
 }

@@ -5,14 +5,26 @@
  * (true minus signs, a constant series flat in the middle). Points are buttons when
  * `onPoint` is given (the step's batch opens from them, by click, Enter or Space): one tab stop per chart (the
  * selected step, else the first series' last point), the arrow keys, Home and End move it (pointNav.ts), and the
- * focused point's run, step and value show in the caption.
+ * focused point's run, step and value show in the caption. With `bands` (a group of runs that differ only in their
+ * seed, seedBands.ts) each band's mean is a bold line and its 95% interval across the seeds a shaded area (a
+ * recharts range Area), the member runs' own lines faded beneath.
  */
 import { memo, useId, useMemo, useRef } from 'react';
-import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import {
+  Area,
+  CartesianGrid,
+  ComposedChart,
+  Line,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts';
 import { fmt } from '../tokens/colorScale';
 import { valueAxis } from './axis';
 import { debiasedEma } from './ema';
 import { initialPoint, nextPoint, type PointRef } from './pointNav';
+import type { BandPoint, SeedBand } from './seedBands';
 
 export interface MetricSeries {
   /** the run's id (keys the lines; given back to onPoint) */
@@ -22,13 +34,20 @@ export interface MetricSeries {
   points: { step: number; value: number | null | undefined }[];
 }
 
-type Row = Record<string, number | null> & { step: number };
+const NO_BANDS: readonly SeedBand[] = [];
+
+type Row = Record<string, number | null | [number, number]> & { step: number };
 
 const rawKey = (i: number) => `r${i}`;
 const emaKey = (i: number) => `s${i}`;
+const meanKey = (i: number) => `m${i}`;
+const bandKey = (i: number) => `b${i}`;
 
-/** Rows by step with each series' raw value and smoothed value (null where a series has none). */
-export function chartRows(series: MetricSeries[], smoothing: number): Row[] {
+/**
+ * Rows by step with each series' raw value and smoothed value (null where a series has none), and each band's
+ * mean and [lo, hi] interval.
+ */
+export function chartRows(series: MetricSeries[], smoothing: number, bands: readonly SeedBand[] = []): Row[] {
   const bySteps = new Map<number, Row>();
   series.forEach((s, i) => {
     const pts = [...s.points].sort((a, b) => a.step - b.step);
@@ -43,6 +62,14 @@ export function chartRows(series: MetricSeries[], smoothing: number): Row[] {
       row[emaKey(i)] = smooth[j];
       bySteps.set(p.step, row);
     });
+  });
+  bands.forEach((b, i) => {
+    for (const p of b.points) {
+      const row = bySteps.get(p.step) ?? ({ step: p.step } as Row);
+      row[meanKey(i)] = p.mean;
+      row[bandKey(i)] = [p.lo, p.hi];
+      bySteps.set(p.step, row);
+    }
   });
   return [...bySteps.values()].sort((a, b) => a.step - b.step);
 }
@@ -63,19 +90,26 @@ export const MetricChart = memo(function MetricChart(props: {
   onPoint?: (runId: string, step: number) => void;
   /** the step shown elsewhere (marked with a ring) */
   selectedStep?: { runId: string; step: number } | null;
+  /** seed groups drawn as mean ± 95% interval over their member series */
+  bands?: readonly SeedBand[];
 }) {
   const { series, smoothing, onPoint, metric, selectedStep } = props;
-  const rows = useMemo(() => chartRows(series, smoothing), [series, smoothing]);
+  const bands = props.bands ?? NO_BANDS;
+  const rows = useMemo(() => chartRows(series, smoothing, bands), [series, smoothing, bands]);
   const axis = useMemo(
     () =>
       valueAxis(
         rows.flatMap((r) =>
           Object.entries(r)
             .filter(([k]) => k !== 'step')
-            .map(([, v]) => v),
+            .flatMap(([, v]) => (Array.isArray(v) ? v : [v])),
         ),
       ),
     [rows],
+  );
+  const bandPoint = useMemo(
+    () => bands.map((b) => new Map<number, BandPoint>(b.points.map((p) => [p.step, p]))),
+    [bands],
   );
   // the keyboard: one tab stop per chart (the selected step, else the first series' last), arrows move it
   const seriesSteps = useMemo(
@@ -116,6 +150,11 @@ export const MetricChart = memo(function MetricChart(props: {
   );
   const names = new Map(series.map((s, i) => [rawKey(i), s.name]));
   for (const [i, s] of series.entries()) names.set(emaKey(i), `${s.name} (smoothed)`);
+  for (const [i, b] of bands.entries()) {
+    names.set(meanKey(i), `${b.name} (mean of ${b.members.length} seeds)`);
+    names.set(bandKey(i), `${b.name} (95% interval)`);
+  }
+  const faded = bands.length > 0;
   return (
     <figure
       ref={figureRef}
@@ -124,6 +163,7 @@ export const MetricChart = memo(function MetricChart(props: {
       data-metric={metric}
       data-points={points}
       data-y-domain={axis ? axis.domain.join(' ') : undefined}
+      data-bands={bands.length}
       aria-labelledby={titleId}
     >
       <figcaption id={titleId} title={metric}>
@@ -132,7 +172,7 @@ export const MetricChart = memo(function MetricChart(props: {
       </figcaption>
       <div className="chart" style={{ height: props.height ?? 130 }}>
         <ResponsiveContainer width="100%" height="100%">
-          <LineChart data={rows} margin={{ top: 4, right: 10, bottom: 0, left: 0 }}>
+          <ComposedChart data={rows} margin={{ top: 4, right: 10, bottom: 0, left: 0 }}>
             <CartesianGrid strokeDasharray="2 3" />
             <XAxis
               dataKey="step"
@@ -157,16 +197,60 @@ export const MetricChart = memo(function MetricChart(props: {
             )}
             <Tooltip
               isAnimationActive={false}
-              formatter={(v, key) => [fmt(Number(v), 6), names.get(String(key)) ?? String(key)]}
+              formatter={(v, key) => [
+                Array.isArray(v) ? v.map((x) => fmt(Number(x), 6)).join(' – ') : fmt(Number(v), 6),
+                names.get(String(key)) ?? String(key),
+              ]}
               labelFormatter={(s) => `step ${s}`}
             />
+            {bands.map((b, i) => (
+              <Area
+                key={`band-${b.id}`}
+                dataKey={bandKey(i)}
+                stroke="none"
+                fill={b.color}
+                fillOpacity={0.2}
+                connectNulls
+                isAnimationActive={false}
+                activeDot={false}
+                dot={(d: { payload?: Row }) => {
+                  const step = d.payload?.step ?? 0;
+                  const p = bandPoint[i].get(step);
+                  if (!p) return <g key={`${b.id}-${step}`} />;
+                  return (
+                    <g
+                      key={`${b.id}-${step}`}
+                      data-testid="chart-band-point"
+                      data-band={b.id}
+                      data-step={step}
+                      data-mean={p.mean}
+                      data-lo={p.lo}
+                      data-hi={p.hi}
+                      data-n={p.n}
+                    />
+                  );
+                }}
+              />
+            ))}
+            {bands.map((b, i) => (
+              <Line
+                key={`mean-${b.id}`}
+                dataKey={meanKey(i)}
+                stroke={b.color}
+                strokeWidth={2.5}
+                dot={false}
+                activeDot={false}
+                connectNulls
+                isAnimationActive={false}
+              />
+            ))}
             {series.map((s, i) => (
               <Line
                 key={`raw-${s.id}`}
                 dataKey={rawKey(i)}
                 stroke={s.color}
                 strokeWidth={1}
-                strokeOpacity={smoothing > 0 ? 0.4 : 1}
+                strokeOpacity={faded ? 0.25 : smoothing > 0 ? 0.4 : 1}
                 connectNulls
                 isAnimationActive={false}
                 activeDot={false}
@@ -234,7 +318,7 @@ export const MetricChart = memo(function MetricChart(props: {
                   isAnimationActive={false}
                 />
               ))}
-          </LineChart>
+          </ComposedChart>
         </ResponsiveContainer>
       </div>
     </figure>

@@ -1,23 +1,33 @@
 /**
  * The preset picker: lists the preset registry, shows the chosen preset's explanation, what to look for, the
  * source, what is not modelled yet and the measured robustness (their inline markdown rendered: code, strong,
- * emphasis, links; inlineMarkdown.ts), and hands the variants' resolved configs to
- * the host (`onRun`), which runs and overlays them. Presentational: the host owns the selection (and the
+ * emphasis, links; inlineMarkdown.ts; the claims' verdicts derived from the evidence table for the checkpoint the
+ * page serves), and hands the variants' resolved configs, per seed of the group, to the host (`onRun`), which
+ * runs and overlays them. Presentational: the host owns the selection (and the
  * link, presetUrl.ts) and the runs.
  */
-import { Fragment, useMemo } from 'react';
+import { Fragment, useEffect, useMemo, useState } from 'react';
 import type { TrainConfig, TrainConfigPatch } from '../../train/config';
-import { listPresets, presetConfigs, type TrainPreset } from '../../train/presets';
+import { sftCheckpointPath } from '../../train/models';
+import {
+  listPresets,
+  presetBaseConfig,
+  presetConfigs,
+  presetRobustness,
+  type TrainPreset,
+} from '../../train/presets';
 import { type InlineSpan, parseInline } from './inlineMarkdown';
 
 export interface PresetPickerProps {
   /** the chosen preset's slug, or null */
   selected: string | null;
   onSelect: (slug: string | null) => void;
-  /** the variants' full configs, in the preset's order (names: preset.variants) */
-  onRun: (preset: TrainPreset, variants: TrainConfig[]) => void;
+  /** per seed of the group (seed, seed + 1, …), the variants' full configs in the preset's order */
+  onRun: (preset: TrainPreset, bySeed: TrainConfig[][]) => void;
   seed?: number;
   steps?: number;
+  /** how many seeds run as one group (default 1) */
+  seeds?: number;
   /** the host's own settings (backend, workers, …), applied before each variant's */
   overrides?: TrainConfigPatch;
   /** disables Run while the host is running something */
@@ -54,6 +64,45 @@ function Spans({ spans }: { spans: readonly InlineSpan[] }) {
   });
 }
 
+const shaCache = new Map<string, Promise<string | undefined>>();
+
+/** sha256 (hex) of a file the page serves; undefined where it cannot be read or hashed (no SubtleCrypto). */
+function servedSha256(path: string): Promise<string | undefined> {
+  let p = shaCache.get(path);
+  if (!p) {
+    p = (async () => {
+      if (typeof crypto === 'undefined' || !crypto.subtle) return undefined;
+      const r = await fetch(`${import.meta.env.BASE_URL}${path}`);
+      if (!r.ok) return undefined;
+      const digest = await crypto.subtle.digest('SHA-256', await r.arrayBuffer());
+      return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+    })().catch(() => undefined);
+    shaCache.set(path, p);
+  }
+  return p;
+}
+
+/**
+ * The preset's robustness text for the checkpoint this page serves: until its hash is known (or where it cannot
+ * be), the table's own; once known, a table measured on another checkpoint reads "not yet measured".
+ */
+function useRobustness(preset: TrainPreset): string {
+  const [sha, setSha] = useState<{ slug: string; sha: string | undefined } | null>(null);
+  useEffect(() => {
+    let live = true;
+    const cfg = presetBaseConfig(preset);
+    const path = cfg.actor_rollout_ref.model.path;
+    if (path !== 'sft') return;
+    void servedSha256(sftCheckpointPath(cfg.lab.harness)).then((s) => {
+      if (live) setSha({ slug: preset.slug, sha: s });
+    });
+    return () => {
+      live = false;
+    };
+  }, [preset]);
+  return presetRobustness(preset, sha?.slug === preset.slug ? sha.sha : undefined);
+}
+
 /** A preset text's inline markdown (inlineMarkdown.ts) as elements. */
 function Markdown({ text }: { text: string }) {
   return <Spans spans={parseInline(text)} />;
@@ -61,6 +110,7 @@ function Markdown({ text }: { text: string }) {
 
 /** A preset's texts, in the order the picker and the dashboard's notes show them. */
 export function PresetText({ preset, testIds = false }: { preset: TrainPreset; testIds?: boolean }) {
+  const robustness = useRobustness(preset);
   return (
     <>
       <p data-testid={testIds ? 'preset-explanation' : undefined}>
@@ -72,7 +122,7 @@ export function PresetText({ preset, testIds = false }: { preset: TrainPreset; t
       </p>
       <p className="preset-robustness" data-testid={testIds ? 'preset-robustness' : undefined}>
         <strong>How robust (measured): </strong>
-        <Markdown text={preset.robustness} />
+        <Markdown text={robustness} />
       </p>
       {preset.notModelled && (
         <p className="muted">
@@ -94,13 +144,24 @@ export function PresetPicker(props: PresetPickerProps) {
   const resolved = useMemo(() => {
     if (!preset) return null;
     try {
-      return {
-        runs: presetConfigs(preset, { seed: props.seed, steps: props.steps, overrides: props.overrides }),
-      };
+      const first = presetConfigs(preset, {
+        seed: props.seed,
+        steps: props.steps,
+        overrides: props.overrides,
+      });
+      const seed0 = first[0].config.lab.seed;
+      const bySeed = [first.map((r) => r.config)];
+      for (let k = 1; k < (props.seeds ?? 1); k++)
+        bySeed.push(
+          presetConfigs(preset, { seed: seed0 + k, steps: props.steps, overrides: props.overrides }).map(
+            (r) => r.config,
+          ),
+        );
+      return { bySeed, seed0 };
     } catch (e) {
       return { error: (e as Error).message };
     }
-  }, [preset, props.seed, props.steps, props.overrides]);
+  }, [preset, props.seed, props.steps, props.seeds, props.overrides]);
   return (
     <section className="preset-picker">
       <div className="field">
@@ -147,15 +208,11 @@ export function PresetPicker(props: PresetPickerProps) {
             <button
               type="button"
               disabled={props.busy || !resolved}
-              onClick={() =>
-                resolved?.runs &&
-                props.onRun(
-                  preset,
-                  resolved.runs.map((r) => r.config),
-                )
-              }
+              onClick={() => resolved?.bySeed && props.onRun(preset, resolved.bySeed)}
             >
-              Run {preset.variants.length} runs on seed {resolved?.runs?.[0]?.config.lab.seed}
+              {resolved?.bySeed && resolved.bySeed.length > 1
+                ? `Run ${preset.variants.length} × ${resolved.bySeed.length} runs on seeds ${resolved.seed0}–${resolved.seed0 + resolved.bySeed.length - 1}`
+                : `Run ${preset.variants.length} runs on seed ${resolved?.seed0}`}
             </button>
           )}
         </div>

@@ -1,5 +1,6 @@
 /**
- * A preset's link: `?preset=length-bias&seed=3&steps=4` (also read from the hash, where the page keeps its
+ * A preset's link: `?preset=length-bias&seed=3&steps=4&seeds=5` (`seeds`: how many seeds from `seed` on run as
+ * one group; also read from the hash, where the page keeps its
  * view state: `#tab=train&preset=…`). Reading says what it could not use — an unknown preset, a seed or step
  * count that is not an integer — so the page can name it instead of silently opening something else.
  */
@@ -9,6 +10,8 @@ export interface PresetLink {
   slug: string;
   seed?: number;
   steps?: number;
+  /** the group's size: seeds seed, seed + 1, …, seed + seeds − 1 (absent: one seed) */
+  seeds?: number;
 }
 
 export interface PresetLinkRead {
@@ -33,7 +36,7 @@ export function readPresetLink(search: string): PresetLinkRead {
     return { link: null, problems };
   }
   const link: PresetLink = { slug };
-  const int = (key: 'seed' | 'steps', min: number) => {
+  const int = (key: 'seed' | 'steps' | 'seeds', min: number) => {
     const raw = p.get(key);
     if (raw === null) return;
     if (/^-?\d+$/.test(raw) && Number(raw) >= min) link[key] = Number(raw);
@@ -41,6 +44,7 @@ export function readPresetLink(search: string): PresetLinkRead {
   };
   int('seed', 0);
   int('steps', 1);
+  int('seeds', 1);
   return { link, problems };
 }
 
@@ -48,11 +52,12 @@ export function readPresetLink(search: string): PresetLinkRead {
 export function writePresetLink(search: string, link: PresetLink | null): string {
   const prefix = search.startsWith('#') ? '#' : '?';
   const p = params(search);
-  for (const k of ['preset', 'seed', 'steps']) p.delete(k);
+  for (const k of ['preset', 'seed', 'steps', 'seeds']) p.delete(k);
   if (link) {
     p.set('preset', link.slug);
     if (link.seed !== undefined) p.set('seed', String(link.seed));
     if (link.steps !== undefined) p.set('steps', String(link.steps));
+    if (link.seeds !== undefined && link.seeds > 1) p.set('seeds', String(link.seeds));
   }
   const s = p.toString();
   return s ? `${prefix}${s}` : '';

@@ -1,10 +1,13 @@
 /**
  * The runs' metrics as charts (the shared MetricChart): one chart per metric of `DASHBOARD_CHARTS` that a
  * shown run reports (a preset's metrics first), every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
- * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
+ * any other metric on request. A click on a point opens that step's kept batch in the Trace view. Runs of one
+ * preset group that share a variant on several seeds are also drawn as that variant's mean ± 95% interval across
+ * the seeds (seedBands.ts), their own lines faded.
  */
 import { memo, useCallback, useDeferredValue, useId, useMemo, useState } from 'react';
 import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
+import { type SeedBand, seedBand } from '../charts/seedBands';
 import { useView } from '../store';
 import type { RunMeta } from './runData';
 import { useTrain } from './trainStore';
@@ -31,6 +34,29 @@ export const DASHBOARD_CHARTS: { metric: string | ((r: RunMeta) => string); titl
   { metric: 'timing_s/update_actor', title: 'time: update (s)' },
   { metric: 'timing_s/step', title: 'time: step (s)' },
 ];
+
+/** The shown runs' seed groups: runs of one preset group and variant, when some variant has ≥ 2 seeds. */
+export function seedGroups(
+  shown: readonly RunMeta[],
+): { id: string; name: string; color: string; runs: RunMeta[] }[] {
+  const groups = new Map<string, RunMeta[]>();
+  for (const r of shown) {
+    if (!r.preset) continue;
+    const key = `${r.preset.group}:${r.preset.variant}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  if (![...groups.values()].some((g) => new Set(g.map((r) => r.config.lab.seed)).size > 1)) return [];
+  return [...groups.entries()].map(([id, runs]) => {
+    const seeds = runs.map((r) => r.config.lab.seed).sort((a, b) => a - b);
+    const p = runs[0].preset as NonNullable<RunMeta['preset']>;
+    return {
+      id,
+      name: `${p.slug} · ${p.variant} · ${seeds.length === 1 ? `seed ${seeds[0]}` : `seeds ${seeds.join(', ')}`}`,
+      color: runs[0].color,
+      runs,
+    };
+  });
+}
 
 export const Dashboard = memo(function Dashboard(props: {
   shown: RunMeta[];
@@ -64,29 +90,38 @@ export const Dashboard = memo(function Dashboard(props: {
     return keys;
   }, [shown, metrics]);
   const charts = useMemo(() => {
-    const out: { metric: string; title: string; series: MetricSeries[] }[] = [];
+    const out: { metric: string; title: string; series: MetricSeries[]; bands: SeedBand[] }[] = [];
     if (shown.length === 0) return out;
-    const series = (metric: string): MetricSeries[] =>
-      shown.map((r) => ({
-        id: r.id,
-        name: r.name,
-        color: r.color,
-        points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
-      }));
+    const seriesOf = (r: RunMeta, metric: string): MetricSeries => ({
+      id: r.id,
+      name: r.name,
+      color: r.color,
+      points: (metrics[r.id] ?? []).map((m) => ({ step: m.step, value: m.data[metric] })),
+    });
+    const groups = seedGroups(shown);
+    const series = (metric: string): MetricSeries[] => shown.map((r) => seriesOf(r, metric));
+    const push = (metric: string, title: string) =>
+      out.push({
+        metric,
+        title,
+        series: series(metric),
+        bands: groups.map((g) =>
+          seedBand(
+            g,
+            g.runs.map((r) => seriesOf(r, metric)),
+          ),
+        ),
+      });
     const titleOf = (metric: string) =>
       DASHBOARD_CHARTS.find((c) => (typeof c.metric === 'string' ? c.metric : c.metric(shown[0])) === metric)
         ?.title ?? metric;
     for (const metric of lead ?? [])
-      if (allKeys.has(metric) && !out.some((c) => c.metric === metric))
-        out.push({ metric, title: titleOf(metric), series: series(metric) });
+      if (allKeys.has(metric) && !out.some((c) => c.metric === metric)) push(metric, titleOf(metric));
     for (const c of DASHBOARD_CHARTS) {
       const metric = typeof c.metric === 'string' ? c.metric : c.metric(shown[0]);
-      if (allKeys.has(metric) && !out.some((x) => x.metric === metric))
-        out.push({ metric, title: c.title, series: series(metric) });
+      if (allKeys.has(metric) && !out.some((x) => x.metric === metric)) push(metric, c.title);
     }
-    for (const k of extra)
-      if (allKeys.has(k) && !out.some((c) => c.metric === k))
-        out.push({ metric: k, title: k, series: series(k) });
+    for (const k of extra) if (allKeys.has(k) && !out.some((c) => c.metric === k)) push(k, k);
     return out;
   }, [shown, metrics, extra, allKeys, lead]);
   const onPoint = useCallback((runId: string, step: number) => void openStep(runId, step), [openStep]);
@@ -140,6 +175,7 @@ export const Dashboard = memo(function Dashboard(props: {
             metric={c.metric}
             title={c.title}
             series={c.series}
+            bands={c.bands}
             smoothing={smoothing}
             onPoint={onPoint}
             selectedStep={selectedStep}

@@ -1,7 +1,8 @@
 /**
  * Presets in the Train tab: the picker (ui/presets/PresetPicker.tsx) with the page's link (`?preset=slug&seed=S&
- * steps=N`, presetUrl.ts), whose Run queues the preset's variants as runs of the tab on their shared seed and
- * overlays them; and, beside the dashboard of a preset's run, the preset's explanation, what to look for, the
+ * steps=N&seeds=K`, presetUrl.ts), whose Run queues the preset's variants as runs of the tab on their shared seed,
+ * or on each of K seeds as one group (the dashboard then draws each variant's mean ± 95% interval across the
+ * seeds), and overlays them; and, beside the dashboard of a preset's run, the preset's explanation, what to look for, the
  * source, what is not modelled and the measured robustness, with its metrics per variant (first → last, mean).
  */
 import { useCallback, useMemo, useState } from 'react';
@@ -45,43 +46,46 @@ export function PresetsPanel() {
   // the seed and step count: the link's, else the preset's own (an empty field); both are part of the link
   const [seed, setSeed] = useState<number | undefined>(opened.link?.seed);
   const [steps, setSteps] = useState<number | undefined>(opened.link?.steps);
+  const [seeds, setSeeds] = useState<number | undefined>(opened.link?.seeds);
   const onSelect = useCallback(
     (slug: string | null) => {
       setSelected(slug);
-      writeLink(slug ? { slug, seed, steps } : null);
+      writeLink(slug ? { slug, seed, steps, seeds } : null);
     },
-    [seed, steps],
+    [seed, steps, seeds],
   );
-  const setNumber = (key: 'seed' | 'steps', raw: string, min: number) => {
+  const setNumber = (key: 'seed' | 'steps' | 'seeds', raw: string, min: number) => {
     const v = raw === '' ? undefined : Number(raw);
     if (v !== undefined && !(Number.isInteger(v) && v >= min)) return;
-    const next = { seed, steps, [key]: v };
+    const next = { seed, steps, seeds, [key]: v };
     if (key === 'seed') setSeed(v);
-    else setSteps(v);
+    else if (key === 'steps') setSteps(v);
+    else setSeeds(v);
     if (selected) writeLink({ slug: selected, ...next });
   };
   const onRun = useCallback(
-    async (preset: TrainPreset, variants: TrainConfig[]) => {
+    async (preset: TrainPreset, bySeed: TrainConfig[][]) => {
       try {
         setError(null);
         setStarting(true);
-        writeLink({ slug: preset.slug, seed, steps });
-        await startPreset(preset, variants);
+        writeLink({ slug: preset.slug, seed, steps, seeds });
+        await startPreset(preset, bySeed);
       } catch (e) {
         setError((e as Error).message);
       } finally {
         setStarting(false);
       }
     },
-    [startPreset, seed, steps],
+    [startPreset, seed, steps, seeds],
   );
   return (
     <section className="train-presets" aria-label="Presets" data-testid="train-presets">
       <h2>Presets</h2>
       <p className="muted small">
         The field's known failure modes of harnessed RL: a preset sets every control and runs its two to four
-        configurations on one seed, one after another, overlaid in the dashboard. A link with{' '}
-        <code>?preset=NAME&amp;seed=S&amp;steps=N</code> opens one.
+        configurations on one seed, or on a group of seeds (each variant then charted as its mean ± 95%
+        interval across the seeds), one after another, overlaid in the dashboard. A link with{' '}
+        <code>?preset=NAME&amp;seed=S&amp;steps=N&amp;seeds=K</code> opens one.
       </p>
       {opened.problems.length > 0 && (
         <p className="note" data-testid="preset-link-problems">
@@ -113,6 +117,18 @@ export function PresetsPanel() {
             onChange={(e) => setNumber('steps', e.target.value, 1)}
           />
         </label>
+        <label className="field">
+          seeds{' '}
+          <input
+            type="number"
+            min={1}
+            step={1}
+            data-testid="preset-seeds"
+            placeholder="1"
+            value={seeds ?? ''}
+            onChange={(e) => setNumber('seeds', e.target.value, 1)}
+          />
+        </label>
       </div>
       <PresetPicker
         selected={selected}
@@ -120,6 +136,7 @@ export function PresetsPanel() {
         onRun={(p, v) => void onRun(p, v)}
         seed={seed}
         steps={steps}
+        seeds={seeds}
         overrides={overrides}
         busy={starting}
       />

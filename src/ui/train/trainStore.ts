@@ -99,10 +99,11 @@ export interface TrainState {
     preset?: RunPreset | null,
   ): Promise<string>;
   /**
-   * A preset's variants (their configs from `presetConfigs`, in the preset's order) as runs of the tab, queued one
-   * after another on their shared seed and overlaid in the dashboard; returns their ids.
+   * A preset's variants (per seed of the group, their configs from `presetConfigs` in the preset's order) as runs
+   * of the tab, one group, queued one after another seed by seed (each variant in one colour on every seed) and
+   * overlaid in the dashboard; returns their ids.
    */
-  startPreset(preset: TrainPreset, variants: TrainConfig[]): Promise<string[]>;
+  startPreset(preset: TrainPreset, bySeed: TrainConfig[][]): Promise<string[]>;
   pause(): void;
   resume(): void;
   stop(): void;
@@ -371,21 +372,35 @@ export const useTrain = create<TrainState>((set, get) => {
       return id;
     },
 
-    async startPreset(preset, variants) {
-      if (variants.length !== preset.variants.length)
-        throw new Error(
-          `preset ${preset.slug} has ${preset.variants.length} variants, ${variants.length} configs were given`,
-        );
+    async startPreset(preset, bySeed) {
+      if (bySeed.length === 0) throw new Error(`preset ${preset.slug}: no seed to run`);
+      for (const variants of bySeed)
+        if (variants.length !== preset.variants.length)
+          throw new Error(
+            `preset ${preset.slug} has ${preset.variants.length} variants, ${variants.length} configs were given`,
+          );
+      const seeds = bySeed.map((v) => v[0].lab.seed);
+      if (new Set(seeds).size !== seeds.length)
+        throw new Error(`preset ${preset.slug}: a seed appears twice in the group (${seeds.join(', ')})`);
       const group = `${preset.slug}-${Date.now().toString(36)}`;
+      const first = get().runs.length;
       const ids: string[] = [];
-      for (const [i, v] of preset.variants.entries())
-        ids.push(
-          await get().start(variants[i], null, `${preset.slug} · ${v.name} · seed ${variants[i].lab.seed}`, {
-            slug: preset.slug,
-            variant: v.name,
-            group,
-          }),
-        );
+      for (const variants of bySeed)
+        for (const [i, v] of preset.variants.entries()) {
+          const id = await get().start(
+            variants[i],
+            null,
+            `${preset.slug} · ${v.name} · seed ${variants[i].lab.seed}`,
+            {
+              slug: preset.slug,
+              variant: v.name,
+              group,
+            },
+          );
+          // a variant keeps its colour on every seed of the group
+          if (bySeed.length > 1) update(id, { color: RUN_COLORS[(first + i) % RUN_COLORS.length] });
+          ids.push(id);
+        }
       useView
         .getState()
         .set({ trainRun: ids[0], trainCompare: ids.join(','), trainView: 'dashboard', trainStep: -1 });

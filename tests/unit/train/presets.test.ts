@@ -11,8 +11,8 @@ import { runPresetInline } from '../../tools/presetRun';
 // Each preset runs its variants on one fixed seed from the shipped SFT checkpoints (CPU engine, inline
 // rollouts), at a smaller scale than the preset's own (fewer tasks per step), and the test asserts the
 // DIRECTION of the effect on the structural metrics the preset names. The dynamic effects (wrong answers
-// growing, tool calls falling, reward curves) are measured by tests/tools/preset-sweep.ts across seeds and
-// stated in each preset's robustness text, not asserted here.
+// growing, tool calls falling, reward curves) are measured by `npm run bench:presets` across seeds and
+// stated in each preset's derived claim text, not asserted here.
 
 /** The mean over the steps of one metric of one variant. */
 function meanOf(runs: VariantHistory[], variant: string, metric: string): number {
