@@ -85,10 +85,11 @@ describe('rollout-correction masks drawn live (Chromium)', () => {
     expect(loose).toBeLessThan(tight);
     expect(text('rc-upper-value')).toBe(fmt(upperAt(1000), 4));
 
-    // the lower slider moves the other side
-    setValue(q<HTMLInputElement>('rc-lower'), '20', 'input');
+    // the lower slider moves the other side (its right end is 1)
+    setValue(q<HTMLInputElement>('rc-lower'), '980', 'input');
     await tick();
-    const tightLower = expectCore(1000, 20);
+    expect(text('rc-lower-value')).toBe(fmt(lowerAt(980), 4));
+    const tightLower = expectCore(1000, 980);
     expect(tightLower).toBeGreaterThan(loose);
     root.unmount();
     host.remove();

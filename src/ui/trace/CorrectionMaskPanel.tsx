@@ -16,15 +16,21 @@ import type { ReferenceStackName } from '../../core/algos/stacks';
 import type { ResponseRows } from '../../core/batch/types';
 import { fmt } from '../tokens/colorScale';
 
-/** Slider positions 0…SLIDER_STEPS map to thresholds 10^(±s/SLIDER_STEPS · decades): fine steps near ρ = 1. */
+/**
+ * Slider positions 0…SLIDER_STEPS on a log scale, fine near 1: the upper slider runs from 1 (left) to 10^decades,
+ * the lower one from 10^−decades (left) to 1, so both tighten toward the middle.
+ */
 export const SLIDER_STEPS = 1000;
 const DECADES = 1;
 
-/** upper bound of the slider position s (≥ 1) */
-export const upperAt = (s: number) => 10 ** ((s / SLIDER_STEPS) * DECADES);
-/** lower bound of the slider position s (≤ 1) */
-export const lowerAt = (s: number) => 10 ** (-(s / SLIDER_STEPS) * DECADES);
-const positionOf = (v: number) => Math.round((Math.abs(Math.log10(v)) / DECADES) * SLIDER_STEPS);
+/** 6 significant digits: the threshold applied is the one the config line shows */
+const round6 = (x: number) => Number(x.toPrecision(6));
+/** upper bound at slider position s (≥ 1) */
+export const upperAt = (s: number) => round6(10 ** ((s / SLIDER_STEPS) * DECADES));
+/** lower bound at slider position s (≤ 1) */
+export const lowerAt = (s: number) => round6(10 ** (-((SLIDER_STEPS - s) / SLIDER_STEPS) * DECADES));
+const upperPositionOf = (v: number) => Math.round((Math.log10(v) / DECADES) * SLIDER_STEPS);
+const lowerPositionOf = (v: number) => SLIDER_STEPS + Math.round((Math.log10(v) / DECADES) * SLIDER_STEPS);
 
 export const CLASS_COLOR: Record<(typeof MASK_CLASS_NAMES)[number], string> = {
   unmeasured: '#e4e5e9',
@@ -49,8 +55,8 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
   const id = useId();
   const [mode, setMode] = useState<CorrectionMaskMode>('token_tis');
   const info = CORRECTION_MASK_MODE_INFO[mode];
-  const [upperPos, setUpperPos] = useState(positionOf(info.defaultUpper));
-  const [lowerPos, setLowerPos] = useState(positionOf(info.defaultLower ?? 0.5));
+  const [upperPos, setUpperPos] = useState(upperPositionOf(info.defaultUpper));
+  const [lowerPos, setLowerPos] = useState(lowerPositionOf(info.defaultLower ?? 0.5));
   const upper = upperAt(upperPos);
   const lower = lowerAt(lowerPos);
   const { rows, trainerLogProbs, rolloutLogProbs, stack } = props;
@@ -64,8 +70,8 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
   const choose = (m: CorrectionMaskMode) => {
     const i = CORRECTION_MASK_MODE_INFO[m];
     setMode(m);
-    setUpperPos(positionOf(i.defaultUpper));
-    if (i.defaultLower !== null) setLowerPos(positionOf(i.defaultLower));
+    setUpperPos(upperPositionOf(i.defaultUpper));
+    if (i.defaultLower !== null) setLowerPos(lowerPositionOf(i.defaultLower));
   };
   return (
     <div className="correction-mask" data-testid="correction-mask">
@@ -137,12 +143,12 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
           </p>
           <p className="muted">
             {MASK_CLASS_NAMES.map((c) => (
-              <span key={c} className="rc-key" style={{ background: CLASS_COLOR[c], padding: '0 4px' }}>
-                {c === 'unmeasured' ? 'not in the loss / no log-prob' : c}{' '}
+              <span key={c} className="tok" style={{ background: CLASS_COLOR[c] }}>
+                {c === 'unmeasured' ? 'not in the loss / no log-prob' : c}
               </span>
             ))}
           </p>
-          <div className="tokchips" data-testid="rc-tokens">
+          <div className="tokchips rc-tokens" data-testid="rc-tokens">
             {Array.from(props.positions, (p) => {
               const c = MASK_CLASS_NAMES[result.classes[p]];
               const idAt = props.responseIds[p];
@@ -151,6 +157,7 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
               return (
                 <span
                   key={p}
+                  className="tok"
                   data-class={c}
                   data-pos={p}
                   style={{ background: CLASS_COLOR[c] }}
