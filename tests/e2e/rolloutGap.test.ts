@@ -1,7 +1,8 @@
 /**
  * The engine vs trainer log-prob gap in the Trace view, on a kept step trace of a real run: rollouts from
  * onnxruntime-web (wasm EP, int8 weights), the update on our CPU engine. The trace carries both log-probs per
- * token; the page offers the gap colouring, colours the chips by it and shows each token's gap.
+ * token; the page offers the gap colouring, colours the chips by it and shows each token's gap, and its
+ * rollout-correction panel masks the tokens core's Token-MIS masks as the sliders move.
  */
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
