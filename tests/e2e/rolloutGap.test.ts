@@ -1,12 +1,16 @@
 /**
  * The engine vs trainer log-prob gap in the Trace view, on a kept step trace of a real run: rollouts from
  * onnxruntime-web (wasm EP, int8 weights), the update on our CPU engine. The trace carries both log-probs per
- * token; the page offers the gap colouring, colours the chips by it and shows each token's gap.
+ * token; the page offers the gap colouring, colours the chips by it and shows each token's gap, and its
+ * rollout-correction panel masks the tokens core's Token-MIS masks as the sliders move.
  */
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadTokenizer } from '../../src/cli/tokenizers';
+import { correctionMask } from '../../src/core/algos/correctionMask';
+import { resolveTrainerOptions } from '../../src/core/pipeline/options';
+import { buildRows } from '../../src/core/pipeline/trainer';
 import { parseJsonlTrace } from '../../src/core/trace/io';
 import type { Rollout } from '../../src/core/trace/types';
 import { decodeCheckpoint } from '../../src/engine/checkpoint';
@@ -17,7 +21,9 @@ import { rolloutEngineFor } from '../../src/train/rolloutEngines';
 import { nodeRolloutEnv } from '../../src/train/rolloutEnvNode';
 import { inlineRunner } from '../../src/train/source';
 import { MemoryStorage } from '../../src/train/storage';
+import { trainerValuesOf } from '../../src/ui/lab/derive';
 import { fmt } from '../../src/ui/tokens/colorScale';
+import { lowerAt, upperAt } from '../../src/ui/trace/CorrectionMaskPanel';
 import { launch, screenshot } from './browser';
 
 /** One step of the run; its kept trace (JSONL text) and rollouts. */
@@ -148,6 +154,40 @@ describe('the Trace view colours a kept training trace by the engine − trainer
     expect(await tip.textContent()).toContain(`id ${best.id}`);
     expect(await tip.locator('tr.tt-color th').textContent()).toBe('KL(rollout ‖ trainer), whole vocabulary');
     await screenshot(page, 'trace-vocab-kl');
+    expect(errors).toEqual([]);
+  });
+  it("draws Token-MIS masks on the kept trace as the thresholds move, with core's masked count", async () => {
+    const panel = page.getByTestId('trace-correction-mask');
+    await panel.locator('summary').click();
+    await page.getByTestId('rc-mode').selectOption('token_mis');
+    const slide = (id: string, v: number) =>
+      page.getByTestId(id).evaluate((el, value) => {
+        const input = el as HTMLInputElement;
+        Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set?.call(input, String(value));
+        input.dispatchEvent(new Event('input', { bubbles: true }));
+      }, v);
+    // int8 rollouts differ from the trainer by ~1e-2 in log-prob: bounds a few tenths of a percent from 1 mask some tokens
+    await slide('rc-upper', 1);
+    await slide('rc-lower', 999);
+    const { batch } = buildRows(trace.rollouts, resolveTrainerOptions({}));
+    const trainer = trainerValuesOf(batch, trace.rollouts);
+    if (!trainer || !batch.responseLogProbs) throw new Error('the kept trace should carry both log-probs');
+    const want = correctionMask(batch, trainer.logProbs, batch.responseLogProbs, 'token_mis', {
+      upper: upperAt(1),
+      lower: lowerAt(999),
+    });
+    expect(want.counts.masked).toBeGreaterThan(0);
+    await expect.poll(() => page.getByTestId('rc-masked').textContent()).toBe(String(want.counts.masked));
+    expect(await page.getByTestId('rc-measured').textContent()).toBe(String(want.counts.measured));
+    await screenshot(page, 'trace-correction-mask');
+    await slide('rc-upper', 1000);
+    await slide('rc-lower', 0);
+    const loose = correctionMask(batch, trainer.logProbs, batch.responseLogProbs, 'token_mis', {
+      upper: upperAt(1000),
+      lower: lowerAt(0),
+    });
+    await expect.poll(() => page.getByTestId('rc-masked').textContent()).toBe(String(loose.counts.masked));
+    expect(loose.counts.masked).toBeLessThan(want.counts.masked);
     expect(errors).toEqual([]);
   });
 });

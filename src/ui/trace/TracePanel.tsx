@@ -18,6 +18,7 @@ import { TRACE_VIEWS, type TraceView, useView } from '../store';
 import { Legend } from '../tokens/Legend';
 import { COLOR_BY, type ColorBy, colorByLabel, scaleFor, shownColorBy } from '../tokens/quantities';
 import { CallView } from './CallView';
+import { CorrectionMaskPanel } from './CorrectionMaskPanel';
 import { MergeView } from './MergeView';
 import { RetokView } from './RetokView';
 import { RolloutList } from './RolloutList';
@@ -400,6 +401,20 @@ export function TracePanel() {
               />
             )}
           </div>
+          {res && trainer && res.batch.responseLogProbs && derived && (
+            <details className="correction-mask-tokens" data-testid="trace-correction-mask">
+              <summary>Rollout correction masks (Token-TIS, Token-MIS, IcePop) as thresholds move</summary>
+              <CorrectionMaskPanel
+                rows={res.batch}
+                trainerLogProbs={trainer.logProbs}
+                rolloutLogProbs={res.batch.responseLogProbs}
+                responseIds={res.batch.responseIds}
+                positions={callPositions(res.batch, derived.index, selected, callIndex)}
+                tokenText={tokenText}
+                stack={options.referenceStack}
+              />
+            </details>
+          )}
           {res && (
             <details className="stack-diff-tokens" data-testid="trace-stack-diff">
               <summary>Per-token differences against the other reference stack</summary>
