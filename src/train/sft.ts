@@ -34,8 +34,9 @@ export interface SftOptions {
   /** rows per engine batch */
   microRows?: number;
   lr: number;
-  /** linear warmup steps, then cosine decay to 10% */
+  /** linear warmup steps, then cosine decay to 10% ('cosine', default) or constant */
   warmup?: number;
+  schedule?: 'cosine' | 'constant';
   maxResponseLength?: number;
   maxModelLen?: number;
 }
@@ -176,10 +177,13 @@ export async function runSft(
   tokenizer: ChatTokenizer,
   o: SftOptions,
   onStep?: (r: SftStepReport) => void,
+  /** called once the expert rows are built, before the first step */
+  onRows?: (rows: number, tokens: number) => void,
 ): Promise<{ losses: number[]; rows: number; tokens: number; failedExperts: number }> {
   const { rows, failed } = await expertRows(o.harness, tokenizer, o.seed, o.tasks, o);
   let tokens = 0;
   for (let t = 0; t < rows.mask.length; t++) tokens += rows.mask[t];
+  onRows?.(rows.nRows, tokens);
   const losses = await sftTrain(
     policy,
     rows,
@@ -189,6 +193,7 @@ export async function runSft(
       lr: o.lr,
       seed: o.seed,
       warmup: o.warmup,
+      schedule: o.schedule,
       microRows: o.microRows,
     },
     onStep,

@@ -3,9 +3,9 @@
  * the shipped public/checkpoints/<harness>.safetensors are made (tests/tools/make-checkpoints.sh); the CPU
  * engine is deterministic, so the same seed gives the same bytes.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { encodeCheckpoint, saveCheckpointFile } from '../../engine/checkpoint';
+import { decodeCheckpoint, encodeCheckpoint, saveCheckpointFile } from '../../engine/checkpoint';
 import { CpuPolicy } from '../../engine/policy/cpuPolicy';
 import { HARNESSES, isHarnessName } from '../../harness/registry';
 import { MODEL_PRESETS, type ModelPreset, policyConfigFor } from '../../train/models';
@@ -17,8 +17,12 @@ import { loadTokenizer } from '../tokenizers';
 
 const usage = `lab sft --harness ${HARNESSES.names().join('|')} --out FILE.safetensors
     [--seed S=1] [--tasks N=256] [--task-level L] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
-    [--model-preset ${Object.keys(MODEL_PRESETS).join('|')}=tiny] [--context T=1024] [--every N=20]
-  supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.`;
+    [--model-preset ${Object.keys(MODEL_PRESETS).join('|')}=tiny] [--context T=1024] [--every N=20] [--init FILE]
+    [--schedule cosine|constant=cosine] [--warmup W=min(20,K/10)] [--save-every N]
+  supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.
+  --init continues from a policy checkpoint (its shape; fresh optimizer state) instead of a seeded initialisation.
+  --save-every also writes FILE.stepN.safetensors every N steps (with --schedule constant and --warmup W it is
+  the checkpoint --steps N would write).`;
 
 function int(v: unknown, flag: string, dflt: number, min = 1): number {
   if (v === undefined) return dflt;
@@ -44,6 +48,10 @@ export const command: Command = {
       'model-preset': { type: 'string' },
       context: { type: 'number' },
       every: { type: 'number' },
+      init: { type: 'string' },
+      schedule: { type: 'string' },
+      warmup: { type: 'number' },
+      'save-every': { type: 'number' },
     });
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const harness = flags.harness as string | undefined;
@@ -69,14 +77,46 @@ export const command: Command = {
     const lr = flags.lr === undefined ? 3e-3 : Number(flags.lr);
     if (!(lr > 0)) throw new UsageError(`--lr must be > 0, got ${flags.lr}`);
     const every = int(flags.every, 'every', 20);
+    const schedule = (flags.schedule as string | undefined) ?? 'cosine';
+    if (schedule !== 'cosine' && schedule !== 'constant')
+      throw new UsageError(`--schedule must be cosine or constant, got '${schedule}'`);
+    const warmup = int(flags.warmup, 'warmup', Math.min(20, Math.floor(steps / 10)), 0);
+    const saveEvery = flags['save-every'] === undefined ? null : int(flags['save-every'], 'save-every', 1);
+    if (saveEvery !== null && !out.endsWith('.safetensors'))
+      throw new UsageError('--save-every needs an --out ending in .safetensors');
     const tokenizer = loadTokenizer('policy');
-    const config = policyConfigFor(
-      preset as ModelPreset,
-      tokenizer.vocabSize,
-      int(flags.context, 'context', 1024, 2),
-      hashSeed(seed, 'sft-init') % 2 ** 31,
-    );
-    const policy = new CpuPolicy(config, { weightDecay: 0.01, beta2: 0.99 });
+    const initFile = flags.init as string | undefined;
+    if (initFile !== undefined && (flags['model-preset'] !== undefined || flags.context !== undefined))
+      throw new UsageError('--init takes the shape from its checkpoint; drop --model-preset and --context');
+    const init = initFile === undefined ? null : readInit(initFile, tokenizer.vocabSize);
+    const config =
+      init?.config ??
+      policyConfigFor(
+        preset as ModelPreset,
+        tokenizer.vocabSize,
+        int(flags.context, 'context', 1024, 2),
+        hashSeed(seed, 'sft-init') % 2 ** 31,
+      );
+    const policy = new CpuPolicy(config, { weightDecay: 0.01, beta2: 0.99 }, init?.params);
+    mkdirSync(dirname(out), { recursive: true });
+    const expert = { rows: 0, tokens: 0 };
+    const checkpointAt = (at: number, rows: number, tokens: number, loss: number) =>
+      encodeCheckpoint(config, policy.params, {
+        'harness_lab.sft': JSON.stringify({
+          harness,
+          seed,
+          ...(level === null ? {} : { task_level: level }),
+          steps: at,
+          lr,
+          ...(schedule === 'cosine' ? {} : { schedule }),
+          ...(flags.warmup === undefined ? {} : { warmup }),
+          preset: init ? (init.metadata.preset ?? null) : preset,
+          ...(init ? { init: { file: initFile, sft: init.metadata } } : {}),
+          expert_rows: rows,
+          expert_tokens: tokens,
+          final_loss: loss,
+        }),
+      });
     const t0 = performance.now();
     const r = await runSft(
       policy,
@@ -89,34 +129,52 @@ export const command: Command = {
         steps,
         batchRows: int(flags['batch-rows'], 'batch-rows', 16),
         lr,
+        warmup,
+        schedule,
       },
       (s) => {
+        if (saveEvery !== null && s.step % saveEvery === 0 && s.step < steps) {
+          const file = out.replace(/\.safetensors$/, `.step${s.step}.safetensors`);
+          writeFileSync(file, checkpointAt(s.step, expert.rows, expert.tokens, s.loss));
+        }
         if (s.step % every === 0 || s.step === steps)
           console.log(
             `sft step ${s.step}/${steps}: loss ${s.loss.toFixed(4)}, grad norm ${s.gradNorm.toFixed(3)}, lr ${s.lr.toExponential(2)} (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
           );
       },
+      (rows, tokens) => {
+        expert.rows = rows;
+        expert.tokens = tokens;
+      },
     );
-    mkdirSync(dirname(out), { recursive: true });
-    await saveCheckpointFile(
-      out,
-      encodeCheckpoint(config, policy.params, {
-        'harness_lab.sft': JSON.stringify({
-          harness,
-          seed,
-          ...(level === null ? {} : { task_level: level }),
-          steps,
-          lr,
-          preset,
-          expert_rows: r.rows,
-          expert_tokens: r.tokens,
-          final_loss: r.losses[r.losses.length - 1],
-        }),
-      }),
-    );
+    await saveCheckpointFile(out, checkpointAt(steps, r.rows, r.tokens, r.losses[r.losses.length - 1]));
     console.log(
       `sft: ${r.rows} expert rows (${r.tokens} trainable tokens, ${r.failedExperts} failed experts) → ${out}`,
     );
     return 0;
   },
 };
+
+/** A policy checkpoint to continue SFT from, with its own `harness_lab.sft` record (if any). */
+function readInit(
+  file: string,
+  vocabSize: number,
+): {
+  config: ReturnType<typeof decodeCheckpoint>['config'];
+  params: Float32Array;
+  metadata: Record<string, unknown>;
+} {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(readFileSync(file));
+  } catch (e) {
+    throw new UsageError(`--init: cannot read '${file}' (${(e as Error).message})`);
+  }
+  const ck = decodeCheckpoint(bytes, file);
+  if (ck.config.vocabSize !== vocabSize)
+    throw new UsageError(
+      `--init: '${file}' has vocabulary ${ck.config.vocabSize}, the policy tokenizer has ${vocabSize}`,
+    );
+  const raw = ck.metadata['harness_lab.sft'];
+  return { config: ck.config, params: ck.params, metadata: raw ? JSON.parse(raw) : {} };
+}

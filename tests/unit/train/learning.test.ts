@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LEARNING_STEPS, learningRun } from './learningRun';
+import { LEARNING_CASES, learningRun } from './learningRun';
 
 // Learning, not only running: RL from the shipped SFT checkpoint of `instruction-short` on the CPU engine
 // (learningRun.ts). The expert that made the checkpoint signs off with "Hope this helps!" on ~40% of tasks and SFT
@@ -14,8 +14,8 @@ import { LEARNING_STEPS, learningRun } from './learningRun';
 // A CPU run is deterministic, so seed 0 gives the same numbers every time.
 describe('RL on the CPU backend', () => {
   it('raises the val reward above the SFT start on a fixed seed', { timeout: 600_000 }, async () => {
-    const { before, after, steps } = await learningRun(0);
-    expect(steps).toBe(LEARNING_STEPS);
+    const { before, after, steps } = await learningRun('instruction-short', 0);
+    expect(steps).toBe(LEARNING_CASES['instruction-short'].steps);
     expect(before).toBeGreaterThan(0.5); // the SFT start already speaks the format
     expect(after - before).toBeGreaterThan(0.03);
   });

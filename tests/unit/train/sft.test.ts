@@ -66,6 +66,43 @@ describe('SFT warm start', () => {
     await expect(sft.run(['--harness', 'coding'])).rejects.toThrow('--out is required');
   });
 
+  it('a --save-every snapshot is the checkpoint of the shorter run; --init continues from a checkpoint', async () => {
+    const base = ['--harness', 'instruction-short', '--tasks', '8', '--batch-rows', '4'];
+    const constant = ['--schedule', 'constant', '--warmup', '1'];
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      const long = join(dir, 'long.safetensors');
+      expect(await sft.run([...base, ...constant, '--steps', '3', '--save-every', '2', '--out', long])).toBe(
+        0,
+      );
+      const short = join(dir, 'short.safetensors');
+      expect(await sft.run([...base, ...constant, '--steps', '2', '--out', short])).toBe(0);
+      const snap = readFileSync(join(dir, 'long.step2.safetensors'));
+      expect(snap.equals(readFileSync(short))).toBe(true);
+      expect(snap.equals(readFileSync(long))).toBe(false);
+      const cont = join(dir, 'cont.safetensors');
+      expect(await sft.run([...base, '--steps', '1', '--init', short, '--out', cont])).toBe(0);
+      const a = decodeCheckpoint(new Uint8Array(readFileSync(short)));
+      const c = decodeCheckpoint(new Uint8Array(readFileSync(cont)));
+      expect(c.config).toEqual(a.config);
+      expect(Buffer.from(c.params.buffer).equals(Buffer.from(a.params.buffer))).toBe(false);
+      const rec = JSON.parse(c.metadata['harness_lab.sft']);
+      expect(rec.init).toEqual({ file: short, sft: JSON.parse(a.metadata['harness_lab.sft']) });
+      expect(rec).toMatchObject({ steps: 1, preset: 'tiny' });
+    } finally {
+      log.mockRestore();
+    }
+    await expect(
+      sft.run([...base, '--init', join(dir, 'short.safetensors'), '--model-preset', 'small', '--out', 'x']),
+    ).rejects.toThrow('--init takes the shape from its checkpoint');
+    await expect(sft.run([...base, '--init', join(dir, 'missing'), '--out', 'x'])).rejects.toThrow(
+      '--init: cannot read',
+    );
+    await expect(sft.run([...base, '--schedule', 'linear', '--out', 'x'])).rejects.toThrow(
+      '--schedule must be cosine or constant',
+    );
+  });
+
   it('the shipped checkpoints load and were made by lab sft for their harness', () => {
     for (const h of ['instruction-short', 'instruction', 'coding', 'search']) {
       const ck = decodeCheckpoint(
