@@ -129,12 +129,23 @@ export function layoutOf(cfg: PolicyConfig): Layout {
   }
   spec.push(['lnf.w', [C]]);
   spec.push(['lnf.b', [C]]);
+  return layoutFromSpec(spec, matrices);
+}
+
+/**
+ * A flat layout from (name, shape) entries in buffer order; the first `matrices` entries are the decayed ones
+ * (decayEnd is the offset after them).
+ */
+export function layoutFromSpec(
+  spec: readonly (readonly [string, readonly number[]])[],
+  matrices: number,
+): Layout {
   const tensors: TensorEntry[] = [];
   let offset = 0;
   let decayEnd = 0;
   spec.forEach(([name, shape], i) => {
     const size = shape.reduce((a, b) => a * b, 1);
-    tensors.push({ name, shape, offset, size });
+    tensors.push({ name, shape: [...shape], offset, size });
     offset += size;
     if (i === matrices - 1) decayEnd = offset;
   });
