@@ -6,6 +6,7 @@
  * logits per generated token).
  */
 
+import { serialQueue } from '../../core/serial';
 import { type GpuContext, Program, uniformBlock } from '../gpu/device';
 import * as K from '../gpu/kernels';
 import { type AdamWUniform, adamwBlock, adamwPartials, attentionBlock } from '../gpu/kernels';
@@ -86,13 +87,7 @@ export class GpuPolicy implements PolicyEngine {
   private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
   private decoder: Promise<Decoder> | null = null;
   /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
-  private tail: Promise<unknown> = Promise.resolve();
-
-  private exclusive<R>(f: () => Promise<R>): Promise<R> {
-    const run = this.tail.then(f, f);
-    this.tail = run.catch(() => {});
-    return run;
-  }
+  private readonly exclusive = serialQueue();
 
   private constructor(
     readonly ctx: GpuContext,

@@ -9,6 +9,7 @@
  * row of logits per generated token against a per-layer KV cache.
  */
 
+import { serialQueue } from '../../core/serial';
 import { ropeTables } from '../cpu/rope';
 import { type GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
@@ -127,13 +128,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
   private decoder: Promise<Decoder> | null = null;
   /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
-  private tail: Promise<unknown> = Promise.resolve();
-
-  private exclusive<R>(f: () => Promise<R>): Promise<R> {
-    const run = this.tail.then(f, f);
-    this.tail = run.catch(() => {});
-    return run;
-  }
+  private readonly exclusive = serialQueue();
 
   /** Why this config cannot run on this adapter (null: it can): the kernels' limits and the flat buffer's size. */
   static unfit(ctx: GpuContext, llama: LlamaConfig): string | null {
