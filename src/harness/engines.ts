@@ -104,6 +104,24 @@ export class ScriptedEngine implements ChatEngine {
   }
 }
 
+/** A harness's scripted expert as an engine: each call is answered for the task of its rollout in `taskOf`. */
+export function expertEngine<T>(
+  tok: ChatTokenizer,
+  harness: { expert(task: T, messages: ChatMessage[], tools?: ToolDefinition[]): string },
+  taskOf: ReadonlyMap<string, T>,
+  seed: number,
+): ScriptedEngine {
+  return new ScriptedEngine(
+    tok,
+    (call) => {
+      const task = taskOf.get(call.rolloutId);
+      if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
+      return harness.expert(task, call.messages, call.tools);
+    },
+    seed,
+  );
+}
+
 /**
  * Samples ids uniformly from the tokenizer's base vocabulary (no added tokens), ending the turn with the
  * end-of-turn id with probability `stopProb` per step. Log-probs are the exact log-probabilities of that

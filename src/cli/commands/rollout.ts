@@ -11,7 +11,7 @@ import type { Rollout } from '../../core/trace/types';
 import { loadCheckpointFile } from '../../engine/checkpoint';
 import { defaultConfig } from '../../engine/model';
 import { createPolicyEngine } from '../../engine/policy';
-import { type ChatEngine, RandomEngine, RemoteEngine, ScriptedEngine } from '../../harness/engines';
+import { type ChatEngine, expertEngine, RandomEngine, RemoteEngine } from '../../harness/engines';
 import { BEHAVIOURS, type Behaviour, isBehaviour, type Split } from '../../harness/harness';
 import { serveChannel } from '../../harness/http';
 import { PolicyChatEngine } from '../../harness/policyEngine';
@@ -179,16 +179,7 @@ export const command: Command = {
     const h = getHarness(harness);
     let engine: ChatEngine;
     try {
-      if (engineSpec === 'scripted')
-        engine = new ScriptedEngine(
-          tokenizer,
-          (call) => {
-            const task = taskOf.get(call.rolloutId);
-            if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
-            return h.expert(task, call.messages, call.tools);
-          },
-          seed,
-        );
+      if (engineSpec === 'scripted') engine = expertEngine(tokenizer, h, taskOf, seed);
       else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
       else if (brought)
         engine = new PolicyChatEngine(brought.engine, tokenizer, {
