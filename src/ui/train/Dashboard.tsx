@@ -3,8 +3,8 @@
  * shown run reports (a preset's metrics first), every shown run overlaid in its colour, the smoothing slider (the URL's `tsmooth`), and
  * any other metric on request. A click on a point opens that step's kept batch in the Trace view.
  */
-import { memo, useCallback, useDeferredValue, useId, useMemo, useState } from 'react';
-import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
+import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
+import { AddChartSelect, MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
 import { useView } from '../store';
 import type { RunMeta } from './runData';
 import { useTrain } from './trainStore';
@@ -53,7 +53,6 @@ export const Dashboard = memo(function Dashboard(props: {
   const trainStep = useView((s) => s.trainStep);
   const set = useView((s) => s.set);
   const [extra, setExtra] = useState<string[]>([]);
-  const id = useId();
   const { selected, lead } = props;
   const allKeys = useMemo(() => {
     const keys = new Set<string>();
@@ -99,24 +98,11 @@ export const Dashboard = memo(function Dashboard(props: {
     <div className="dashboard" data-testid="train-dashboard">
       <div className="chart-controls">
         <SmoothingSlider value={smoothingNow} onChange={(w) => set({ trainSmoothing: w })} />
-        <div className="field">
-          <label htmlFor={`${id}-add`}>Add a chart</label>
-          <select
-            id={`${id}-add`}
-            value=""
-            onChange={(e) => e.target.value && setExtra((x) => [...x, e.target.value])}
-          >
-            <option value="">{allKeys.size - charts.length} more metrics…</option>
-            {[...allKeys]
-              .sort()
-              .filter((k) => !charts.some((c) => c.metric === k))
-              .map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-          </select>
-        </div>
+        <AddChartSelect
+          metrics={[...allKeys].sort().filter((k) => !charts.some((c) => c.metric === k))}
+          more={allKeys.size - charts.length}
+          onAdd={(k) => setExtra((x) => [...x, k])}
+        />
         <ul className="legend-runs" aria-label="Runs in the charts">
           {shown.map((r) => (
             <li key={r.id}>
