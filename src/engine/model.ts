@@ -23,7 +23,7 @@ import { geluBackwardFast, geluForwardFast } from './cpu/geluFast';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { logprobBackwardFast, logprobForwardFast } from './cpu/logprobFast';
-import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
+import { colsumCpu, matmulModeCpu } from './cpu/matmul';
 
 /**
  * The matmul the CPU passes use: the reference (`matmulModeCpu`) or the SIMD fast path (`matmulModeFast`,
@@ -31,16 +31,7 @@ import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
  * (cpu/<op>.ts); with any other matmul, attention runs as matmuls through it (cpu/attentionFast.ts) and the
  * log-softmax and GELU on the SIMD module (cpu/logprobFast.ts, cpu/geluFast.ts).
  */
-export type MatmulFn = (
-  mode: MatmulMode,
-  a: Float32Array,
-  b: Float32Array,
-  c: Float32Array,
-  M: number,
-  N: number,
-  K: number,
-  opts?: { bias?: Float32Array; accumulate?: boolean },
-) => void;
+export type MatmulFn = typeof matmulModeCpu;
 
 export interface PolicyConfig {
   /** Vocabulary size V (token ids 0..V-1). */
@@ -129,12 +120,23 @@ export function layoutOf(cfg: PolicyConfig): Layout {
   }
   spec.push(['lnf.w', [C]]);
   spec.push(['lnf.b', [C]]);
+  return layoutFromSpec(spec, matrices);
+}
+
+/**
+ * A flat layout from (name, shape) entries in buffer order; the first `matrices` entries are the decayed ones
+ * (decayEnd is the offset after them).
+ */
+export function layoutFromSpec(
+  spec: readonly (readonly [string, readonly number[]])[],
+  matrices: number,
+): Layout {
   const tensors: TensorEntry[] = [];
   let offset = 0;
   let decayEnd = 0;
   spec.forEach(([name, shape], i) => {
     const size = shape.reduce((a, b) => a * b, 1);
-    tensors.push({ name, shape, offset, size });
+    tensors.push({ name, shape: [...shape], offset, size });
     offset += size;
     if (i === matrices - 1) decayEnd = offset;
   });

@@ -104,6 +104,24 @@ export class ScriptedEngine implements ChatEngine {
   }
 }
 
+/** A harness's scripted expert as an engine: each call is answered for the task of its rollout in `taskOf`. */
+export function expertEngine<T>(
+  tok: ChatTokenizer,
+  harness: { expert(task: T, messages: ChatMessage[], tools?: ToolDefinition[]): string },
+  taskOf: ReadonlyMap<string, T>,
+  seed: number,
+): ScriptedEngine {
+  return new ScriptedEngine(
+    tok,
+    (call) => {
+      const task = taskOf.get(call.rolloutId);
+      if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
+      return harness.expert(task, call.messages, call.tools);
+    },
+    seed,
+  );
+}
+
 /**
  * Samples ids uniformly from the tokenizer's base vocabulary (no added tokens), ending the turn with the
  * end-of-turn id with probability `stopProb` per step. Log-probs are the exact log-probabilities of that
@@ -280,4 +298,31 @@ export class RemoteEngine implements ChatEngine {
       promptIds: Int32Array.from(body.prompt_token_ids as number[]),
     };
   }
+}
+
+/**
+ * The sampling request of a call to an engine with a `contextLength`-token context: the call's prompt ids (else
+ * the chat template's), the temperature and top-p (the call's, else the engine's options, else 1), the call's
+ * token budget capped by the room the context leaves, and the seed derived from the run seed, rollout and call.
+ * `holder` names the context's owner in the error when the prompt leaves no room.
+ */
+export function callSampling(
+  call: EngineCall,
+  tok: ChatTokenizer,
+  contextLength: number,
+  holder: string,
+  opts: { seed?: number; temperature?: number; topP?: number },
+): { promptIds: number[]; temperature: number; topP: number; maxTokens: number; seed: number } {
+  const prompt =
+    call.promptIds ?? tok.encodeChat(call.messages, { tools: call.tools, addGenerationPrompt: true });
+  const room = contextLength - prompt.length;
+  if (room < 1)
+    throw new Error(`prompt has ${prompt.length} tokens; ${holder}'s context is ${contextLength}`);
+  return {
+    promptIds: Array.from(prompt),
+    temperature: call.temperature ?? opts.temperature ?? 1,
+    topP: opts.topP ?? 1,
+    maxTokens: Math.min(call.maxTokens, room),
+    seed: hash32(`${call.seed ?? opts.seed ?? 0}:${call.rolloutId}:${call.callIndex}`),
+  };
 }

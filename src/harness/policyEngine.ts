@@ -6,7 +6,7 @@
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { TokenAlternatives } from '../core/trace/types';
 import type { PolicyEngine } from '../engine/policy/types';
-import { type ChatEngine, type EngineCall, type EngineOutput, endOfTurnId, hash32 } from './engines';
+import { type ChatEngine, callSampling, type EngineCall, type EngineOutput, endOfTurnId } from './engines';
 
 export interface PolicyChatEngineOptions {
   /** default sampling temperature when a request sets none */
@@ -42,20 +42,8 @@ export class PolicyChatEngine implements ChatEngine {
   }
 
   async generate(call: EngineCall): Promise<EngineOutput> {
-    const prompt =
-      call.promptIds ?? this.tok.encodeChat(call.messages, { tools: call.tools, addGenerationPrompt: true });
-    const room = this.policy.config.contextLength - prompt.length;
-    if (room < 1)
-      throw new Error(
-        `prompt has ${prompt.length} tokens; the policy's context is ${this.policy.config.contextLength}`,
-      );
-    const seed = hash32(`${call.seed ?? this.opts.seed ?? 0}:${call.rolloutId}:${call.callIndex}`);
     const out = await this.policy.sample({
-      promptIds: Array.from(prompt),
-      temperature: call.temperature ?? this.opts.temperature ?? 1,
-      topP: this.opts.topP ?? 1,
-      maxTokens: Math.min(call.maxTokens, room),
-      seed,
+      ...callSampling(call, this.tok, this.policy.config.contextLength, 'the policy', this.opts),
       stopIds: [this.eot],
       topK: Math.min(this.opts.topK ?? DEFAULT_TRACE_TOP_K, this.policy.config.vocabSize),
     });

@@ -5,8 +5,8 @@
  */
 import type { Rollout } from '../core/trace/types';
 import type { Behaviour, Split, TaskBase } from './harness';
-import type { WorkerPool } from './pool';
-import type { LlmProxy } from './proxy';
+import type { JobEnd, WorkerPool } from './pool';
+import type { LlmProxy, RolloutRecord } from './proxy';
 import { getHarness, type HarnessName } from './registry';
 import { runJob } from './workerMain';
 import type { HarnessJob } from './workerProtocol';
@@ -63,6 +63,54 @@ export function planRollouts(spec: RunSpec): PlannedRollout[] {
   return out;
 }
 
+/**
+ * A finished rollout from what the proxy recorded for it (`rec`: calls and rewards) and how its job ended:
+ * succeeded when the harness returned, failed (with the error) otherwise; its metadata names the harness,
+ * behaviours, engine and task, the run's timing when given, and the harness's turns / end / info when done.
+ */
+export function recordedRollout(
+  end: JobEnd,
+  rec: RolloutRecord | undefined,
+  a: {
+    rolloutId: string;
+    dataId: string;
+    split: Split;
+    step?: number;
+    sampleIdxInStep: number;
+    harness: HarnessName;
+    behaviours: Behaviour[];
+    engine: { kind: string; model: string };
+    task: TaskBase;
+    timing?: { start_ms: number; end_ms: number };
+  },
+): Rollout {
+  const rewards = rec?.rewards ?? [];
+  const rollout: Rollout = {
+    rolloutId: a.rolloutId,
+    dataId: a.dataId,
+    isTrain: a.split === 'train',
+    state: end.type === 'done' ? 'succeeded' : 'failed',
+    calls: rec?.calls ?? [],
+    rewards,
+    finalReward: rewards.length ? rewards[rewards.length - 1].value : null,
+    ...(a.step !== undefined ? { step: a.step } : {}),
+    sampleIdxInStep: a.sampleIdxInStep,
+    metadata: {
+      harness: a.harness,
+      behaviours: a.behaviours,
+      engine: a.engine.kind,
+      model: a.engine.model,
+      task: a.task,
+      ...a.timing,
+      ...(end.type === 'done'
+        ? { turns: end.turns, ended: end.ended, ...(end.info ? { info: end.info } : {}) }
+        : {}),
+    },
+  };
+  if (end.type === 'failed') rollout.error = end.error;
+  return rollout;
+}
+
 export async function runRollouts(
   spec: RunSpec,
   plan: PlannedRollout[],
@@ -74,28 +122,16 @@ export async function runRollouts(
     plan.map(async (p) => {
       const end = await pool.run(p.job, opts.signal);
       const rec = proxy.take(p.job.rolloutId);
-      const rewards = rec?.rewards ?? [];
-      const rollout: Rollout = {
+      const rollout = recordedRollout(end, rec, {
         rolloutId: p.job.rolloutId,
         dataId: p.task.id,
-        isTrain: spec.split === 'train',
-        state: end.type === 'done' ? 'succeeded' : 'failed',
-        calls: rec?.calls ?? [],
-        rewards,
-        finalReward: rewards.length ? rewards[rewards.length - 1].value : null,
+        split: spec.split,
         sampleIdxInStep: p.index,
-        metadata: {
-          harness: spec.harness,
-          behaviours: spec.behaviours,
-          engine: proxy.engine.kind,
-          model: proxy.engine.model,
-          task: p.task,
-          ...(end.type === 'done'
-            ? { turns: end.turns, ended: end.ended, ...(end.info ? { info: end.info } : {}) }
-            : {}),
-        },
-      };
-      if (end.type === 'failed') rollout.error = end.error;
+        harness: spec.harness,
+        behaviours: spec.behaviours,
+        engine: proxy.engine,
+        task: p.task,
+      });
       opts.onRollout?.(rollout);
       return rollout;
     }),

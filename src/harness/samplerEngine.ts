@@ -6,7 +6,7 @@
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { RolloutSampler, SyncCost } from '../engine/onnx/sampler';
-import { type ChatEngine, type EngineCall, type EngineOutput, endOfTurnId, hash32 } from './engines';
+import { type ChatEngine, callSampling, type EngineCall, type EngineOutput, endOfTurnId } from './engines';
 
 export interface SamplerChatEngineOptions {
   /** default sampling temperature when a request sets none */
@@ -41,20 +41,8 @@ export class SamplerChatEngine implements ChatEngine {
   }
 
   async generate(call: EngineCall): Promise<EngineOutput> {
-    const prompt =
-      call.promptIds ?? this.tok.encodeChat(call.messages, { tools: call.tools, addGenerationPrompt: true });
-    const room = this.sampler.contextLength - prompt.length;
-    if (room < 1)
-      throw new Error(
-        `prompt has ${prompt.length} tokens; the model's context is ${this.sampler.contextLength}`,
-      );
-    const seed = hash32(`${call.seed ?? this.opts.seed ?? 0}:${call.rolloutId}:${call.callIndex}`);
     const out = await this.sampler.sample({
-      promptIds: Array.from(prompt),
-      temperature: call.temperature ?? this.opts.temperature ?? 1,
-      topP: this.opts.topP ?? 1,
-      maxTokens: Math.min(call.maxTokens, room),
-      seed,
+      ...callSampling(call, this.tok, this.sampler.contextLength, 'the model', this.opts),
       stopIds: this.stopIds,
     });
     const ids = out.tokenIds;

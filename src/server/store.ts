@@ -23,14 +23,21 @@ import type { ParamValues } from './protocol/params';
 
 const SCHEMA_VERSION = '1';
 
-export interface RunRow {
-  id: string;
-  name: string;
-  template: string;
-  params: ParamValues;
-  state: RunState;
-  message: string;
-  submissionId: string | null;
+/** A stored run: the summary's own fields, plus what the server keeps to follow the job. */
+export interface RunRow
+  extends Pick<
+    RunSummary,
+    | 'id'
+    | 'name'
+    | 'template'
+    | 'params'
+    | 'state'
+    | 'message'
+    | 'submissionId'
+    | 'createdMs'
+    | 'updatedMs'
+    | 'missedRollouts'
+  > {
   rayAddress: string;
   aglKey: string;
   aglUrl: string | null;
@@ -38,11 +45,8 @@ export interface RunRow {
   spoolUrl: string | null;
   /** Ray's session name when the run was submitted; another one means the cluster restarted */
   raySession: string | null;
-  createdMs: number;
-  updatedMs: number;
   logOffset: number;
   rolloutCursor: number;
-  missedRollouts: number;
   lastSeq: number;
 }
 

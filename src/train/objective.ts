@@ -17,6 +17,7 @@
 import type { BuildResult } from '../core/aggregate/buildTrainingBatch';
 import type { MergeFailureKind } from '../core/aggregate/mergeFailure';
 import { listAdvEstimators, traceUnavailable } from '../core/algos/advantage';
+import { forEachCallToken } from '../core/batch/callTokens';
 import type { TrainingBatch } from '../core/batch/types';
 import {
   advantagesFor,
@@ -224,26 +225,14 @@ export function annotateTrainerLogProbs(
 ): Rollout[] {
   const b = rows.batch;
   const out = rollouts.map((r) => ({ ...r, calls: r.calls.map((c) => ({ ...c })) }));
-  for (let row = 0; row < b.nRows; row++) {
-    const rollout = out[b.rowRollout[row]];
-    if (!rollout) continue;
-    const cursor = new Map<number, number>();
-    for (let t = b.offsets[row]; t < b.offsets[row + 1]; t++) {
-      if (!b.mask[t]) continue;
-      const ci = b.tokenCall[t];
-      const call = rollout.calls[ci];
-      const ids = call?.responseTokenIds;
-      if (!call || !ids) continue;
-      if (!call.trainerLogProbs) {
-        call.trainerLogProbs = new Float32Array(ids.length).fill(Number.NaN);
-        call.trainerEntropy = new Float32Array(ids.length).fill(Number.NaN);
-      }
-      const j = cursor.get(ci) ?? 0;
-      cursor.set(ci, j + 1);
-      if (j >= ids.length || ids[j] !== b.responseIds[t]) continue;
-      call.trainerLogProbs[j] = oldLogProbs[t];
-      (call.trainerEntropy as Float32Array)[j] = entropy[t];
+  forEachCallToken(b, out, (call, ids, j, t) => {
+    if (!call.trainerLogProbs) {
+      call.trainerLogProbs = new Float32Array(ids.length).fill(Number.NaN);
+      call.trainerEntropy = new Float32Array(ids.length).fill(Number.NaN);
     }
-  }
+    if (j >= ids.length || ids[j] !== b.responseIds[t]) return;
+    call.trainerLogProbs[j] = oldLogProbs[t];
+    (call.trainerEntropy as Float32Array)[j] = entropy[t];
+  });
   return out;
 }

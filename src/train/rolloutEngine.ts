@@ -47,18 +47,25 @@ export interface PolicyRolloutOptions {
   model?: string;
 }
 
-/** Samples from the trainer's own engine: weights are already live after an update, so a sync moves the version. */
-export class ColocatedRolloutEngine implements RolloutEngine {
-  readonly kind = 'policy-colocated';
+/** Samples through a policy engine's own decode loop; the subclasses differ in what a weight sync does. */
+abstract class PolicySamplingEngine implements RolloutEngine {
+  abstract readonly kind: string;
   version = 0;
   constructor(
-    private readonly policy: PolicyEngine,
+    protected readonly policy: PolicyEngine,
     private readonly tokenizer: ChatTokenizer,
     private readonly opts: PolicyRolloutOptions,
   ) {}
   chat(sampling: { temperature: number; topP: number }): ChatEngine {
     return new PolicyChatEngine(this.policy, this.tokenizer, { ...this.opts, ...sampling });
   }
+  abstract syncWeights(params: Float32Array, version: number): Promise<undefined>;
+  abstract dispose(): void;
+}
+
+/** Samples from the trainer's own engine: weights are already live after an update, so a sync moves the version. */
+export class ColocatedRolloutEngine extends PolicySamplingEngine {
+  readonly kind = 'policy-colocated';
   async syncWeights(_params: Float32Array, version: number): Promise<undefined> {
     this.version = version;
     return undefined;
@@ -71,17 +78,8 @@ export class ColocatedRolloutEngine implements RolloutEngine {
 }
 
 /** Samples from its own engine instance; a sync copies the trainer's parameters into it. */
-export class CopyRolloutEngine implements RolloutEngine {
+export class CopyRolloutEngine extends PolicySamplingEngine {
   readonly kind = 'policy-copy';
-  version = 0;
-  constructor(
-    private readonly policy: PolicyEngine,
-    private readonly tokenizer: ChatTokenizer,
-    private readonly opts: PolicyRolloutOptions,
-  ) {}
-  chat(sampling: { temperature: number; topP: number }): ChatEngine {
-    return new PolicyChatEngine(this.policy, this.tokenizer, { ...this.opts, ...sampling });
-  }
   async syncWeights(params: Float32Array, version: number): Promise<undefined> {
     await this.policy.setParams(params);
     this.version = version;

@@ -10,7 +10,7 @@ import { selectRows } from '../core/aggregate/select';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { Rollout } from '../core/trace/types';
 import type { PolicyEngine } from '../engine/policy/types';
-import { ScriptedEngine } from '../harness/engines';
+import { expertEngine } from '../harness/engines';
 import type { Behaviour, Split, TaskBase } from '../harness/harness';
 import { LlmProxy } from '../harness/proxy';
 import { getHarness, type HarnessName } from '../harness/registry';
@@ -41,6 +41,14 @@ export interface SftOptions {
   maxModelLen?: number;
 }
 
+/** What the expert's recording may change: its behaviours, the proxy's length limits and the tasks' level. */
+export interface ExpertOptions {
+  behaviours?: Behaviour[];
+  maxResponseLength?: number;
+  maxModelLen?: number;
+  level?: number | null;
+}
+
 /** The scripted expert's rollouts on `n` tasks of a split, recorded through the proxy with `tokenizer`'s ids. */
 export async function expertRollouts(
   harness: HarnessName,
@@ -48,25 +56,12 @@ export async function expertRollouts(
   split: Split,
   seed: number,
   n: number,
-  opts: {
-    behaviours?: Behaviour[];
-    maxResponseLength?: number;
-    maxModelLen?: number;
-    level?: number | null;
-  } = {},
+  opts: ExpertOptions = {},
 ): Promise<Rollout[]> {
   const h = getHarness(harness);
   const tasks = h.makeTasks(split, seed, n, opts.level ?? null);
   const taskOf = new Map<string, TaskBase>();
-  const engine = new ScriptedEngine(
-    tokenizer,
-    (call) => {
-      const task = taskOf.get(call.rolloutId);
-      if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
-      return h.expert(task, call.messages, call.tools);
-    },
-    seed,
-  );
+  const engine = expertEngine(tokenizer, h, taskOf, seed);
   const proxy = new LlmProxy({
     engine,
     tokenizer,
@@ -107,12 +102,7 @@ export async function expertRows(
   tokenizer: ChatTokenizer,
   seed: number,
   tasks: number,
-  opts: {
-    behaviours?: Behaviour[];
-    maxResponseLength?: number;
-    maxModelLen?: number;
-    level?: number | null;
-  } = {},
+  opts: ExpertOptions = {},
 ): Promise<{ rows: TrainingBatch; failed: number }> {
   const rollouts = await expertRollouts(harness, tokenizer, 'train', seed, tasks, opts);
   const cfg: TrainConfig = defaultTrainConfig();

@@ -15,7 +15,7 @@ import type { HttpHandler } from '../harness/http';
 import type { JobEnd } from '../harness/pool';
 import type { LlmProxy } from '../harness/proxy';
 import type { HarnessName } from '../harness/registry';
-import { rolloutPaths } from '../harness/runner';
+import { recordedRollout, rolloutPaths } from '../harness/runner';
 import { runJob } from '../harness/workerMain';
 import type { HarnessJob } from '../harness/workerProtocol';
 import { tick } from './tick';
@@ -170,31 +170,18 @@ export class HarnessRolloutSource implements RolloutSource {
     }
     const rec = this.opts.proxy.take(rolloutId);
     this.submitted.delete(rolloutId);
-    const rewards = rec?.rewards ?? [];
-    const rollout: Rollout = {
+    const rollout = recordedRollout(end, rec, {
       rolloutId,
       dataId: g.dataId,
-      isTrain: g.split === 'train',
-      state: end.type === 'done' ? 'succeeded' : 'failed',
-      calls: rec?.calls ?? [],
-      rewards,
-      finalReward: rewards.length ? rewards[rewards.length - 1].value : null,
+      split: g.split,
       step: g.step,
       sampleIdxInStep: g.sampleIdx * g.rolloutIds.length + k,
-      metadata: {
-        harness: this.opts.harness,
-        behaviours: this.opts.behaviours,
-        engine: this.opts.proxy.engine.kind,
-        model: this.opts.proxy.engine.model,
-        task: g.task,
-        start_ms: startMs,
-        end_ms: now(),
-        ...(end.type === 'done'
-          ? { turns: end.turns, ended: end.ended, ...(end.info ? { info: end.info } : {}) }
-          : {}),
-      },
-    };
-    if (end.type === 'failed') rollout.error = end.error;
+      harness: this.opts.harness,
+      behaviours: this.opts.behaviours,
+      engine: this.opts.proxy.engine,
+      task: g.task,
+      timing: { start_ms: startMs, end_ms: now() },
+    });
     this.inFlight--;
     const w = this.waiters.shift();
     if (w) w.resolve(rollout);

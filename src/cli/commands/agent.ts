@@ -11,9 +11,9 @@ import {
   ResponseError,
   TransportError,
 } from '../../harness/client';
-import { BEHAVIOURS, type Behaviour, isBehaviour } from '../../harness/harness';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { CommandError, EXIT, parseArgs, UsageError } from '../args';
+import { behaviourFlag, seedFlag, splitFlag } from '../harnessFlags';
 import type { Command } from '../lab';
 
 const MAX_INDEX = 1_000_000;
@@ -43,23 +43,13 @@ export const command: Command = {
     const name = flags.harness as string | undefined;
     if (!name || !isHarnessName(name))
       throw new UsageError(`--harness must be one of ${HARNESSES.names().join(', ')}`);
-    const split = (flags.split as string | undefined) ?? 'train';
-    if (split !== 'train' && split !== 'val')
-      throw new UsageError(`--split must be train or val, got '${split}'`);
-    const seed = (flags.seed as number | undefined) ?? 0;
+    const split = splitFlag(flags.split);
+    const seed = seedFlag(flags.seed);
     const index = (flags.index as number | undefined) ?? 0;
-    if (!Number.isSafeInteger(seed))
-      throw new UsageError(`--seed must be an integer of at most 2^53 − 1 in magnitude, got ${seed}`);
     // the task list is generated up to --index
     if (!Number.isInteger(index) || index < 0 || index >= MAX_INDEX)
       throw new UsageError(`--index must be an integer in [0, ${MAX_INDEX}), got ${index}`);
-    const behaviours = ((flags.behaviour as string[] | undefined) ?? [])
-      .flatMap((v) => v.split(','))
-      .map((b) => {
-        if (!isBehaviour(b))
-          throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
-        return b as Behaviour;
-      });
+    const behaviours = behaviourFlag(flags.behaviour);
     const maxTurns = flags['max-turns'] as number | undefined;
     if (maxTurns !== undefined && (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > 1000))
       throw new UsageError(`--max-turns must be an integer in [1, 1000], got ${maxTurns}`);

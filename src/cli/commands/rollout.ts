@@ -11,8 +11,8 @@ import type { Rollout } from '../../core/trace/types';
 import { loadCheckpointFile } from '../../engine/checkpoint';
 import { defaultConfig } from '../../engine/model';
 import { createPolicyEngine } from '../../engine/policy';
-import { type ChatEngine, RandomEngine, RemoteEngine, ScriptedEngine } from '../../harness/engines';
-import { BEHAVIOURS, type Behaviour, isBehaviour, type Split } from '../../harness/harness';
+import { type ChatEngine, expertEngine, RandomEngine, RemoteEngine } from '../../harness/engines';
+import { BEHAVIOURS, type Split } from '../../harness/harness';
 import { serveChannel } from '../../harness/http';
 import { PolicyChatEngine } from '../../harness/policyEngine';
 import { WorkerPool } from '../../harness/pool';
@@ -20,6 +20,7 @@ import { LlmProxy } from '../../harness/proxy';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
 import { CommandError, EXIT, parseArgs, UsageError } from '../args';
+import { behaviourFlag, seedFlag, splitFlag } from '../harnessFlags';
 import type { Command } from '../lab';
 import { type LoadedLlama, loadLlamaModel } from '../llamaModel';
 import { spawnNodeHarnessWorker } from '../nodeWorkers';
@@ -127,19 +128,9 @@ export const command: Command = {
     if (!out) throw new UsageError('--out is required');
     const outBad = outputProblem(out);
     if (outBad) throw new UsageError(`--out: ${outBad}`);
-    const split = (flags.split as string | undefined) ?? 'train';
-    if (split !== 'train' && split !== 'val')
-      throw new UsageError(`--split must be train or val, got '${split}'`);
-    const behaviours = ((flags.behaviour as string[] | undefined) ?? [])
-      .flatMap((v) => v.split(','))
-      .map((b) => {
-        if (!isBehaviour(b))
-          throw new UsageError(`--behaviour: unknown '${b}' (known: ${BEHAVIOURS.join(', ')})`);
-        return b as Behaviour;
-      });
-    const seed = flags.seed === undefined ? 0 : (flags.seed as number);
-    if (!Number.isSafeInteger(seed))
-      throw new UsageError(`--seed must be an integer of at most 2^53 − 1 in magnitude, got ${seed}`);
+    const split = splitFlag(flags.split);
+    const behaviours = behaviourFlag(flags.behaviour);
+    const seed = seedFlag(flags.seed);
     const spec: RunSpec = {
       harness,
       split: split as Split,
@@ -179,16 +170,7 @@ export const command: Command = {
     const h = getHarness(harness);
     let engine: ChatEngine;
     try {
-      if (engineSpec === 'scripted')
-        engine = new ScriptedEngine(
-          tokenizer,
-          (call) => {
-            const task = taskOf.get(call.rolloutId);
-            if (!task) throw new Error(`no task for rollout '${call.rolloutId}'`);
-            return h.expert(task, call.messages, call.tools);
-          },
-          seed,
-        );
+      if (engineSpec === 'scripted') engine = expertEngine(tokenizer, h, taskOf, seed);
       else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
       else if (brought)
         engine = new PolicyChatEngine(brought.engine, tokenizer, {

@@ -186,16 +186,9 @@ async function llamaRunPolicy(
 
 /** A training checkpoint from a run folder (its checkpoints/latest) or a file. */
 function loadResume(path: string): TrainCheckpoint {
-  if (!existsSync(path)) throw new UsageError(`--resume: ${path} does not exist`);
-  let file = path;
-  if (statSync(path).isDirectory()) {
-    const latest = join(path, 'checkpoints', 'latest');
-    if (!existsSync(latest))
-      throw new UsageError(`--resume: ${path} has no checkpoints/latest (no checkpoint was saved)`);
-    file = join(path, readFileSync(latest, 'utf8').trim());
-  }
+  const { file, bytes } = resumeFile(path);
   try {
-    return decodeTrainCheckpoint(new Uint8Array(readFileSync(file)), file);
+    return decodeTrainCheckpoint(bytes, file);
   } catch (e) {
     throw new UsageError(`--resume: ${(e as Error).message}`);
   }

@@ -262,6 +262,21 @@ const GAMMA: EstimatorOption = {
   help: 'discount of the running return',
 };
 
+/**
+ * Row advantages filled group by group: `fill` writes `adv` at the rows members[a..b) of group g (the rows of
+ * a group are members[start[g]..start[g+1]) in groupMembers' order); rows it leaves alone stay 0.
+ */
+function byGroup(
+  scores: ArrayLike<number>,
+  groups: Grouping,
+  fill: (adv: Float64Array, members: Int32Array, a: number, b: number, g: number) => void,
+): Float64Array {
+  const { start, members } = groupMembers(groups);
+  const adv = new Float64Array(scores.length);
+  for (let g = 0; g < groups.nGroups; g++) fill(adv, members, start[g], start[g + 1], g);
+  return adv;
+}
+
 // ---------- estimators ----------
 
 registerAdvEstimator('grpo', {
@@ -275,16 +290,12 @@ registerAdvEstimator('grpo', {
     const R = rounder(opts.dtype ?? 'float32');
     const norm = opts.normAdvByStd ?? true;
     const eps = opts.epsilon ?? 1e-6;
-    const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(scores.length);
-    for (let g = 0; g < groups.nGroups; g++) {
-      const a = start[g];
-      const b = start[g + 1];
+    return byGroup(scores, groups, (adv, members, a, b) => {
       if (b - a === 1) {
         // torch.tensor(0.0)/(1.0) are float32 scalars: the op runs in float32 and is stored in dtype once.
         const i = members[a];
         adv[i] = norm ? R(f(scores[i] / f(1 + eps))) : R(scores[i]);
-        continue;
+        return;
       }
       const mean = groupMean(scores, members, a, b, R);
       const std = groupStd(scores, members, a, b, R);
@@ -294,8 +305,7 @@ registerAdvEstimator('grpo', {
         const c = R(scores[i] - mean);
         adv[i] = norm ? R(c / den) : c;
       }
-    }
-    return adv;
+    });
   },
 });
 
@@ -308,15 +318,11 @@ registerAdvEstimator('rloo', {
   options: [],
   rowScalars({ scores, groups }, opts) {
     const R = rounder(opts.dtype ?? 'float32');
-    const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(scores.length);
-    for (let g = 0; g < groups.nGroups; g++) {
-      const a = start[g];
-      const b = start[g + 1];
+    return byGroup(scores, groups, (adv, members, a, b) => {
       const n = b - a;
       if (n === 1) {
         adv[members[a]] = scores[members[a]];
-        continue;
+        return;
       }
       const mean = groupMean(scores, members, a, b, R);
       const base = R(R(mean * n) / (n - 1));
@@ -324,8 +330,7 @@ registerAdvEstimator('rloo', {
         const i = members[k];
         adv[i] = R(R(R(scores[i] * n) / (n - 1)) - base);
       }
-    }
-    return adv;
+    });
   },
 });
 
@@ -361,14 +366,10 @@ registerAdvEstimator('opo', {
   rowScalars({ scores, groups, lengths }, opts) {
     const R = rounder(opts.dtype ?? 'float32');
     const len = lengths();
-    const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(scores.length);
-    for (let g = 0; g < groups.nGroups; g++) {
-      const a = start[g];
-      const b = start[g + 1];
+    return byGroup(scores, groups, (adv, members, a, b) => {
       if (b - a === 1) {
         adv[members[a]] = scores[members[a]]; // minus the float32 torch.tensor(0.0)
-        continue;
+        return;
       }
       // (len_tensor * score_tensor).sum() / len_tensor.sum(): products in dtype, a float32 sum stored in dtype,
       // then a division by the integer total stored in dtype
@@ -380,8 +381,7 @@ registerAdvEstimator('opo', {
       }
       const bsl = R(R(num) / den);
       for (let k = a; k < b; k++) adv[members[k]] = R(scores[members[k]] - bsl);
-    }
-    return adv;
+    });
   },
 });
 
@@ -398,19 +398,14 @@ registerAdvEstimator('gpg', {
     // bsz / count.clamp(min=1) is a float32 0-dim tensor, computed by Tensor.__rtruediv__ as
     // reciprocal(count) · bsz; α·(·) runs in float32 and is stored in dtype
     const alpha = f(f(1 / Math.max(1, nz)) * scores.length);
-    const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(scores.length);
-    for (let g = 0; g < groups.nGroups; g++) {
-      const a = start[g];
-      const b = start[g + 1];
+    return byGroup(scores, groups, (adv, members, a, b) => {
       if (b - a === 1) {
         adv[members[a]] = R(f(alpha * scores[members[a]]));
-        continue;
+        return;
       }
       const mean = groupMean(scores, members, a, b, R);
       for (let k = a; k < b; k++) adv[members[k]] = R(f(alpha * R(scores[members[k]] - mean)));
-    }
-    return adv;
+    });
   },
 });
 
@@ -425,11 +420,7 @@ registerAdvEstimator('grpo_passk', {
     const R = rounder(opts.dtype ?? 'float32');
     const norm = opts.normAdvByStd ?? true;
     const eps = opts.epsilon ?? 1e-6;
-    const { start, members } = groupMembers(groups);
-    const adv = new Float64Array(scores.length);
-    for (let g = 0; g < groups.nGroups; g++) {
-      const a = start[g];
-      const b = start[g + 1];
+    return byGroup(scores, groups, (adv, members, a, b, g) => {
       if (b - a < 2)
         throw new UpstreamError(
           'ValueError',
@@ -445,8 +436,7 @@ registerAdvEstimator('grpo_passk', {
       let v = R(first - second);
       if (norm) v = R(v / R(groupStd(scores, members, a, b, R) + R(eps)));
       adv[best] = v;
-    }
-    return adv;
+    });
   },
 });
 

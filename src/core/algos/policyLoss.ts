@@ -71,8 +71,8 @@ export function resolveClip(o: ClipOptions): { low: number; high: number; c: num
   return { low, high, c };
 }
 
-/** Per-token clipped PPO losses, their gradients and the three metrics (shared by both loss modes). */
-export function ppoTokenLosses(input: PolicyLossInput, clip: ClipOptions) {
+/** The token count of a policy-loss input, every per-token array checked against it; the IS weights or null. */
+function checkedTokens(input: PolicyLossInput): { n: number; w: Float32Array | null } {
   const { rows, oldLogProb, logProb, advantages } = input;
   const n = rows.offsets[rows.nRows];
   for (const [name, a] of [
@@ -84,6 +84,13 @@ export function ppoTokenLosses(input: PolicyLossInput, clip: ClipOptions) {
   const w = input.rolloutIsWeights ?? null;
   if (w && w.length !== n)
     throw new Error(`rolloutIsWeights has ${w.length} values but the rows hold ${n} tokens`);
+  return { n, w };
+}
+
+/** Per-token clipped PPO losses, their gradients and the three metrics (shared by both loss modes). */
+export function ppoTokenLosses(input: PolicyLossInput, clip: ClipOptions) {
+  const { rows, oldLogProb, logProb, advantages } = input;
+  const { n, w } = checkedTokens(input);
   const { low, high, c } = resolveClip(clip);
   const lo = Math.fround(1 - low);
   const hi = Math.fround(1 + high);
@@ -216,16 +223,7 @@ export function droTokenLosses(input: PolicyLossInput, droBeta: number | null | 
   if (droBeta == null || !(droBeta > 0))
     throw new UpstreamError('ValueError', 'policy_loss.dro_beta must be a positive value when using DRO');
   const { rows, oldLogProb, logProb, advantages } = input;
-  const n = rows.offsets[rows.nRows];
-  for (const [name, a] of [
-    ['oldLogProb', oldLogProb],
-    ['logProb', logProb],
-    ['advantages', advantages],
-  ] as const)
-    if (a.length !== n) throw new Error(`${name} has ${a.length} values but the rows hold ${n} tokens`);
-  const w = input.rolloutIsWeights ?? null;
-  if (w && w.length !== n)
-    throw new Error(`rolloutIsWeights has ${w.length} values but the rows hold ${n} tokens`);
+  const { n, w } = checkedTokens(input);
   const halfBeta = Math.fround(0.5 * droBeta);
   const tokenLosses = new Float32Array(n);
   const tokenGrads = new Float32Array(n);

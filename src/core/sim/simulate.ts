@@ -34,6 +34,14 @@ export class SimConfigError extends Error {
   }
 }
 
+/** `a`'s values at the start of a new array of its type with `length` elements (the rest `fill`). */
+function grown<A extends Float64Array | Int32Array | Uint8Array>(a: A, length: number, fill = 0): A {
+  const b = new (a.constructor as new (length: number) => A)(length);
+  if (fill !== 0) b.fill(fill);
+  b.set(a);
+  return b;
+}
+
 /** Checks the relations between keys that the per-key ranges (params.ts) cannot. */
 export function checkSimConfig(cfg: SimConfig): void {
   const { cluster: c, workload: w, schedule: s } = cfg;
@@ -184,12 +192,8 @@ export function simulate(cfg: SimConfig): SimResult {
   const tFree: number[] = [];
   const growT = () => {
     const cap = Math.max(1024, tCap * 2);
-    const b = new Float64Array(cap * TS);
-    b.set(T);
-    T = b;
-    const u = new Float64Array(cap * US);
-    u.set(U);
-    U = u;
+    T = grown(T, cap * TS);
+    U = grown(U, cap * US);
     for (let i = cap - 1; i >= tCap; i--) tFree.push(i);
     tCap = cap;
   };
@@ -203,24 +207,12 @@ export function simulate(cfg: SimConfig): SimResult {
   const gFree: number[] = [];
   const growG = () => {
     const cap = Math.max(256, gCap * 2);
-    const a = new Int32Array(cap);
-    a.set(gDone);
-    gDone = a;
-    const st = new Uint8Array(cap).fill(CONSUMED);
-    st.set(gState);
-    gState = st;
-    const vm = new Int32Array(cap);
-    vm.set(gVmin);
-    gVmin = vm;
-    const bt = new Int32Array(cap);
-    bt.set(gBatch);
-    gBatch = bt;
-    const se = new Int32Array(cap);
-    se.set(gSerial);
-    gSerial = se;
-    const tj = new Int32Array(cap * n);
-    tj.set(gTrajs);
-    gTrajs = tj;
+    gDone = grown(gDone, cap);
+    gState = grown(gState, cap, CONSUMED);
+    gVmin = grown(gVmin, cap);
+    gBatch = grown(gBatch, cap);
+    gSerial = grown(gSerial, cap);
+    gTrajs = grown(gTrajs, cap * n);
     for (let i = cap - 1; i >= gCap; i--) gFree.push(i);
     gCap = cap;
   };

@@ -8,15 +8,15 @@ import { logprobBackwardCpu, logprobForwardCpu } from './logprob';
 import { heap, simdKernels } from './simd';
 
 /** Like logprobForwardCpu: logits (B·T, V) → logp, entropy (aligned with the tokens) and lse per row. */
-export function logprobForwardFast(
-  logits: Float32Array,
-  tokens: Uint32Array,
-  mask: Float32Array,
-  B: number,
-  T: number,
-  V: number,
+export const logprobForwardFast: typeof logprobForwardCpu = (
+  logits,
+  tokens,
+  mask,
+  B,
+  T,
+  V,
   temperature = 1,
-): { logp: Float32Array; entropy: Float32Array; lse: Float32Array } {
+) => {
   const k = simdKernels();
   if (!k) return logprobForwardCpu(logits, tokens, mask, B, T, V, temperature);
   const N = B * T;
@@ -39,19 +39,19 @@ export function logprobForwardFast(
     }
   }
   return { logp, entropy, lse };
-}
+};
 
 /** Like logprobBackwardCpu: dlogits = w·(softmax(z) − onehot(y)) / temperature on every row with a target. */
-export function logprobBackwardFast(
-  logits: Float32Array,
-  tokens: Uint32Array,
-  weights: Float32Array,
-  lse: Float32Array,
-  B: number,
-  T: number,
-  V: number,
+export const logprobBackwardFast: typeof logprobBackwardCpu = (
+  logits,
+  tokens,
+  weights,
+  lse,
+  B,
+  T,
+  V,
   temperature = 1,
-): Float32Array {
+) => {
   const k = simdKernels();
   if (!k) return logprobBackwardCpu(logits, tokens, weights, lse, B, T, V, temperature);
   const N = B * T;
@@ -66,4 +66,4 @@ export function logprobBackwardFast(
   for (let n = 0; n < N; n++)
     if ((n % T) + 1 < T && tokens[n + 1] < V) dlogits[n * V + tokens[n + 1]] -= f[coef + n];
   return dlogits;
-}
+};

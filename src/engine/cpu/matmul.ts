@@ -4,6 +4,13 @@
  */
 export type MatmulMode = 'nn' | 'nt' | 'tn';
 
+/** Refuses operands shorter than the (M,K), (K,N) and (M,N) a matmul of `mode` reads and writes. */
+export function checkMatmulOperands(...[mode, a, b, c, M, N, K]: Parameters<typeof matmulModeCpu>): void {
+  if (a.length < M * K) throw new Error(`matmul ${mode}: A has ${a.length} values, needs ${M * K}`);
+  if (b.length < K * N) throw new Error(`matmul ${mode}: B has ${b.length} values, needs ${K * N}`);
+  if (c.length < M * N) throw new Error(`matmul ${mode}: C has ${c.length} values, needs ${M * N}`);
+}
+
 /**
  * The general form of `shaders/matmul.wgsl`: c (=|+=) op(a) · op(b) (+ bias), all arrays already sliced to
  * the operands. nn: a (M,K), b (K,N). nt: a (M,K), b stored (N,K). tn: a stored (K,M), b (K,N).
@@ -18,9 +25,7 @@ export function matmulModeCpu(
   K: number,
   opts: { bias?: Float32Array; accumulate?: boolean } = {},
 ): void {
-  if (a.length < M * K) throw new Error(`matmul ${mode}: A has ${a.length} values, needs ${M * K}`);
-  if (b.length < K * N) throw new Error(`matmul ${mode}: B has ${b.length} values, needs ${K * N}`);
-  if (c.length < M * N) throw new Error(`matmul ${mode}: C has ${c.length} values, needs ${M * N}`);
+  checkMatmulOperands(mode, a, b, c, M, N, K);
   const col = new Float64Array(K);
   for (let j = 0; j < N; j++) {
     for (let k = 0; k < K; k++) col[k] = mode === 'nt' ? b[j * K + k] : b[k * N + j];

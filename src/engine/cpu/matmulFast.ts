@@ -11,7 +11,7 @@
  * rounding of the reference (the relaxed-SIMD variant may fuse the multiply-add: still within that bound);
  * tests/unit/matmulFast.test.ts holds them to it. Where WebAssembly SIMD is missing, the reference runs.
  */
-import { type MatmulMode, matmulModeCpu } from './matmul';
+import { checkMatmulOperands, matmulModeCpu } from './matmul';
 import { heap, simdKernels } from './simd';
 
 /**
@@ -19,19 +19,8 @@ import { heap, simdKernels } from './simd';
  * stored (N,K). tn: a stored (K,M), b (K,N). Arrays may be longer than their operands (views into flat
  * buffers); only the leading M·K, K·N and M·N values are used.
  */
-export function matmulModeFast(
-  mode: MatmulMode,
-  a: Float32Array,
-  b: Float32Array,
-  c: Float32Array,
-  M: number,
-  N: number,
-  K: number,
-  opts: { bias?: Float32Array; accumulate?: boolean } = {},
-): void {
-  if (a.length < M * K) throw new Error(`matmul ${mode}: A has ${a.length} values, needs ${M * K}`);
-  if (b.length < K * N) throw new Error(`matmul ${mode}: B has ${b.length} values, needs ${K * N}`);
-  if (c.length < M * N) throw new Error(`matmul ${mode}: C has ${c.length} values, needs ${M * N}`);
+export const matmulModeFast: typeof matmulModeCpu = (mode, a, b, c, M, N, K, opts = {}) => {
+  checkMatmulOperands(mode, a, b, c, M, N, K);
   const g = simdKernels();
   if (!g) {
     matmulModeCpu(mode, a, b, c, M, N, K, opts);
@@ -84,4 +73,4 @@ export function matmulModeFast(
     else if (acc) for (let j = 0; j < N; j++) c[dst + j] += f[src + j];
     else for (let j = 0; j < N; j++) c[dst + j] = f[src + j];
   }
-}
+};

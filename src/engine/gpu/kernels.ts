@@ -3,6 +3,8 @@
  * once, replayed per step). Offsets are in f32 elements. The CPU references in src/engine/cpu/ define what
  * each one must compute.
  */
+import type { AdamWHyper } from '../cpu/adamw';
+import type { GqaShape } from '../cpu/gqa';
 import { grid, type Program, uniformBlock } from './device';
 
 const u = (v: number) => ({ u: v });
@@ -277,16 +279,11 @@ export function logprobBackward(
   );
 }
 
-export interface AdamWUniform {
+/** The AdamW kernels' uniform: the hyperparameters of cpu/adamw.ts (its reference) and the buffer's extent. */
+export interface AdamWUniform extends AdamWHyper {
   n: number;
   decayEnd: number;
   partials: number;
-  lr: number;
-  beta1: number;
-  beta2: number;
-  eps: number;
-  weightDecay: number;
-  maxGradNorm: number;
   step: number;
 }
 
@@ -458,15 +455,8 @@ export function ropeApply(
   return p.add('rope', 'apply', [dims, pos, cosSin, x], grid(Math.ceil((d.N * d.heads * d.D) / 2 / 64)));
 }
 
-export interface GqaDims {
-  B: number;
-  Tq: number;
-  Tk: number;
-  H: number;
-  KV: number;
-  D: number;
-  offset: number;
-}
+/** The shape of a grouped-query attention call, the one of its reference (cpu/gqa.ts). */
+export type GqaDims = GqaShape;
 
 export function gqaBlock(d: GqaDims, hasMask: boolean): ArrayBuffer {
   if (d.D > 256) throw new Error(`gqa: head_dim ${d.D} exceeds the kernel's 256`);

@@ -7,7 +7,14 @@
  * Node (onnx/folder.ts's nodeFolderReader) share it. Every error names the file and the field or tensor.
  */
 import type { Layout } from '../model';
-import { type FolderReader, type HfTokenizerFiles, ModelFolderError } from '../onnx/hfFolder';
+import {
+  type FolderReader,
+  type HfTokenizerFiles,
+  idList,
+  ModelFolderError,
+  readChatFiles,
+  readFolderJson,
+} from '../onnx/hfFolder';
 import { type LlamaConfig, LlamaConfigError, parseLlamaConfig } from './config';
 import { llamaLayout } from './model';
 import {
@@ -37,32 +44,13 @@ export interface LlamaFolder {
   eosTokenIds: number[];
 }
 
-async function readJson(r: FolderReader, path: string, present: Set<string>): Promise<Json> {
-  if (!present.has(path)) throw new ModelFolderError(path, 'is missing');
-  let v: unknown;
-  try {
-    v = JSON.parse(new TextDecoder().decode(await r.bytes(path)));
-  } catch (e) {
-    throw new ModelFolderError(path, `is not valid JSON (${(e as Error).message})`);
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw new ModelFolderError(path, 'must hold a JSON object');
-  return v as Json;
-}
-
-function idList(v: unknown): number[] {
-  if (Number.isInteger(v)) return [v as number];
-  if (Array.isArray(v)) return v.filter((x) => Number.isInteger(x)) as number[];
-  return [];
-}
-
 /** Tensors a checkpoint may carry that the decoder recomputes (older Llama exports store the rotary table). */
 const IGNORED = /\.rotary_emb\.inv_freq$/;
 
 /** Loads and checks a Llama / Qwen2 / Qwen3 folder; throws ModelFolderError naming the file and field. */
 export async function readLlamaFolder(r: FolderReader): Promise<LlamaFolder> {
   const present = new Set(r.paths());
-  const rawConfig = await readJson(r, 'config.json', present);
+  const rawConfig = await readFolderJson(r, 'config.json', present);
   let config: LlamaConfig;
   try {
     config = parseLlamaConfig(rawConfig);
@@ -70,28 +58,12 @@ export async function readLlamaFolder(r: FolderReader): Promise<LlamaFolder> {
     if (e instanceof LlamaConfigError) throw new ModelFolderError('config.json', `${e.field}: ${e.detail}`);
     throw e;
   }
-  const generationConfig = present.has('generation_config.json')
-    ? await readJson(r, 'generation_config.json', present)
-    : null;
-  const tokenizerJson = await readJson(r, 'tokenizer.json', present);
-  if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null)
-    throw new ModelFolderError(
-      'tokenizer.json',
-      "has no 'model' section (not a Hugging Face tokenizer.json)",
-    );
-  const tokenizerConfig = await readJson(r, 'tokenizer_config.json', present);
-  if (typeof tokenizerConfig.chat_template !== 'string' && present.has('chat_template.jinja'))
-    tokenizerConfig.chat_template = new TextDecoder().decode(await r.bytes('chat_template.jinja'));
-  if (typeof tokenizerConfig.chat_template !== 'string')
-    throw new ModelFolderError(
-      'tokenizer_config.json',
-      'chat_template: is missing (and there is no chat_template.jinja): a chat model needs one',
-    );
+  const { tokenizer, generationConfig } = await readChatFiles(r, present);
   let weightFiles: string[];
   let weightMap: Map<string, string> | null = null;
   if (present.has('model.safetensors')) weightFiles = ['model.safetensors'];
   else if (present.has(SHARD_INDEX)) {
-    const index = await readJson(r, SHARD_INDEX, present);
+    const index = await readFolderJson(r, SHARD_INDEX, present);
     try {
       const parsed = parseShardIndex(index, present);
       weightMap = parsed.weightMap;
@@ -153,7 +125,7 @@ export async function readLlamaFolder(r: FolderReader): Promise<LlamaFolder> {
     params,
     storage: [...storage].sort(),
     weightFiles,
-    tokenizer: { tokenizerJson, tokenizerConfig },
+    tokenizer,
     generationConfig,
     eosTokenIds: idList(generationConfig?.eos_token_id ?? rawConfig.eos_token_id),
   };

@@ -17,7 +17,7 @@
  */
 import { mulberry32 } from '../../core/random';
 import { matmulModeCpu } from '../cpu/matmul';
-import type { Layout, MatmulFn, TensorEntry } from '../model';
+import { type Layout, layoutFromSpec, type MatmulFn, type TensorEntry } from '../model';
 import type { LlamaConfig } from './config';
 
 /** The linear modules of a Llama-family block, by their Hugging Face names. */
@@ -143,21 +143,14 @@ export function loraTensorName(l: number, m: LoraTarget, which: 'A' | 'B'): stri
 
 /** The adapter's flat layout: per layer, per target in LORA_TARGETS order, A then B. */
 export function loraLayout(cfg: LlamaConfig, lora: LoraConfig): Layout {
-  const tensors: TensorEntry[] = [];
-  let offset = 0;
+  const spec: [string, number[]][] = [];
   for (let l = 0; l < cfg.layers; l++)
     for (const m of lora.targetModules) {
       const { inF, outF } = targetShape(cfg, m);
-      for (const [which, shape] of [
-        ['A', [lora.r, inF]],
-        ['B', [outF, lora.r]],
-      ] as const) {
-        const size = shape[0] * shape[1];
-        tensors.push({ name: loraTensorName(l, m, which), shape: [...shape], offset, size });
-        offset += size;
-      }
+      spec.push([loraTensorName(l, m, 'A'), [lora.r, inF]]);
+      spec.push([loraTensorName(l, m, 'B'), [outF, lora.r]]);
     }
-  return { tensors, byName: new Map(tensors.map((t) => [t.name, t])), total: offset, decayEnd: offset };
+  return layoutFromSpec(spec, spec.length);
 }
 
 /** PEFT's default initialisation from a seeded generator: A ~ U(−1/√in, 1/√in) (kaiming_uniform_, a=√5), B = 0. */

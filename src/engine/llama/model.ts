@@ -18,7 +18,7 @@ import { matmulModeCpu } from '../cpu/matmul';
 import { rmsnormBackwardCpu, rmsnormForwardCpu } from '../cpu/rmsnorm';
 import { ropeApplyCpu, ropeTables } from '../cpu/rope';
 import { swigluBackwardCpu, swigluForwardCpu } from '../cpu/swiglu';
-import type { Batch, Layout, MatmulFn, TensorEntry } from '../model';
+import { type Batch, type Layout, layoutFromSpec, type MatmulFn } from '../model';
 import { type LlamaConfig, ropeInvFreq } from './config';
 import type { LoraAdapter, LoraSaved } from './lora';
 
@@ -54,16 +54,7 @@ export function llamaLayout(cfg: LlamaConfig): Layout {
     }
   }
   spec.push(['model.norm.weight', [C]]);
-  const tensors: TensorEntry[] = [];
-  let offset = 0;
-  let decayEnd = 0;
-  spec.forEach(([name, shape], i) => {
-    const size = shape.reduce((a, b) => a * b, 1);
-    tensors.push({ name, shape, offset, size });
-    offset += size;
-    if (i === matrices - 1) decayEnd = offset;
-  });
-  return { tensors, byName: new Map(tensors.map((t) => [t.name, t])), total: offset, decayEnd };
+  return layoutFromSpec(spec, matrices);
 }
 
 function view(layout: Layout, flat: Float32Array, name: string): Float32Array {

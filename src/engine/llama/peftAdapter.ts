@@ -6,7 +6,7 @@
  * does not run (DoRA, per-layer rank or alpha patterns, layer subsets, trained biases, extra saved modules,
  * dropout) is refused by name rather than silently dropped.
  */
-import { type FolderReader, ModelFolderError } from '../onnx/hfFolder';
+import { type FolderReader, ModelFolderError, readFolderJson } from '../onnx/hfFolder';
 import type { LlamaConfig } from './config';
 import {
   checkLoraConfig,
@@ -113,15 +113,7 @@ export async function readAdapter(r: FolderReader, model: LlamaConfig): Promise<
   for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS])
     if (!present.has(f))
       throw new ModelFolderError(f, 'is missing (a PEFT LoRA adapter folder holds both files)');
-  let j: unknown;
-  try {
-    j = JSON.parse(new TextDecoder().decode(await r.bytes(ADAPTER_CONFIG)));
-  } catch (e) {
-    throw new ModelFolderError(ADAPTER_CONFIG, `is not valid JSON (${(e as Error).message})`);
-  }
-  if (typeof j !== 'object' || j === null || Array.isArray(j))
-    throw new ModelFolderError(ADAPTER_CONFIG, 'must hold a JSON object');
-  const config = parseAdapterConfig(j as Json);
+  const config = parseAdapterConfig(await readFolderJson(r, ADAPTER_CONFIG, present));
   const adapter = new LoraAdapter(model, config, new Float32Array(loraLayout(model, config).total));
   let tensors: ReturnType<typeof readSafetensors>;
   try {

@@ -163,7 +163,8 @@ export interface ModelFolder {
   weightPrecision: WeightPrecision | null;
 }
 
-async function readJson(r: FolderReader, path: string, present: Set<string>): Promise<Json> {
+/** A folder's JSON object file; a ModelFolderError when it is missing, not JSON or not an object. */
+export async function readFolderJson(r: FolderReader, path: string, present: Set<string>): Promise<Json> {
   if (!present.has(path)) throw new ModelFolderError(path, 'is missing');
   const text = new TextDecoder().decode(await r.bytes(path));
   let v: unknown;
@@ -177,10 +178,39 @@ async function readJson(r: FolderReader, path: string, present: Set<string>): Pr
   return v as Json;
 }
 
-function ids(v: unknown): number[] {
+/** Token ids of a config value: one id or a list of them (anything else: none). */
+export function idList(v: unknown): number[] {
   if (Number.isInteger(v)) return [v as number];
   if (Array.isArray(v)) return v.filter((x) => Number.isInteger(x)) as number[];
   return [];
+}
+
+/**
+ * The files a chat model's folder carries beside its weights: tokenizer.json, tokenizer_config.json with its
+ * chat template (newer exports keep it in chat_template.jinja), and generation_config.json when present.
+ */
+export async function readChatFiles(
+  r: FolderReader,
+  present: Set<string>,
+): Promise<{ tokenizer: HfTokenizerFiles; generationConfig: Json | null }> {
+  const generationConfig = present.has('generation_config.json')
+    ? await readFolderJson(r, 'generation_config.json', present)
+    : null;
+  const tokenizerJson = await readFolderJson(r, 'tokenizer.json', present);
+  if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null)
+    throw new ModelFolderError(
+      'tokenizer.json',
+      "has no 'model' section (not a Hugging Face tokenizer.json)",
+    );
+  const tokenizerConfig = await readFolderJson(r, 'tokenizer_config.json', present);
+  if (typeof tokenizerConfig.chat_template !== 'string' && present.has('chat_template.jinja'))
+    tokenizerConfig.chat_template = new TextDecoder().decode(await r.bytes('chat_template.jinja'));
+  if (typeof tokenizerConfig.chat_template !== 'string')
+    throw new ModelFolderError(
+      'tokenizer_config.json',
+      "has no 'chat_template' (and there is no chat_template.jinja): a chat model needs one",
+    );
+  return { tokenizer: { tokenizerJson, tokenizerConfig }, generationConfig };
 }
 
 /** Drops the one top-level folder all paths share (a picked or dropped directory keeps its own name). */
@@ -198,27 +228,10 @@ export function stripCommonRoot(paths: string[]): { prefix: string; paths: strin
  */
 export async function readModelFolder(r: FolderReader): Promise<ModelFolder> {
   const present = new Set(r.paths());
-  const config = await readJson(r, 'config.json', present);
+  const config = await readFolderJson(r, 'config.json', present);
   if (typeof config.model_type !== 'string' || config.model_type === '')
     throw new ModelFolderError('config.json', "has no 'model_type'");
-  const generationConfig = present.has('generation_config.json')
-    ? await readJson(r, 'generation_config.json', present)
-    : null;
-  const tokenizerJson = await readJson(r, 'tokenizer.json', present);
-  if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null)
-    throw new ModelFolderError(
-      'tokenizer.json',
-      "has no 'model' section (not a Hugging Face tokenizer.json)",
-    );
-  const tokenizerConfig = await readJson(r, 'tokenizer_config.json', present);
-  // Newer exports keep the chat template in its own file.
-  if (typeof tokenizerConfig.chat_template !== 'string' && present.has('chat_template.jinja'))
-    tokenizerConfig.chat_template = new TextDecoder().decode(await r.bytes('chat_template.jinja'));
-  if (typeof tokenizerConfig.chat_template !== 'string')
-    throw new ModelFolderError(
-      'tokenizer_config.json',
-      "has no 'chat_template' (and there is no chat_template.jinja): a chat model needs one",
-    );
+  const { tokenizer, generationConfig } = await readChatFiles(r, present);
   const dtypes: string[] = [];
   const externalData: Record<string, string[]> = {};
   for (const [dtype, suffix] of Object.entries(ONNX_DTYPE_SUFFIX)) {
@@ -237,13 +250,13 @@ export async function readModelFolder(r: FolderReader): Promise<ModelFolder> {
   const custom = (config['transformers.js_config'] ?? {}) as { dtype?: unknown };
   const defaultDtype =
     typeof custom.dtype === 'string' && dtypes.includes(custom.dtype) ? custom.dtype : dtypes[0];
-  const eosTokenIds = ids(generationConfig?.eos_token_id ?? config.eos_token_id);
+  const eosTokenIds = idList(generationConfig?.eos_token_id ?? config.eos_token_id);
   const precision = (config.harness_lab as { weight_precision?: unknown } | undefined)?.weight_precision;
   return {
     modelType: config.model_type,
     config,
     generationConfig,
-    tokenizer: { tokenizerJson, tokenizerConfig },
+    tokenizer,
     dtypes,
     defaultDtype,
     externalData,

@@ -10,6 +10,7 @@
  * logits of the last position are read back.
  */
 import type * as OrtTypes from 'onnxruntime-common';
+import { serialQueue } from '../../core/serial';
 import type { PolicyConfig } from '../model';
 import { decodeLoop } from '../policy/decode';
 import { checkSampleRequest, checkVocabPositions, vocabLogSoftmax } from '../sampling';
@@ -56,7 +57,7 @@ export class OrtCausalLm implements RolloutSampler {
   cacheLocation = '';
   private session: OrtTypes.InferenceSession | null = null;
   /** calls on one session run one at a time (a sync waits for them) */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly serial = serialQueue();
 
   private constructor(private readonly opts: OrtLmOptions) {
     this.backend = `ort-${opts.ep}`;
@@ -69,12 +70,6 @@ export class OrtCausalLm implements RolloutSampler {
     const lm = new OrtCausalLm(opts);
     await lm.syncWeights(params);
     return lm;
-  }
-
-  private serial<T>(f: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(f, f);
-    this.queue = run.catch(() => {});
-    return run;
   }
 
   /** Re-exports the weights at this engine's precision and replaces the session (the old one is released). */

@@ -15,6 +15,7 @@
  */
 import type * as TJs from '@huggingface/transformers';
 import { mulberry32 } from '../../core/random';
+import { serialQueue } from '../../core/serial';
 import type { PolicyConfig } from '../model';
 import { checkSampleRequest, pickToken } from '../sampling';
 import type { WeightPrecision } from './causalLm';
@@ -106,7 +107,7 @@ export class TransformersCausalLm implements RolloutSampler {
   private model: TJs.PreTrainedModel | null = null;
   /** the temporary folder the current model was written to (Node), removed on the next load */
   private removeTemp: (() => Promise<void>) | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly serial = serialQueue();
 
   private constructor(private readonly opts: TransformersLmOptions) {
     this.backend = `transformers.js-${opts.device}`;
@@ -128,12 +129,6 @@ export class TransformersCausalLm implements RolloutSampler {
     const lm = new TransformersCausalLm(opts);
     await lm.syncWeights(params);
     return lm;
-  }
-
-  private serial<T>(f: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(f, f);
-    this.queue = run.catch(() => {});
-    return run;
   }
 
   private async loadFolder(reader: FolderReader): Promise<void> {

@@ -5,7 +5,6 @@
  * 'reference'` runs the plain reference loops instead (same results within f32 rounding). Sampling prefills the prompt in one batched pass, then decodes one token at a time against a
  * per-layer KV cache.
  */
-import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { attentionForwardCpu } from '../cpu/attention';
 import { embeddingForwardCpu } from '../cpu/embedding';
 import { geluForwardCpu } from '../cpu/gelu';
@@ -16,7 +15,6 @@ import {
   type Batch,
   backwardCpu,
   checkBatch,
-  defaultOptimizer,
   forwardCpu,
   initParams,
   type Layout,
@@ -29,17 +27,15 @@ import {
   weightedLoss,
 } from '../model';
 import { checkSampleRequest, vocabLogSoftmax } from '../sampling';
+import { CpuTrainer, checkWeights } from './cpuTrainer';
 import { decodeLoop } from './decode';
 import type {
   AccumulateResult,
   AdamWHyper,
   LogProbResult,
-  OptimizerState,
-  OptimizerStepResult,
   PolicyEngine,
   SampleRequest,
   SampleResult,
-  TrainStepResult,
   WeightsFn,
 } from './types';
 
@@ -48,23 +44,11 @@ export interface CpuPolicyOptions {
   kernels?: 'fast' | 'reference';
 }
 
-function checkWeights(weights: Float32Array, n: number): void {
-  if (weights.length !== n)
-    throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
-  for (let i = 0; i < weights.length; i++)
-    if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
-}
-
-export class CpuPolicy implements PolicyEngine {
+export class CpuPolicy extends CpuTrainer implements PolicyEngine {
   readonly backend = 'cpu' as const;
   readonly config: PolicyConfig;
   readonly layout: Layout;
-  optimizer: AdamWHyper;
   params: Float32Array;
-  readonly grads: Float32Array;
-  m: Float32Array;
-  v: Float32Array;
-  step = 0;
   private readonly mm: MatmulFn;
 
   constructor(
@@ -73,15 +57,14 @@ export class CpuPolicy implements PolicyEngine {
     params?: Float32Array,
     opts: CpuPolicyOptions = {},
   ) {
-    this.config = resolveConfig(config);
-    this.layout = layoutOf(this.config);
-    this.optimizer = { ...defaultOptimizer, ...optimizer };
-    if (params && params.length !== this.layout.total)
-      throw new Error(`policy: params has ${params.length} values, the layout needs ${this.layout.total}`);
+    const resolved = resolveConfig(config);
+    const layout = layoutOf(resolved);
+    if (params && params.length !== layout.total)
+      throw new Error(`policy: params has ${params.length} values, the layout needs ${layout.total}`);
+    super(layout.total, optimizer);
+    this.config = resolved;
+    this.layout = layout;
     this.params = params ? new Float32Array(params) : initParams(this.config, this.layout);
-    this.grads = new Float32Array(this.layout.total);
-    this.m = new Float32Array(this.layout.total);
-    this.v = new Float32Array(this.layout.total);
     this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
   }
 
@@ -106,15 +89,11 @@ export class CpuPolicy implements PolicyEngine {
     );
   }
 
-  /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */
-  computeGrads(
-    batch: Batch,
-    weights: Float32Array,
-  ): { loss: number; logProbs: Float32Array; entropy: Float32Array } {
-    return this.backward(batch, weights, false);
+  protected trainableBuffer(): { params: Float32Array; decayEnd: number } {
+    return { params: this.params, decayEnd: this.layout.decayEnd };
   }
 
-  private backward(batch: Batch, weights: Float32Array | WeightsFn, accumulate: boolean): AccumulateResult {
+  protected backward(batch: Batch, weights: Float32Array | WeightsFn, accumulate: boolean): AccumulateResult {
     checkBatch(this.config, batch);
     if (typeof weights !== 'function') checkWeights(weights, batch.tokens.length);
     const acts = forwardCpu(this.config, this.layout, this.params, batch, this.mm);
@@ -123,32 +102,6 @@ export class CpuPolicy implements PolicyEngine {
     if (typeof weights === 'function') checkWeights(w, batch.tokens.length);
     backwardCpu(this.config, this.layout, this.params, batch, acts, w, this.grads, this.mm, accumulate);
     return { loss: weightedLoss(acts.logp, w), logProbs: acts.logp, entropy: acts.entropy };
-  }
-
-  async accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
-    return this.backward(batch, weights, true);
-  }
-
-  async optimizerStep(): Promise<OptimizerStepResult> {
-    return cpuOptimizerStep(this, this.layout.decayEnd, this.optimizer);
-  }
-
-  async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
-    this.grads.fill(0);
-    const r = this.backward(batch, weights, true);
-    const s = await this.optimizerStep();
-    return { ...r, gradNorm: s.gradNorm, step: s.step };
-  }
-
-  async getOptimizerState(): Promise<OptimizerState> {
-    return { m: new Float32Array(this.m), v: new Float32Array(this.v), step: this.step };
-  }
-
-  async setOptimizerState(state: OptimizerState): Promise<void> {
-    const s = checkedOptimizerState(state, this.layout.total);
-    this.m = s.m;
-    this.v = s.v;
-    this.step = s.step;
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {
@@ -210,10 +163,7 @@ export class CpuPolicy implements PolicyEngine {
     if (params.length !== this.layout.total)
       throw new Error(`setParams: got ${params.length} values, the layout needs ${this.layout.total}`);
     this.params = new Float32Array(params);
-    this.m = new Float32Array(this.layout.total);
-    this.v = new Float32Array(this.layout.total);
-    this.grads.fill(0);
-    this.step = 0;
+    this.resetOptimizer();
   }
 
   dispose(): void {}

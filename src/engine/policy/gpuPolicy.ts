@@ -6,9 +6,10 @@
  * logits per generated token).
  */
 
+import { serialQueue } from '../../core/serial';
 import { type GpuContext, Program, uniformBlock } from '../gpu/device';
 import * as K from '../gpu/kernels';
-import { type AdamWUniform, adamwBlock, adamwPartials, attentionBlock } from '../gpu/kernels';
+import { adamwPartials, attentionBlock } from '../gpu/kernels';
 import {
   type Batch,
   checkBatch,
@@ -21,7 +22,16 @@ import {
   weightedLoss,
 } from '../model';
 import { checkSampleRequest } from '../sampling';
+import { checkWeights } from './cpuTrainer';
 import { decodeLoop } from './decode';
+import {
+  type AdamPrograms,
+  adamPrograms,
+  adamStep,
+  type GpuAdamWTarget,
+  readOptimizerState,
+  writeOptimizerState,
+} from './gpuOptimizer';
 import type {
   AccumulateResult,
   AdamWHyper,
@@ -83,16 +93,10 @@ export class GpuPolicy implements PolicyEngine {
   private readonly partials: number;
   private readonly graphs = new Map<string, Promise<Graph>>();
   /** AdamW in two programs: the global norm (read back and checked on the host), then the update + zeroing. */
-  private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
+  private adam: Promise<AdamPrograms> | null = null;
   private decoder: Promise<Decoder> | null = null;
   /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
-  private tail: Promise<unknown> = Promise.resolve();
-
-  private exclusive<R>(f: () => Promise<R>): Promise<R> {
-    const run = this.tail.then(f, f);
-    this.tail = run.catch(() => {});
-    return run;
-  }
+  private readonly exclusive = serialQueue();
 
   private constructor(
     readonly ctx: GpuContext,
@@ -395,42 +399,24 @@ export class GpuPolicy implements PolicyEngine {
     return { logProbs: r.a, entropy: r.b };
   }
 
-  private adamPrograms() {
-    if (!this.adam) {
-      this.adam = (async () => {
-        const { grads, partial, params, m, v } = this;
-        const norm = new Program(this.ctx);
-        const uniform = await K.adamwNorm(norm, this.adamUniform(1), grads, partial, params, m, v);
-        const update = new Program(this.ctx);
-        await K.adamwUpdate(update, this.layout.total, uniform, grads, partial, params, m, v);
-        update.clear(grads);
-        return { norm, update, uniform };
-      })();
-    }
-    return this.adam;
-  }
-
-  private adamUniform(step: number): AdamWUniform {
-    const h = this.optimizer;
+  private adamTarget(): GpuAdamWTarget {
+    const { ctx, params, grads, partial, m, v, partials } = this;
     return {
+      ctx,
+      params,
+      grads,
+      partial,
+      m,
+      v,
       n: this.layout.total,
       decayEnd: this.layout.decayEnd,
-      partials: this.partials,
-      lr: h.lr,
-      beta1: h.beta1,
-      beta2: h.beta2,
-      eps: h.eps,
-      weightDecay: h.weightDecay,
-      maxGradNorm: h.maxGradNorm,
-      step,
+      partials,
     };
   }
 
-  private checkWeights(weights: Float32Array, n: number): void {
-    if (weights.length !== n)
-      throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
-    for (let i = 0; i < weights.length; i++)
-      if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
+  private adamPrograms(): Promise<AdamPrograms> {
+    if (!this.adam) this.adam = adamPrograms(this.adamTarget(), this.optimizer);
+    return this.adam;
   }
 
   trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
@@ -449,7 +435,7 @@ export class GpuPolicy implements PolicyEngine {
   /** Forward, then (with weights known up front) backward in the same submission; else read, weigh, backward. */
   private async accumulateNow(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
     const n = batch.tokens.length;
-    if (typeof weights !== 'function') this.checkWeights(weights, n);
+    if (typeof weights !== 'function') checkWeights(weights, n);
     const g = await this.prepare(batch);
     if (typeof weights !== 'function') {
       this.ctx.write(g.weights, weights);
@@ -463,7 +449,7 @@ export class GpuPolicy implements PolicyEngine {
     g.forward.encode(enc);
     const r = await this.readPair(g.logp, g.entropy, g.B * g.T, enc);
     const w = weights({ logProbs: r.a, entropy: r.b });
-    this.checkWeights(w, n);
+    checkWeights(w, n);
     this.ctx.write(g.weights, w);
     g.backward.submit();
     return { logProbs: r.a, entropy: r.b, loss: weightedLoss(r.a, w) };
@@ -475,17 +461,9 @@ export class GpuPolicy implements PolicyEngine {
 
   private async optimizerStepNow(): Promise<OptimizerStepResult> {
     const adam = await this.adamPrograms();
-    const step = this.step + 1;
-    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
-    adam.norm.submit();
-    const gradNorm = (await this.ctx.readF32(this.partial, 1, this.partials))[0];
-    if (!Number.isFinite(gradNorm)) {
-      await this.clearGradsNow();
-      return { gradNorm, step: this.step, skipped: true };
-    }
-    adam.update.submit();
-    this.step = step;
-    return { gradNorm, step, skipped: false };
+    const r = await adamStep(this.adamTarget(), adam, this.optimizer, this.step, () => this.clearGradsNow());
+    this.step = r.step;
+    return r;
   }
 
   private async clearGradsNow(): Promise<void> {
@@ -495,25 +473,12 @@ export class GpuPolicy implements PolicyEngine {
   }
 
   getOptimizerState(): Promise<OptimizerState> {
-    return this.exclusive(async () => ({
-      m: await this.ctx.readF32(this.m, this.layout.total),
-      v: await this.ctx.readF32(this.v, this.layout.total),
-      step: this.step,
-    }));
+    return this.exclusive(() => readOptimizerState(this.adamTarget(), this.step));
   }
 
   setOptimizerState(state: OptimizerState): Promise<void> {
     return this.exclusive(async () => {
-      const n = this.layout.total;
-      if (state.m.length !== n || state.v.length !== n)
-        throw new Error(
-          `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
-        );
-      if (!Number.isInteger(state.step) || state.step < 0)
-        throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
-      this.ctx.write(this.m, state.m);
-      this.ctx.write(this.v, state.v);
-      this.step = state.step;
+      this.step = writeOptimizerState(this.adamTarget(), state);
     });
   }
 

@@ -11,7 +11,6 @@
  * reference policy for a KL term is the base itself (`referenceLogProbs`: the adapter switched off), so no
  * second copy of the weights is held.
  */
-import { checkedOptimizerState, cpuOptimizerStep } from '../cpu/adamw';
 import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
@@ -27,24 +26,21 @@ import { encodeAdapter } from '../llama/peftAdapter';
 import {
   type Batch,
   checkBatch,
-  defaultOptimizer,
   type Layout,
   type MatmulFn,
   type PolicyConfig,
   weightedLoss,
 } from '../model';
 import { checkSampleRequest } from '../sampling';
+import { CpuTrainer, checkWeights } from './cpuTrainer';
 import { decodeLoop } from './decode';
 import type {
   AccumulateResult,
   AdamWHyper,
   LogProbResult,
-  OptimizerState,
-  OptimizerStepResult,
   PolicyEngine,
   SampleRequest,
   SampleResult,
-  TrainStepResult,
   WeightsFn,
 } from './types';
 
@@ -101,14 +97,7 @@ export function frozenBasePolicy(
   };
 }
 
-function checkWeights(weights: Float32Array, n: number): void {
-  if (weights.length !== n)
-    throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
-  for (let i = 0; i < weights.length; i++)
-    if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
-}
-
-export class LlamaCpuPolicy implements PolicyEngine {
+export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
   readonly backend = 'cpu' as const;
   readonly architecture: LlamaConfig['modelType'];
   readonly config: PolicyConfig;
@@ -117,13 +106,8 @@ export class LlamaCpuPolicy implements PolicyEngine {
   readonly adapter?: LoraAdapter;
   /** the tensors of the trainable buffer: the adapter's with LoRA, else the model's */
   readonly trainableLayout: Layout;
-  optimizer: AdamWHyper;
   /** the model's weights (frozen with LoRA) */
   params: Float32Array;
-  readonly grads: Float32Array;
-  m: Float32Array;
-  v: Float32Array;
-  step = 0;
   private readonly mm: MatmulFn;
   private readonly chunk?: number;
   private readonly baseModel?: string;
@@ -134,27 +118,26 @@ export class LlamaCpuPolicy implements PolicyEngine {
     optimizer: Partial<AdamWHyper> = {},
     opts: LlamaCpuPolicyOptions = {},
   ) {
-    this.architecture = llama.modelType;
-    this.layout = llamaLayout(llama);
-    if (params.length !== this.layout.total)
+    const layout = llamaLayout(llama);
+    if (params.length !== layout.total)
       throw new Error(
-        `policy: params has ${params.length} values, the ${llama.modelType} layout needs ${this.layout.total}`,
+        `policy: params has ${params.length} values, the ${llama.modelType} layout needs ${layout.total}`,
       );
-    this.config = llamaSummary(llama, opts.contextLength);
-    this.optimizer = { ...defaultOptimizer, ...optimizer };
-    this.params = new Float32Array(params);
+    let adapter: LoraAdapter | undefined;
     if (opts.lora) {
-      const layout = loraLayout(llama, opts.lora.config);
+      const loraTensors = loraLayout(llama, opts.lora.config);
       const init = opts.lora.params
         ? new Float32Array(opts.lora.params)
-        : loraInit(layout, opts.lora.seed ?? 0);
-      this.adapter = new LoraAdapter(llama, opts.lora.config, init);
+        : loraInit(loraTensors, opts.lora.seed ?? 0);
+      adapter = new LoraAdapter(llama, opts.lora.config, init);
     }
-    this.trainableLayout = this.adapter ? this.adapter.layout : this.layout;
-    const n = this.trainableLayout.total;
-    this.grads = new Float32Array(n);
-    this.m = new Float32Array(n);
-    this.v = new Float32Array(n);
+    super((adapter ? adapter.layout : layout).total, optimizer);
+    this.architecture = llama.modelType;
+    this.layout = layout;
+    this.config = llamaSummary(llama, opts.contextLength);
+    this.params = new Float32Array(params);
+    this.adapter = adapter;
+    this.trainableLayout = adapter ? adapter.layout : layout;
     this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
     this.chunk = opts.chunk;
     this.baseModel = opts.baseModel;
@@ -248,12 +231,11 @@ export class LlamaCpuPolicy implements PolicyEngine {
       : new Float32Array(this.params);
   }
 
-  /** Gradient of −Σ w·logp into this.grads (overwritten), without an update (tests and gradient checks). */
-  computeGrads(batch: Batch, weights: Float32Array): AccumulateResult {
-    return this.backward(batch, weights, false);
+  protected trainableBuffer(): { params: Float32Array; decayEnd: number } {
+    return { params: this.trainable, decayEnd: this.trainableLayout.decayEnd };
   }
 
-  private backward(batch: Batch, weights: Float32Array | WeightsFn, accumulate: boolean): AccumulateResult {
+  protected backward(batch: Batch, weights: Float32Array | WeightsFn, accumulate: boolean): AccumulateResult {
     if (typeof weights !== 'function') checkWeights(weights, batch.tokens.length);
     const acts = this.forward(batch);
     const w =
@@ -268,35 +250,6 @@ export class LlamaCpuPolicy implements PolicyEngine {
       loraGrads: this.adapter ? this.grads : undefined,
     });
     return { loss: weightedLoss(acts.logp, w), logProbs: acts.logp, entropy: acts.entropy };
-  }
-
-  async accumulateGrads(batch: Batch, weights: Float32Array | WeightsFn): Promise<AccumulateResult> {
-    return this.backward(batch, weights, true);
-  }
-
-  async optimizerStep(): Promise<OptimizerStepResult> {
-    const slots = { params: this.trainable, grads: this.grads, m: this.m, v: this.v, step: this.step };
-    const r = cpuOptimizerStep(slots, this.trainableLayout.decayEnd, this.optimizer);
-    this.step = slots.step;
-    return r;
-  }
-
-  async trainStep(batch: Batch, weights: Float32Array): Promise<TrainStepResult> {
-    this.grads.fill(0);
-    const r = this.backward(batch, weights, true);
-    const s = await this.optimizerStep();
-    return { ...r, gradNorm: s.gradNorm, step: s.step };
-  }
-
-  async getOptimizerState(): Promise<OptimizerState> {
-    return { m: new Float32Array(this.m), v: new Float32Array(this.v), step: this.step };
-  }
-
-  async setOptimizerState(state: OptimizerState): Promise<void> {
-    const s = checkedOptimizerState(state, this.trainableLayout.total);
-    this.m = s.m;
-    this.v = s.v;
-    this.step = s.step;
   }
 
   async sample(req: SampleRequest): Promise<SampleResult> {
@@ -332,10 +285,7 @@ export class LlamaCpuPolicy implements PolicyEngine {
     if (params.length !== n) throw new Error(`setParams: got ${params.length} values, the layout needs ${n}`);
     if (this.adapter) this.adapter.params = new Float32Array(params);
     else this.params = new Float32Array(params);
-    this.m = new Float32Array(n);
-    this.v = new Float32Array(n);
-    this.grads.fill(0);
-    this.step = 0;
+    this.resetOptimizer();
   }
 
   dispose(): void {}

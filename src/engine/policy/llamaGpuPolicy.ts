@@ -9,10 +9,11 @@
  * row of logits per generated token against a per-layer KV cache.
  */
 
+import { serialQueue } from '../../core/serial';
 import { ropeTables } from '../cpu/rope';
 import { type GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
-import { type AdamWUniform, adamwBlock, adamwPartials } from '../gpu/kernels';
+import { adamwPartials } from '../gpu/kernels';
 import { type LlamaConfig, ropeInvFreq } from '../llama/config';
 import { loraInit, loraLayout, mergeLora } from '../llama/lora';
 import { headName, llamaLayout, positionsOf } from '../llama/model';
@@ -26,7 +27,16 @@ import {
   weightedLoss,
 } from '../model';
 import { checkSampleRequest } from '../sampling';
+import { checkWeights } from './cpuTrainer';
 import { decodeLoop } from './decode';
+import {
+  type AdamPrograms,
+  adamPrograms,
+  adamStep,
+  type GpuAdamWTarget,
+  readOptimizerState,
+  writeOptimizerState,
+} from './gpuOptimizer';
 import { frozenBasePolicy, type LlamaCpuPolicyOptions, llamaSummary } from './llamaCpuPolicy';
 import { GpuLora, type LoraSaved } from './llamaGpuLora';
 import type {
@@ -105,13 +115,6 @@ function rowsOf(batch: Batch): { targets: Uint32Array; pos: Uint32Array } {
   return { targets, pos: Uint32Array.from(positionsOf(mask, B, T)) };
 }
 
-function checkWeights(weights: Float32Array, n: number): void {
-  if (weights.length !== n)
-    throw new Error(`trainStep: weights has ${weights.length} values, expected one per token (${n})`);
-  for (let i = 0; i < weights.length; i++)
-    if (!Number.isFinite(weights[i])) throw new Error(`trainStep: weights[${i}] is ${weights[i]}`);
-}
-
 export interface LlamaGpuPolicyOptions {
   /** the context the engine accepts (default: the config's max_position_embeddings) */
   contextLength?: number;
@@ -142,16 +145,10 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private readonly partials: number;
   private readonly baseModel?: string;
   private readonly graphs = new Map<string, Promise<Graph>>();
-  private adam: Promise<{ norm: Program; update: Program; uniform: GPUBuffer }> | null = null;
+  private adam: Promise<AdamPrograms> | null = null;
   private decoder: Promise<Decoder> | null = null;
   /** Calls run one at a time: they share the decoder, graph buffers and optimizer state. */
-  private tail: Promise<unknown> = Promise.resolve();
-
-  private exclusive<R>(f: () => Promise<R>): Promise<R> {
-    const run = this.tail.then(f, f);
-    this.tail = run.catch(() => {});
-    return run;
-  }
+  private readonly exclusive = serialQueue();
 
   /** Why this config cannot run on this adapter (null: it can): the kernels' limits and the flat buffer's size. */
   static unfit(ctx: GpuContext, llama: LlamaConfig): string | null {
@@ -687,36 +684,24 @@ export class LlamaGpuPolicy implements PolicyEngine {
     return { ...r, loss: weightedLoss(r.logProbs, w) };
   }
 
-  private adamPrograms() {
-    if (!this.adam) {
-      this.adam = (async () => {
-        const { grads, partial, m, v } = this;
-        const params = this.trainable;
-        const norm = new Program(this.ctx);
-        const uniform = await K.adamwNorm(norm, this.adamUniform(1), grads, partial, params, m, v);
-        const update = new Program(this.ctx);
-        await K.adamwUpdate(update, this.trainableLayout.total, uniform, grads, partial, params, m, v);
-        update.clear(grads);
-        return { norm, update, uniform };
-      })();
-    }
-    return this.adam;
-  }
-
-  private adamUniform(step: number): AdamWUniform {
-    const h = this.optimizer;
+  private adamTarget(): GpuAdamWTarget {
+    const { ctx, grads, partial, m, v, partials } = this;
     return {
+      ctx,
+      params: this.trainable,
+      grads,
+      partial,
+      m,
+      v,
       n: this.trainableLayout.total,
       decayEnd: this.trainableLayout.decayEnd,
-      partials: this.partials,
-      lr: h.lr,
-      beta1: h.beta1,
-      beta2: h.beta2,
-      eps: h.eps,
-      weightDecay: h.weightDecay,
-      maxGradNorm: h.maxGradNorm,
-      step,
+      partials,
     };
+  }
+
+  private adamPrograms(): Promise<AdamPrograms> {
+    if (!this.adam) this.adam = adamPrograms(this.adamTarget(), this.optimizer);
+    return this.adam;
   }
 
   optimizerStep(): Promise<OptimizerStepResult> {
@@ -725,17 +710,9 @@ export class LlamaGpuPolicy implements PolicyEngine {
 
   private async optimizerStepNow(): Promise<OptimizerStepResult> {
     const adam = await this.adamPrograms();
-    const step = this.step + 1;
-    this.ctx.write(adam.uniform, adamwBlock(this.adamUniform(step)));
-    adam.norm.submit();
-    const gradNorm = (await this.ctx.readF32(this.partial, 1, this.partials))[0];
-    if (!Number.isFinite(gradNorm)) {
-      this.clearGradsNow();
-      return { gradNorm, step: this.step, skipped: true };
-    }
-    adam.update.submit();
-    this.step = step;
-    return { gradNorm, step, skipped: false };
+    const r = await adamStep(this.adamTarget(), adam, this.optimizer, this.step, () => this.clearGradsNow());
+    this.step = r.step;
+    return r;
   }
 
   private clearGradsNow(): void {
@@ -756,25 +733,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   getOptimizerState(): Promise<OptimizerState> {
-    return this.exclusive(async () => ({
-      m: await this.ctx.readF32(this.m, this.trainableLayout.total),
-      v: await this.ctx.readF32(this.v, this.trainableLayout.total),
-      step: this.step,
-    }));
+    return this.exclusive(() => readOptimizerState(this.adamTarget(), this.step));
   }
 
   setOptimizerState(state: OptimizerState): Promise<void> {
     return this.exclusive(async () => {
-      const n = this.trainableLayout.total;
-      if (state.m.length !== n || state.v.length !== n)
-        throw new Error(
-          `setOptimizerState: moments have ${state.m.length} and ${state.v.length} values, the layout needs ${n}`,
-        );
-      if (!Number.isInteger(state.step) || state.step < 0)
-        throw new Error(`setOptimizerState: step must be a non-negative integer, got ${state.step}`);
-      this.ctx.write(this.m, state.m);
-      this.ctx.write(this.v, state.v);
-      this.step = state.step;
+      this.step = writeOptimizerState(this.adamTarget(), state);
     });
   }
 

@@ -20,6 +20,7 @@ import {
   XAxis,
   YAxis,
 } from 'recharts';
+import { Options } from '../components/Options';
 import { fmt } from '../tokens/colorScale';
 import { valueAxis } from './axis';
 import { debiasedEma } from './ema';
@@ -342,6 +343,20 @@ export function SmoothingSlider(props: { value: number; onChange: (w: number) =>
         onChange={(e) => props.onChange(Number(e.target.value))}
       />
       <output htmlFor={id}>{props.value.toFixed(2)}</output>
+    </div>
+  );
+}
+
+/** The "Add a chart" select: the metrics not charted yet (`more`: how many the empty option counts). */
+export function AddChartSelect(props: { metrics: string[]; more: number; onAdd: (metric: string) => void }) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>Add a chart</label>
+      <select id={id} value="" onChange={(e) => e.target.value && props.onAdd(e.target.value)}>
+        <option value="">{props.more} more metrics…</option>
+        <Options values={props.metrics} />
+      </select>
     </div>
   );
 }

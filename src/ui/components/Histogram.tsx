@@ -1,6 +1,6 @@
-import { memo, useMemo } from 'react';
+import { memo, useMemo, useRef } from 'react';
 import { fmt } from '../tokens/colorScale';
-import { useWidth } from './WeightStrip';
+import { useClientSize } from './useClientSize';
 
 export interface Bins {
   lo: number;
@@ -72,7 +72,8 @@ export const Histogram = memo(function Histogram(props: {
   testId?: string;
 }) {
   const { bins, ghost, colors } = props;
-  const [box, width] = useWidth<HTMLDivElement>();
+  const box = useRef<HTMLDivElement>(null);
+  const width = useClientSize(box, 'clientWidth', 0);
   const n = bins.counts.length;
   const max = useMemo(() => {
     let m = 1;

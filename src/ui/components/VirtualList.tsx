@@ -1,4 +1,5 @@
-import { type ReactNode, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { type ReactNode, useEffect, useRef, useState } from 'react';
+import { useClientSize } from './useClientSize';
 
 /**
  * Windowed list of fixed-height rows: only the rows in view (plus `overscan` on each side) are in the DOM, so
@@ -21,17 +22,8 @@ export function VirtualList(props: {
 }) {
   const { count, rowHeight, renderRow, scrollToIndex, overscan = 6 } = props;
   const ref = useRef<HTMLDivElement>(null);
+  const height = useClientSize(ref, 'clientHeight', 400);
   const [scrollTop, setScrollTop] = useState(0);
-  const [height, setHeight] = useState(400);
-
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    setHeight(el.clientHeight);
-    const ro = new ResizeObserver(() => setHeight(el.clientHeight));
-    ro.observe(el);
-    return () => ro.disconnect();
-  }, []);
 
   useEffect(() => {
     const el = ref.current;

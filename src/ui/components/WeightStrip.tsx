@@ -1,20 +1,6 @@
-import { type RefObject, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useEffect, useRef } from 'react';
 import type { ColorScale } from '../tokens/colorScale';
-
-/** Width of an element, kept up to date (a ResizeObserver). */
-export function useWidth<T extends HTMLElement>(): [RefObject<T | null>, number] {
-  const ref = useRef<T>(null);
-  const [width, setWidth] = useState(0);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    setWidth(el.clientWidth);
-    const ro = new ResizeObserver(() => setWidth(el.clientWidth));
-    ro.observe(el);
-    return () => ro.disconnect();
-  }, []);
-  return [ref, width];
-}
+import { useClientSize } from './useClientSize';
 
 const OBSERVATION = '#d9dbe1';
 const HATCH = '#b9bcc6';
@@ -40,7 +26,8 @@ export function WeightStrip(props: {
   const { values, mask, scale, callStarts } = props;
   const factor = props.factor ?? 1;
   const height = props.height ?? 14;
-  const [box, width] = useWidth<HTMLDivElement>();
+  const box = useRef<HTMLDivElement>(null);
+  const width = useClientSize(box, 'clientWidth', 0);
   const canvas = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     const c = canvas.current;

@@ -2,6 +2,7 @@
  * Index helpers over a TrainingBatch (CSR rows) for the views: which rows a rollout produced and which
  * response-token positions belong to one call. Pure; built once per batch, queried per render.
  */
+import { forEachCallToken } from '../../core/batch/callTokens';
 import type { TrainingBatch } from '../../core/batch/types';
 import type { Rollout } from '../../core/trace/types';
 
@@ -64,22 +65,11 @@ export function trainerValuesOf(batch: TrainingBatch, rollouts: readonly Rollout
   const n = batch.offsets[batch.nRows];
   const logProbs = new Float32Array(n).fill(Number.NaN);
   const entropy = new Float32Array(n).fill(Number.NaN);
-  for (let r = 0; r < batch.nRows; r++) {
-    const rollout = rollouts[batch.rowRollout[r]];
-    if (!rollout) continue;
-    const next = new Map<number, number>();
-    for (let p = batch.offsets[r]; p < batch.offsets[r + 1]; p++) {
-      if (!batch.mask[p]) continue;
-      const ci = batch.tokenCall[p];
-      const j = next.get(ci) ?? 0;
-      next.set(ci, j + 1);
-      const call = rollout.calls[ci];
-      const ids = call?.responseTokenIds;
-      if (!call?.trainerLogProbs || !ids || j >= ids.length || ids[j] !== batch.responseIds[p]) continue;
-      logProbs[p] = call.trainerLogProbs[j];
-      if (call.trainerEntropy) entropy[p] = call.trainerEntropy[j];
-    }
-  }
+  forEachCallToken(batch, rollouts, (call, ids, j, p) => {
+    if (!call.trainerLogProbs || j >= ids.length || ids[j] !== batch.responseIds[p]) return;
+    logProbs[p] = call.trainerLogProbs[j];
+    if (call.trainerEntropy) entropy[p] = call.trainerEntropy[j];
+  });
   return { logProbs, entropy };
 }
 

@@ -1,5 +1,6 @@
 import { type DragEvent, useEffect, useState } from 'react';
 import { HARNESSES, type HarnessName } from '../../harness/registry';
+import { Options } from '../components/Options';
 import { useView } from '../store';
 import { formKey } from '../train/formConfig';
 import { folderFromDrop, folderFromInput } from './folderInput';
@@ -182,11 +183,7 @@ export function ModelsPanel() {
                 value={opts.harness}
                 onChange={(e) => set({ harness: e.target.value as HarnessName })}
               >
-                {HARNESS_NAMES.map((h) => (
-                  <option key={h} value={h}>
-                    {h}
-                  </option>
-                ))}
+                <Options values={HARNESS_NAMES} />
               </select>
             </span>
             {info && (
@@ -199,11 +196,7 @@ export function ModelsPanel() {
                     value={dtype}
                     onChange={(e) => set({ dtype: e.target.value })}
                   >
-                    {(info?.dtypes ?? []).map((d) => (
-                      <option key={d} value={d}>
-                        {d}
-                      </option>
-                    ))}
+                    <Options values={info?.dtypes ?? []} />
                   </select>
                 </span>
                 <span className="field">

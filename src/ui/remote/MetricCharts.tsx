@@ -1,5 +1,5 @@
-import { memo, useId, useMemo, useState } from 'react';
-import { MetricChart, SmoothingSlider } from '../charts/MetricChart';
+import { memo, useMemo, useState } from 'react';
+import { AddChartSelect, MetricChart, SmoothingSlider } from '../charts/MetricChart';
 
 /** The charts a run opens with, by verl / Agent Lightning metric name, when the run reports them. */
 export const DEFAULT_CHARTS = [
@@ -19,7 +19,6 @@ export const MetricCharts = memo(function MetricCharts(props: {
 }) {
   const [extra, setExtra] = useState<string[]>([]);
   const [smoothing, setSmoothing] = useState(0);
-  const id = useId();
   const steps = useMemo(() => [...props.metrics.keys()].sort((a, b) => a - b), [props.metrics]);
   const keys = useMemo(() => {
     const all = new Set<string>();
@@ -32,23 +31,11 @@ export const MetricCharts = memo(function MetricCharts(props: {
   return (
     <div>
       <div className="chart-controls">
-        <div className="field">
-          <label htmlFor={`${id}-add`}>Add a chart</label>
-          <select
-            id={`${id}-add`}
-            value=""
-            onChange={(e) => e.target.value && setExtra((x) => [...x, e.target.value])}
-          >
-            <option value="">{keys.length - shown.length} more metrics…</option>
-            {keys
-              .filter((k) => !shown.includes(k))
-              .map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-          </select>
-        </div>
+        <AddChartSelect
+          metrics={keys.filter((k) => !shown.includes(k))}
+          more={keys.length - shown.length}
+          onAdd={(k) => setExtra((x) => [...x, k])}
+        />
         <SmoothingSlider value={smoothing} onChange={setSmoothing} />
       </div>
       <div className="metric-grid">

@@ -10,6 +10,7 @@ import {
   TEMPLATE_NAMES,
   type TemplateName,
 } from '../../server/protocol/templates';
+import { Options } from '../components/Options';
 import { useView } from '../store';
 import { MetricCharts } from './MetricCharts';
 import { paramsFromView } from './prefill';
@@ -230,11 +231,7 @@ function TemplateForm() {
         <div className="control">
           <label htmlFor={`${id}-t`}>Template</label>
           <select id={`${id}-t`} value={name} onChange={(e) => choose(e.target.value as TemplateName)}>
-            {TEMPLATE_NAMES.map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
+            <Options values={TEMPLATE_NAMES} />
           </select>
         </div>
         <div className="control">

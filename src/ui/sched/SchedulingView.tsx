@@ -6,6 +6,7 @@
  */
 import { useEffect, useState } from 'react';
 import { getSimValue, SCENARIOS } from '../../core/sim';
+import { Options } from '../components/Options';
 import { useView } from '../store';
 import { fmt } from '../tokens/colorScale';
 import { PhaseLegend, TIMELINE_LABEL_W, TimelineView } from '../train/Timeline';
@@ -151,11 +152,7 @@ export function SchedulingView() {
             value={shown.summary.mode}
             onChange={(e) => set({ simMode: e.target.value })}
           >
-            {run.modes.map((m) => (
-              <option key={m} value={m}>
-                {m}
-              </option>
-            ))}
+            <Options values={run.modes} />
           </select>
         </label>
         {simSet && (

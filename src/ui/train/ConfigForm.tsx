@@ -4,6 +4,7 @@
  */
 import { memo, useCallback, useMemo, useState } from 'react';
 import type { ConfigField, TrainConfig } from '../../train/config';
+import { Options } from '../components/Options';
 import { pageModelOf } from '../models/shippedModels';
 import { useView } from '../store';
 import {
@@ -58,11 +59,7 @@ const Field = memo(function Field(props: {
     control = (
       <select id={id} value={value} data-testid={id} onChange={(e) => props.onChange(e.target.value)}>
         {f.nullable && <option value="null">null</option>}
-        {(f.choices?.() ?? []).map((c) => (
-          <option key={c} value={c}>
-            {c}
-          </option>
-        ))}
+        <Options values={f.choices?.() ?? []} />
       </select>
     );
   else control = <TextField id={id} value={value} onCommit={props.onChange} />;

@@ -5,8 +5,8 @@
  * preset group that share a variant on several seeds are also drawn as that variant's mean ± 95% interval across
  * the seeds (seedBands.ts), their own lines faded.
  */
-import { memo, useCallback, useDeferredValue, useId, useMemo, useState } from 'react';
-import { MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
+import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
+import { AddChartSelect, MetricChart, type MetricSeries, SmoothingSlider } from '../charts/MetricChart';
 import { type SeedBand, seedBand } from '../charts/seedBands';
 import { useView } from '../store';
 import type { RunMeta } from './runData';
@@ -81,7 +81,6 @@ export const Dashboard = memo(function Dashboard(props: {
   const trainStep = useView((s) => s.trainStep);
   const set = useView((s) => s.set);
   const [extra, setExtra] = useState<string[]>([]);
-  const id = useId();
   const { selected, lead } = props;
   const allKeys = useMemo(() => {
     const keys = new Set<string>();
@@ -136,24 +135,11 @@ export const Dashboard = memo(function Dashboard(props: {
     <div className="dashboard" data-testid="train-dashboard">
       <div className="chart-controls">
         <SmoothingSlider value={smoothingNow} onChange={(w) => set({ trainSmoothing: w })} />
-        <div className="field">
-          <label htmlFor={`${id}-add`}>Add a chart</label>
-          <select
-            id={`${id}-add`}
-            value=""
-            onChange={(e) => e.target.value && setExtra((x) => [...x, e.target.value])}
-          >
-            <option value="">{allKeys.size - charts.length} more metrics…</option>
-            {[...allKeys]
-              .sort()
-              .filter((k) => !charts.some((c) => c.metric === k))
-              .map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-          </select>
-        </div>
+        <AddChartSelect
+          metrics={[...allKeys].sort().filter((k) => !charts.some((c) => c.metric === k))}
+          more={allKeys.size - charts.length}
+          onAdd={(k) => setExtra((x) => [...x, k])}
+        />
         <ul className="legend-runs" aria-label="Runs in the charts">
           {shown.map((r) => (
             <li key={r.id}>

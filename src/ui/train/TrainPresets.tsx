@@ -17,6 +17,9 @@ import { formKey } from './formConfig';
 import type { RunMeta } from './runData';
 import { useTrain } from './trainStore';
 
+/** The smallest seed and step count a preset run takes. */
+const PRESET_MIN = { seed: 0, steps: 1 } as const;
+
 /** The preset link the page was opened with (read once: later changes are written by the panel itself). */
 export function initialPresetLink(): ReturnType<typeof readPresetLink> {
   return readPresetLink(typeof location !== 'undefined' ? location.search : '');
@@ -93,30 +96,20 @@ export function PresetsPanel() {
         </p>
       )}
       <div className="preset-scale">
-        <label className="field">
-          seed{' '}
-          <input
-            type="number"
-            min={0}
-            step={1}
-            data-testid="preset-seed"
-            placeholder="preset's"
-            value={seed ?? ''}
-            onChange={(e) => setNumber('seed', e.target.value, 0)}
-          />
-        </label>
-        <label className="field">
-          steps{' '}
-          <input
-            type="number"
-            min={1}
-            step={1}
-            data-testid="preset-steps"
-            placeholder="preset's"
-            value={steps ?? ''}
-            onChange={(e) => setNumber('steps', e.target.value, 1)}
-          />
-        </label>
+        {(['seed', 'steps'] as const).map((key) => (
+          <label className="field" key={key}>
+            {key}{' '}
+            <input
+              type="number"
+              min={PRESET_MIN[key]}
+              step={1}
+              data-testid={`preset-${key}`}
+              placeholder="preset's"
+              value={(key === 'seed' ? seed : steps) ?? ''}
+              onChange={(e) => setNumber(key, e.target.value, PRESET_MIN[key])}
+            />
+          </label>
+        ))}
         <label className="field">
           seeds{' '}
           <input

@@ -10,6 +10,7 @@ import { CONFIG_FIELDS, getPath, type TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
 import { getPreset } from '../../train/presets';
 import { fitLocalTimeline, localSimConfig } from '../../train/simFit';
+import { Options } from '../components/Options';
 import { LOCAL_SCENARIO, localRunOverrides } from '../sched/simView';
 import { TRAIN_VIEWS, useView } from '../store';
 import { fmt } from '../tokens/colorScale';
@@ -347,11 +348,7 @@ function DuplicateWithChange(props: { run: RunMeta }) {
       {choices ? (
         <select aria-label="new value" value={v} onChange={(e) => setValue(e.target.value)}>
           {f?.nullable && <option value="null">null</option>}
-          {choices.map((c) => (
-            <option key={c} value={c}>
-              {c}
-            </option>
-          ))}
+          <Options values={choices} />
         </select>
       ) : (
         <input aria-label="new value" value={v} onChange={(e) => setValue(e.target.value)} />
@@ -393,11 +390,7 @@ function StepSelect(props: { steps: number[]; value: number; onChange: (s: numbe
         value={props.value}
         onChange={(e) => props.onChange(Number(e.target.value))}
       >
-        {props.steps.map((s) => (
-          <option key={s} value={s}>
-            {s}
-          </option>
-        ))}
+        <Options values={props.steps} />
       </select>
     </label>
   );

@@ -168,6 +168,14 @@ export const useTrain = create<TrainState>((set, get) => {
     void saveMeta(next).catch((e) => set({ error: `${id}: run.json: ${message(e)}` }));
     return next;
   };
+  /** Asks the live run's worker to pause or resume, and marks the run so at once. */
+  const setPaused = (paused: boolean) => {
+    const live = get().live;
+    if (!live) return;
+    worker?.post({ type: paused ? 'pause' : 'resume' });
+    set({ live: { ...live, pauseRequested: paused } });
+    update(live.id, { status: paused ? 'paused' : 'running' });
+  };
   /** a step's metrics merged into what the run has for it (a preset run's preset/* metrics come separately) */
   const upsertMetrics = (id: string, step: number, data: Record<string, number | null>) => {
     const old = (get().metrics[id] ?? []).find((m) => m.step === step);
@@ -408,19 +416,11 @@ export const useTrain = create<TrainState>((set, get) => {
     },
 
     pause() {
-      const live = get().live;
-      if (!live) return;
-      worker?.post({ type: 'pause' });
-      set({ live: { ...live, pauseRequested: true } });
-      update(live.id, { status: 'paused' });
+      setPaused(true);
     },
 
     resume() {
-      const live = get().live;
-      if (!live) return;
-      worker?.post({ type: 'resume' });
-      set({ live: { ...live, pauseRequested: false } });
-      update(live.id, { status: 'running' });
+      setPaused(false);
     },
 
     stop() {
