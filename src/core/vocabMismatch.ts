@@ -11,6 +11,7 @@
  * verl 0.8.0 / 0.9.0 have no full-vocabulary metric; the step metrics follow this project's
  * `lab/rollout_logprob_diff/{mean,max}` naming.
  */
+import { topIndices } from './topIndices';
 import type { ModelCall, VocabMismatch } from './trace/types';
 
 /** Tokens kept per position where the two distributions disagree most (a tooltip's worth). */
@@ -72,18 +73,8 @@ export function tokenDivergence(
     diff[v] = Math.abs(pr - pt);
     tv += diff[v];
   }
-  // the k largest |Δp|, kept sorted by insertion (only a strictly larger one moves up: lower ids win ties)
-  const ids: number[] = [];
-  for (let v = 0; v < V; v++) {
-    if (ids.length < k) ids.push(v);
-    else if (diff[v] > diff[ids[k - 1]]) ids[k - 1] = v;
-    else continue;
-    for (let j = ids.length - 1; j > 0 && diff[ids[j]] > diff[ids[j - 1]]; j--) {
-      const s = ids[j];
-      ids[j] = ids[j - 1];
-      ids[j - 1] = s;
-    }
-  }
+  // the k largest |Δp| (lower ids win ties)
+  const ids = topIndices(diff, k);
   return {
     kl,
     tv: tv / 2,

@@ -3,6 +3,7 @@
  * tokens: temperature scaling, nucleus (top-p) truncation (Holtzman et al. 2020), and the log-prob of the
  * chosen token under the temperature-scaled distribution before truncation.
  */
+import { topIndices } from '../core/topIndices';
 import type { SampleRequest } from './policy/types';
 
 export function checkSampleRequest(req: SampleRequest, vocabSize: number, contextLength: number): void {
@@ -24,10 +25,16 @@ export function checkSampleRequest(req: SampleRequest, vocabSize: number, contex
     throw new Error(`sample: topK must be an integer in [0, ${vocabSize}], got ${req.topK}`);
 }
 
-/**
- * The k most likely tokens of softmax(logits / temperature) (temperature 1 when 0, as pickToken's log-prob),
- * most likely first (ties by id), with their log-probs: O(V·k), for the small k a trace records.
- */
+/** log Σ exp(logits / t) over one logits row, max-shifted, in float64 arithmetic. */
+function logSumExp(logits: ArrayLike<number>, t: number): number {
+  const V = logits.length;
+  let mx = Number.NEGATIVE_INFINITY;
+  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v] / t);
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(logits[v] / t - mx);
+  return mx + Math.log(sum);
+}
+
 /**
  * The whole next-token distribution of one logits row: log softmax(logits / temperature) over the vocabulary
  * (temperature 1 when greedy, as `topKLogProbs`), in float64 arithmetic and stored as float32.
@@ -35,11 +42,7 @@ export function checkSampleRequest(req: SampleRequest, vocabSize: number, contex
 export function vocabLogSoftmax(logits: ArrayLike<number>, temperature: number): Float32Array {
   const V = logits.length;
   const t = temperature > 0 ? temperature : 1;
-  let mx = Number.NEGATIVE_INFINITY;
-  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v] / t);
-  let sum = 0;
-  for (let v = 0; v < V; v++) sum += Math.exp(logits[v] / t - mx);
-  const lse = mx + Math.log(sum);
+  const lse = logSumExp(logits, t);
   const out = new Float32Array(V);
   for (let v = 0; v < V; v++) out[v] = logits[v] / t - lse;
   return out;
@@ -55,6 +58,10 @@ export function checkVocabPositions(positions: readonly number[], n: number, wha
       throw new Error(`${what}: position ${p} must be an integer in [1, ${n}) (the token it predicts)`);
 }
 
+/**
+ * The k most likely tokens of softmax(logits / temperature) (temperature 1 when 0, as pickToken's log-prob),
+ * most likely first (ties by id), with their log-probs: O(V·k), for the small k a trace records.
+ */
 export function topKLogProbs(
   logits: Float32Array,
   temperature: number,
@@ -62,24 +69,8 @@ export function topKLogProbs(
 ): { ids: number[]; logProbs: number[] } {
   const V = logits.length;
   const t = temperature > 0 ? temperature : 1;
-  let mx = Number.NEGATIVE_INFINITY;
-  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v] / t);
-  let sum = 0;
-  for (let v = 0; v < V; v++) sum += Math.exp(logits[v] / t - mx);
-  const lse = mx + Math.log(sum);
-  const n = Math.min(k, V);
-  // the best n so far, kept sorted by insertion (only a strictly greater logit moves up: lower ids win ties)
-  const ids: number[] = [];
-  for (let v = 0; v < V; v++) {
-    if (ids.length < n) ids.push(v);
-    else if (logits[v] > logits[ids[n - 1]]) ids[n - 1] = v;
-    else continue;
-    for (let j = ids.length - 1; j > 0 && logits[ids[j]] > logits[ids[j - 1]]; j--) {
-      const s = ids[j];
-      ids[j] = ids[j - 1];
-      ids[j - 1] = s;
-    }
-  }
+  const lse = logSumExp(logits, t);
+  const ids = topIndices(logits, Math.min(k, V));
   return { ids, logProbs: ids.map((id) => logits[id] / t - lse) };
 }
 

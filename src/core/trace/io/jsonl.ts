@@ -197,6 +197,16 @@ export function readCall(v: unknown, path: string, counters: ImportCounters, sla
 /** Largest k a trace may record per position (a tooltip's worth, not a distribution). */
 export const MAX_TOP_K = 64;
 
+/** The `k` of a per-token field with k alternatives per position (`top_k`, `vocab_mismatch`). */
+function readAlternativeCount(k: unknown, path: string): number {
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP_K)
+    throw new RecordInvalid(
+      path,
+      `must be an integer in [1, ${MAX_TOP_K}], got ${typeof k === 'number' ? k : describe(k)}`,
+    );
+  return k;
+}
+
 /**
  * `{ k, ids, log_probs }`: k alternatives per response token, flat and position-major, each position's log-probs
  * finite, ≤ 0 (up to rounding) and in descending order.
@@ -204,12 +214,7 @@ export const MAX_TOP_K = 64;
 export function readTopK(v: unknown, path: string, nTokens: number | undefined): TokenAlternatives {
   const o = readObject(v, path);
   if (nTokens === undefined) throw new RecordInvalid(path, 'is present but response_token_ids is missing');
-  const k = o.k;
-  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP_K)
-    throw new RecordInvalid(
-      join(path, 'k'),
-      `must be an integer in [1, ${MAX_TOP_K}], got ${typeof k === 'number' ? k : describe(k)}`,
-    );
+  const k = readAlternativeCount(o.k, join(path, 'k'));
   const ids = readTokenIds(o.ids, join(path, 'ids'));
   const lp = readLogProbs(o.log_probs, join(path, 'log_probs')).values;
   for (const [name, n] of [
@@ -245,12 +250,7 @@ export function readTopK(v: unknown, path: string, nTokens: number | undefined):
 export function readVocabMismatch(v: unknown, path: string, nTokens: number | undefined): VocabMismatch {
   const o = readObject(v, path);
   if (nTokens === undefined) throw new RecordInvalid(path, 'is present but response_token_ids is missing');
-  const k = o.k;
-  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP_K)
-    throw new RecordInvalid(
-      join(path, 'k'),
-      `must be an integer in [1, ${MAX_TOP_K}], got ${typeof k === 'number' ? k : describe(k)}`,
-    );
+  const k = readAlternativeCount(o.k, join(path, 'k'));
   const kl = readLogProbs(o.kl, join(path, 'kl')).values;
   const tv = readLogProbs(o.tv, join(path, 'tv')).values;
   const ids = readTokenIds(o.ids, join(path, 'ids'));
