@@ -30,13 +30,8 @@ export interface PresetClaim {
   text: string;
 }
 
-export interface ClaimEvidence {
-  id: string;
-  metric: string;
-  arm: string;
-  control: string;
-  statistic: ClaimStatistic;
-  sign: 1 | -1;
+/** A claim's measurement: the claim's fields but its text (which is derived from these). */
+export interface ClaimEvidence extends Omit<PresetClaim, 'text'> {
   /** per seed (in `seeds` order) statistic(arm) − statistic(control); null when the metric was missing */
   differences: (number | null)[];
   /** over the seeds with a value; null when fewer than two had one */

@@ -169,29 +169,42 @@ export function loraInit(layout: Layout, seed: number): Float32Array {
 export type LoraSaved = Partial<Record<LoraTarget, Float32Array>>;
 
 /**
- * A LoRA adapter bound to a model config and its flat buffer. `forward` adds a target's update to the base
- * layer's output; `backward` adds the adapter's contribution to the input gradient and, when given a gradient
- * buffer (laid out like `params`), accumulates dA and dB into it.
+ * An adapter config checked and bound to a model: its layout (checked against the `length` values of the
+ * adapter's flat buffer), scaling and adapted modules. The CPU adapter and the WebGPU one (llamaGpuLora.ts)
+ * both start from it.
  */
-export class LoraAdapter {
+export abstract class BoundLora {
   readonly config: LoraConfig;
   readonly layout: Layout;
   readonly scaling: number;
-  private readonly targets: Set<LoraTarget>;
+  protected readonly targets: Set<LoraTarget>;
 
   constructor(
     readonly model: LlamaConfig,
     config: LoraConfig,
-    public params: Float32Array,
+    length: number,
   ) {
     this.config = checkLoraConfig(config);
     this.layout = loraLayout(model, this.config);
-    if (params.length !== this.layout.total)
-      throw new Error(
-        `lora: params has ${params.length} values, the adapter layout needs ${this.layout.total}`,
-      );
+    if (length !== this.layout.total)
+      throw new Error(`lora: params has ${length} values, the adapter layout needs ${this.layout.total}`);
     this.scaling = loraScaling(this.config);
     this.targets = new Set(this.config.targetModules);
+  }
+}
+
+/**
+ * A LoRA adapter bound to a model config and its flat buffer. `forward` adds a target's update to the base
+ * layer's output; `backward` adds the adapter's contribution to the input gradient and, when given a gradient
+ * buffer (laid out like `params`), accumulates dA and dB into it.
+ */
+export class LoraAdapter extends BoundLora {
+  constructor(
+    model: LlamaConfig,
+    config: LoraConfig,
+    public params: Float32Array,
+  ) {
+    super(model, config, params.length);
   }
 
   has(m: LoraTarget): boolean {

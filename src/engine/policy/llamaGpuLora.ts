@@ -12,18 +12,15 @@ import type { GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
 import type { LlamaConfig } from '../llama/config';
 import {
-  checkLoraConfig,
+  BoundLora,
   LORA_TARGETS,
   LoraAdapter,
   type LoraConfig,
   type LoraTarget,
-  loraLayout,
-  loraScaling,
   loraTensorName,
   MODULE_PATH,
   targetShape,
 } from '../llama/lora';
-import type { Layout } from '../model';
 
 const TARGET_OF = new Map<string, LoraTarget>(LORA_TARGETS.map((m) => [MODULE_PATH[m], m]));
 
@@ -37,28 +34,17 @@ function targetOf(name: string): { l: number; m: LoraTarget } | null {
 /** Where a linear's t = x·Aᵀ goes: one buffer per module in a training graph, a shared scratch when decoding. */
 export type LoraSaved = (name: string) => GPUBuffer;
 
-export class GpuLora {
-  readonly config: LoraConfig;
-  readonly layout: Layout;
-  readonly scaling: number;
+export class GpuLora extends BoundLora {
   /** the adapter's flat buffer (the engine's trainable parameters) */
   readonly params: GPUBuffer;
-  private readonly targets: Set<LoraTarget>;
 
   constructor(
     readonly ctx: GpuContext,
-    readonly model: LlamaConfig,
+    model: LlamaConfig,
     config: LoraConfig,
     init: Float32Array,
   ) {
-    this.config = checkLoraConfig(config);
-    this.layout = loraLayout(model, this.config);
-    if (init.length !== this.layout.total)
-      throw new Error(
-        `lora: params has ${init.length} values, the adapter layout needs ${this.layout.total}`,
-      );
-    this.scaling = loraScaling(this.config);
-    this.targets = new Set(this.config.targetModules);
+    super(model, config, init.length);
     this.params = ctx.storage(init, 'lora.params');
   }
 
