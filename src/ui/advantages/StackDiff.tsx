@@ -48,6 +48,15 @@ export function StackDiff({
   };
   const f = (v: number) => fmt(signed(v, sign));
   const why = (k: string[]) => (k.length ? k.join(', ') : 'joint effect of the changed settings');
+  /** A row's two values, their difference and its causes (the last four columns of every table). */
+  const diffCells = (x: { a: number; b: number; delta: number; causes: string[] }) => (
+    <>
+      <td>{f(x.a)}</td>
+      <td>{f(x.b)}</td>
+      <td>{f(x.delta)}</td>
+      <td>{why(x.causes)}</td>
+    </>
+  );
   const d = current?.diff;
   return (
     <div data-testid="stack-diff">
@@ -127,10 +136,7 @@ export function StackDiff({
                     <td>
                       <code>{JSON.stringify(perToken.tokenText.get(t.tokenId) ?? `<${t.tokenId}>`)}</code>
                     </td>
-                    <td>{f(t.a)}</td>
-                    <td>{f(t.b)}</td>
-                    <td>{f(t.delta)}</td>
-                    <td>{why(t.causes)}</td>
+                    {diffCells(t)}
                   </tr>
                 ))}
               </tbody>
@@ -153,20 +159,14 @@ export function StackDiff({
                   <tr key={`r-${r.rolloutId}`}>
                     <td>{r.rolloutId}</td>
                     <td>all</td>
-                    <td>{f(r.a)}</td>
-                    <td>{f(r.b)}</td>
-                    <td>{f(r.delta)}</td>
-                    <td>{why(r.causes)}</td>
+                    {diffCells(r)}
                   </tr>
                 ))}
                 {d.calls.map((c) => (
                   <tr key={`c-${c.rolloutId}-${c.call}`}>
                     <td>{c.rolloutId}</td>
                     <td>{c.call}</td>
-                    <td>{f(c.a)}</td>
-                    <td>{f(c.b)}</td>
-                    <td>{f(c.delta)}</td>
-                    <td>{why(c.causes)}</td>
+                    {diffCells(c)}
                   </tr>
                 ))}
               </tbody>

@@ -233,18 +233,7 @@ export const MetricChart = memo(function MetricChart(props: {
                 }}
               />
             ))}
-            {bands.map((b, i) => (
-              <Line
-                key={`mean-${b.id}`}
-                dataKey={meanKey(i)}
-                stroke={b.color}
-                strokeWidth={2.5}
-                dot={false}
-                activeDot={false}
-                connectNulls
-                isAnimationActive={false}
-              />
-            ))}
+            {bands.map((b, i) => summaryLine(`mean-${b.id}`, meanKey(i), b.color, 2.5))}
             {series.map((s, i) => (
               <Line
                 key={`raw-${s.id}`}
@@ -306,25 +295,29 @@ export const MetricChart = memo(function MetricChart(props: {
                 }}
               />
             ))}
-            {smoothing > 0 &&
-              series.map((s, i) => (
-                <Line
-                  key={`ema-${s.id}`}
-                  dataKey={emaKey(i)}
-                  stroke={s.color}
-                  strokeWidth={2}
-                  dot={false}
-                  activeDot={false}
-                  connectNulls
-                  isAnimationActive={false}
-                />
-              ))}
+            {smoothing > 0 && series.map((s, i) => summaryLine(`ema-${s.id}`, emaKey(i), s.color, 2))}
           </ComposedChart>
         </ResponsiveContainer>
       </div>
     </figure>
   );
 });
+
+/** A line without points (a seed band's mean, a run's EMA), drawn across missing steps. */
+function summaryLine(key: string, dataKey: string, color: string, width: number) {
+  return (
+    <Line
+      key={key}
+      dataKey={dataKey}
+      stroke={color}
+      strokeWidth={width}
+      dot={false}
+      activeDot={false}
+      connectNulls
+      isAnimationActive={false}
+    />
+  );
+}
 
 /** The smoothing weight slider (0 = raw only; the raw line stays drawn at any weight). */
 export function SmoothingSlider(props: { value: number; onChange: (w: number) => void }) {

@@ -95,34 +95,8 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
         <span className="muted" data-testid="rc-bounds">
           bounds on {info.bounds}
         </span>
-        {info.lower && (
-          <span className="field">
-            <label htmlFor={`${id}-lower`}>lower</label>
-            <input
-              id={`${id}-lower`}
-              data-testid="rc-lower"
-              type="range"
-              min={0}
-              max={SLIDER_STEPS}
-              value={lowerPos}
-              onChange={(e) => setLowerPos(Number(e.target.value))}
-            />
-            <output data-testid="rc-lower-value">{fmt(lower, 4)}</output>
-          </span>
-        )}
-        <span className="field">
-          <label htmlFor={`${id}-upper`}>upper</label>
-          <input
-            id={`${id}-upper`}
-            data-testid="rc-upper"
-            type="range"
-            min={0}
-            max={SLIDER_STEPS}
-            value={upperPos}
-            onChange={(e) => setUpperPos(Number(e.target.value))}
-          />
-          <output data-testid="rc-upper-value">{fmt(upper, 4)}</output>
-        </span>
+        {info.lower && <BoundSlider id={id} bound="lower" pos={lowerPos} value={lower} onPos={setLowerPos} />}
+        <BoundSlider id={id} bound="upper" pos={upperPos} value={upper} onPos={setUpperPos} />
       </div>
       {typeof result === 'string' ? (
         <p className="bad" role="alert" data-testid="rc-error">
@@ -171,5 +145,31 @@ export function CorrectionMaskPanel(props: CorrectionMaskPanelProps) {
         </>
       )}
     </div>
+  );
+}
+
+/** One threshold's slider (positions 0…SLIDER_STEPS) with the bound it gives. */
+function BoundSlider(props: {
+  id: string;
+  bound: 'lower' | 'upper';
+  pos: number;
+  value: number;
+  onPos: (pos: number) => void;
+}) {
+  const { id, bound, pos, value, onPos } = props;
+  return (
+    <span className="field">
+      <label htmlFor={`${id}-${bound}`}>{bound}</label>
+      <input
+        id={`${id}-${bound}`}
+        data-testid={`rc-${bound}`}
+        type="range"
+        min={0}
+        max={SLIDER_STEPS}
+        value={pos}
+        onChange={(e) => onPos(Number(e.target.value))}
+      />
+      <output data-testid={`rc-${bound}-value`}>{fmt(value, 4)}</output>
+    </span>
   );
 }
