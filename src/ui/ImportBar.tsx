@@ -1,6 +1,6 @@
-import { type DragEvent, useState } from 'react';
 import type { TraceIssue } from '../core/trace/types';
 import { ExportButtons } from './components/ExportButtons';
+import { useDropZone } from './components/useDropZone';
 import { rolloutsCsv, rolloutsJson } from './lab/exportView';
 import { useLab } from './lab/labStore';
 import { resolveOptions, useActiveRunSettings } from './lab/options';
@@ -54,31 +54,17 @@ export function ImportBar(props: {
   const { source, progress, importError, summary, report, trace, importSource } = useLab();
   const excludeIncomplete = useLab((s) => s.excludeIncomplete);
   const setExcludeIncomplete = useLab((s) => s.setExcludeIncomplete);
-  const [dragging, setDragging] = useState(false);
   const openFile = (f: File | undefined) => {
     if (f) importSource({ kind: 'file', file: f, name: f.name });
   };
-  const onDrop = (e: DragEvent) => {
-    e.preventDefault();
-    setDragging(false);
-    openFile(e.dataTransfer.files[0]);
-  };
+  const { dragging, zone } = useDropZone((e) => openFile(e.dataTransfer.files[0]));
   const nCalls = trace?.rollouts.reduce((s, r) => s + r.calls.length, 0) ?? 0;
   // after a failed import the select names what is still on screen, not the source that failed
   const shownKind = useLab((s) => s.shownKind);
   const shown = importError && trace ? (shownKind === 'url' ? (summary?.name ?? source) : null) : source;
   const fromSample = props.samples.some((s) => s.name === shown);
   return (
-    <section
-      className={dragging ? 'importbar dragging' : 'importbar'}
-      aria-label="Trace source"
-      onDragOver={(e) => {
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
-    >
+    <section className={dragging ? 'importbar dragging' : 'importbar'} aria-label="Trace source" {...zone}>
       <span className="field">
         <label htmlFor="sample">Sample</label>
         <select

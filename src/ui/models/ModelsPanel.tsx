@@ -1,10 +1,10 @@
-import { type DragEvent, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { HARNESSES, type HarnessName } from '../../harness/registry';
 import { Options } from '../components/Options';
 import { useView } from '../store';
 import { formKey } from '../train/formConfig';
-import { folderFromDrop, folderFromInput } from './folderInput';
 import { type ModelRunOptions, useModels } from './modelStore';
+import { useFolderPick } from './useFolderPick';
 
 const HARNESS_NAMES = HARNESSES.names() as HarnessName[];
 const hasWebGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
@@ -64,7 +64,6 @@ export function ModelsPanel() {
   useEffect(() => {
     void restore();
   }, [restore]);
-  const [dragging, setDragging] = useState(false);
   const [opts, setOpts] = useState<Omit<ModelRunOptions, 'dtype'> & { dtype: string | null }>({
     harness: 'instruction',
     n: 2,
@@ -79,15 +78,7 @@ export function ModelsPanel() {
   const set = (patch: Partial<typeof opts>) => setOpts({ ...opts, ...patch });
   const dtype =
     opts.dtype !== null && info?.dtypes.includes(opts.dtype) ? opts.dtype : (info?.defaultDtype ?? '');
-  const onDrop = async (e: DragEvent) => {
-    e.preventDefault();
-    setDragging(false);
-    try {
-      await pick(await folderFromDrop(e.dataTransfer.items));
-    } catch (err) {
-      await pick(err as Error);
-    }
-  };
+  const { dragging, zone, onInput } = useFolderPick(pick, (err) => pick(err as Error));
   const c = info?.config as Record<string, unknown> | undefined;
   return (
     <section className="models" aria-label="Bring your own model">
@@ -106,12 +97,7 @@ export function ModelsPanel() {
         aria-label="Model folder drop zone"
         className={dragging ? 'model-drop dragging' : 'model-drop'}
         data-testid="model-drop"
-        onDragOver={(e) => {
-          e.preventDefault();
-          setDragging(true);
-        }}
-        onDragLeave={() => setDragging(false)}
-        onDrop={onDrop}
+        {...zone}
       >
         <label htmlFor="model-folder">Model folder</label>
         <input
@@ -120,16 +106,7 @@ export function ModelsPanel() {
           type="file"
           multiple
           {...{ webkitdirectory: '' }}
-          onChange={(e) => {
-            const files = e.target.files;
-            if (files?.length) {
-              try {
-                void pick(folderFromInput(files));
-              } catch (err) {
-                void pick(err as Error);
-              }
-            }
-          }}
+          onChange={onInput}
         />
         <span className="muted">or drop the folder here</span>
       </section>

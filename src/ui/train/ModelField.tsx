@@ -5,14 +5,15 @@
  * by term (the LoRA keys of the form decide adapter, gradients and AdamW) against the page's CPU budget, and
  * reports a step that cannot fit, which the form refuses to start.
  */
-import { type DragEvent, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import type { LlamaConfig } from '../../engine/llama/config';
 import { MEMORY_TERMS, mib } from '../../engine/llama/memoryFit';
 import { memoryRefusal, runStepShape } from '../../train/broughtModel';
 import type { TrainConfig } from '../../train/config';
-import { folderFromDrop, folderFromInput, type PickedFolder } from '../models/folderInput';
+import type { PickedFolder } from '../models/folderInput';
 import { cachedFolder, cacheFolder } from '../models/opfsCache';
 import { pageModelFolder, pageModelOf, shippedModelNames } from '../models/shippedModels';
+import { useFolderPick } from '../models/useFolderPick';
 import { folderLlamaConfig, pageMemoryFit } from './modelFit';
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -29,7 +30,6 @@ export function ModelField(props: {
   const [status, setStatus] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [model, setModel] = useState<{ path: string; config: LlamaConfig } | null>(null);
-  const [dragging, setDragging] = useState(false);
   const named = pageModelOf(path);
 
   useEffect(() => {
@@ -89,15 +89,7 @@ export function ModelField(props: {
       setError(`${folder.name}: ${message(e)}`);
     }
   };
-  const onDrop = async (e: DragEvent) => {
-    e.preventDefault();
-    setDragging(false);
-    try {
-      await bring(await folderFromDrop(e.dataTransfer.items));
-    } catch (err) {
-      setError(message(err));
-    }
-  };
+  const { dragging, zone, onInput } = useFolderPick(bring, (err) => setError(message(err)));
 
   const choices: [string, string][] = [
     ['sft', 'sft — GPT-2 policy, shipped SFT checkpoint'],
@@ -115,12 +107,7 @@ export function ModelField(props: {
       className={dragging ? 'train-model model-drop dragging' : 'train-model model-drop'}
       aria-label="Model"
       data-testid="train-model-field"
-      onDragOver={(e) => {
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
+      {...zone}
     >
       <label htmlFor="train-model">Model</label>
       <select
@@ -144,15 +131,7 @@ export function ModelField(props: {
         type="file"
         multiple
         {...{ webkitdirectory: '' }}
-        onChange={(e) => {
-          const files = e.target.files;
-          if (!files?.length) return;
-          try {
-            void bring(folderFromInput(files));
-          } catch (err) {
-            setError(message(err));
-          }
-        }}
+        onChange={onInput}
       />
       {status && (
         <p className="muted" data-testid="train-model-status">
