@@ -207,6 +207,22 @@ function readAlternativeCount(k: unknown, path: string): number {
   return k;
 }
 
+/** Each flat, position-major array (named by its key, in order) has k values for each of the nTokens. */
+function checkPerTokenLengths(
+  path: string,
+  arrays: Record<string, ArrayLike<number>>,
+  nTokens: number,
+  k: number,
+  what: 'alternatives' | 'tokens',
+): void {
+  for (const [name, a] of Object.entries(arrays))
+    if (a.length !== nTokens * k)
+      throw new RecordInvalid(
+        join(path, name),
+        `has ${a.length} values; k = ${k} ${what} for each of the ${nTokens} response tokens make ${nTokens * k}`,
+      );
+}
+
 /**
  * `{ k, ids, log_probs }`: k alternatives per response token, flat and position-major, each position's log-probs
  * finite, ≤ 0 (up to rounding) and in descending order.
@@ -217,15 +233,7 @@ export function readTopK(v: unknown, path: string, nTokens: number | undefined):
   const k = readAlternativeCount(o.k, join(path, 'k'));
   const ids = readTokenIds(o.ids, join(path, 'ids'));
   const lp = readLogProbs(o.log_probs, join(path, 'log_probs')).values;
-  for (const [name, n] of [
-    ['ids', ids.length],
-    ['log_probs', lp.length],
-  ] as const)
-    if (n !== nTokens * k)
-      throw new RecordInvalid(
-        join(path, name),
-        `has ${n} values; k = ${k} alternatives for each of the ${nTokens} response tokens make ${nTokens * k}`,
-      );
+  checkPerTokenLengths(path, { ids, log_probs: lp }, nTokens, k, 'alternatives');
   for (let i = 0; i < lp.length; i++) {
     const at = join(join(path, 'log_probs'), i);
     if (!Number.isFinite(lp[i]) || lp[i] > 1e-6)
@@ -272,16 +280,13 @@ export function readVocabMismatch(v: unknown, path: string, nTokens: number | un
           `must be a finite ${name === 'kl' ? 'divergence ≥ 0' : 'distance in [0, 1]'}, got ${Number.isNaN(a[i]) ? 'a non-finite value' : a[i]}`,
         );
   }
-  for (const [name, n] of [
-    ['ids', ids.length],
-    ['rollout_log_probs', rolloutLogProbs.length],
-    ['trainer_log_probs', trainerLogProbs.length],
-  ] as const)
-    if (n !== nTokens * k)
-      throw new RecordInvalid(
-        join(path, name),
-        `has ${n} values; k = ${k} tokens for each of the ${nTokens} response tokens make ${nTokens * k}`,
-      );
+  checkPerTokenLengths(
+    path,
+    { ids, rollout_log_probs: rolloutLogProbs, trainer_log_probs: trainerLogProbs },
+    nTokens,
+    k,
+    'tokens',
+  );
   for (const [name, a] of [
     ['rollout_log_probs', rolloutLogProbs],
     ['trainer_log_probs', trainerLogProbs],
