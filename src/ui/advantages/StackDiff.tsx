@@ -48,6 +48,15 @@ export function StackDiff({
   };
   const f = (v: number) => fmt(signed(v, sign));
   const why = (k: string[]) => (k.length ? k.join(', ') : 'joint effect of the changed settings');
+  /** The last four column heads of every table: the two stacks' loss modes, Δ and its causes. */
+  const diffHeads = (w: WeightDiff) => (
+    <>
+      <th>{w.a.lossMode}</th>
+      <th>{w.b.lossMode}</th>
+      <th>Δ</th>
+      <th>caused by</th>
+    </>
+  );
   /** A row's two values, their difference and its causes (the last four columns of every table). */
   const diffCells = (x: { a: number; b: number; delta: number; causes: string[] }) => (
     <>
@@ -107,10 +116,7 @@ export function StackDiff({
                   <th>call</th>
                   <th>row · pos</th>
                   <th>token</th>
-                  <th>{d.a.lossMode}</th>
-                  <th>{d.b.lossMode}</th>
-                  <th>Δ</th>
-                  <th>caused by</th>
+                  {diffHeads(d)}
                 </tr>
               </thead>
               <tbody>
@@ -148,10 +154,7 @@ export function StackDiff({
                 <tr>
                   <th>rollout</th>
                   <th>call</th>
-                  <th>{d.a.lossMode}</th>
-                  <th>{d.b.lossMode}</th>
-                  <th>Δ</th>
-                  <th>caused by</th>
+                  {diffHeads(d)}
                 </tr>
               </thead>
               <tbody>

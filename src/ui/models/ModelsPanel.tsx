@@ -3,6 +3,7 @@ import { HARNESSES, type HarnessName } from '../../harness/registry';
 import { Options } from '../components/Options';
 import { useView } from '../store';
 import { formKey } from '../train/formConfig';
+import { FolderInput } from './FolderInput';
 import { type ModelRunOptions, useModels } from './modelStore';
 import { useFolderPick } from './useFolderPick';
 
@@ -100,14 +101,7 @@ export function ModelsPanel() {
         {...zone}
       >
         <label htmlFor="model-folder">Model folder</label>
-        <input
-          id="model-folder"
-          data-testid="model-folder-input"
-          type="file"
-          multiple
-          {...{ webkitdirectory: '' }}
-          onChange={onInput}
-        />
+        <FolderInput id="model-folder" testId="model-folder-input" onChange={onInput} />
         <span className="muted">or drop the folder here</span>
       </section>
       {error && (

@@ -10,6 +10,7 @@ import type { LlamaConfig } from '../../engine/llama/config';
 import { MEMORY_TERMS, mib } from '../../engine/llama/memoryFit';
 import { memoryRefusal, runStepShape } from '../../train/broughtModel';
 import type { TrainConfig } from '../../train/config';
+import { FolderInput } from '../models/FolderInput';
 import type { PickedFolder } from '../models/folderInput';
 import { cachedFolder, cacheFolder } from '../models/opfsCache';
 import { pageModelFolder, pageModelOf, shippedModelNames } from '../models/shippedModels';
@@ -125,14 +126,7 @@ export function ModelField(props: {
       <label htmlFor="train-model-folder" className="muted">
         bring a Hugging Face folder (llama / qwen2 / qwen3, safetensors), or drop it here
       </label>
-      <input
-        id="train-model-folder"
-        data-testid="train-model-folder"
-        type="file"
-        multiple
-        {...{ webkitdirectory: '' }}
-        onChange={onInput}
-      />
+      <FolderInput id="train-model-folder" testId="train-model-folder" onChange={onInput} />
       {status && (
         <p className="muted" data-testid="train-model-status">
           {status}
