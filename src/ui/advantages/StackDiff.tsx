@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { type ReactNode, useState } from 'react';
 import { getReferenceStack } from '../../core/algos/stacks';
 import type { TrainerOptions } from '../../core/pipeline/options';
 import { signed, type WeightSign } from '../../core/pipeline/sign';
@@ -48,14 +48,22 @@ export function StackDiff({
   };
   const f = (v: number) => fmt(signed(v, sign));
   const why = (k: string[]) => (k.length ? k.join(', ') : 'joint effect of the changed settings');
-  /** The last four column heads of every table: the two stacks' loss modes, Δ and its causes. */
-  const diffHeads = (w: WeightDiff) => (
-    <>
-      <th>{w.a.lossMode}</th>
-      <th>{w.b.lossMode}</th>
-      <th>Δ</th>
-      <th>caused by</th>
-    </>
+  /** A table of differences: the leading column heads, then the two stacks' loss modes, Δ and its causes. */
+  const diffTable = (w: WeightDiff, leading: string[], rows: ReactNode, testId?: string) => (
+    <table className="compact" data-testid={testId}>
+      <thead>
+        <tr>
+          {leading.map((h) => (
+            <th key={h}>{h}</th>
+          ))}
+          <th>{w.a.lossMode}</th>
+          <th>{w.b.lossMode}</th>
+          <th>Δ</th>
+          <th>caused by</th>
+        </tr>
+      </thead>
+      <tbody>{rows}</tbody>
+    </table>
   );
   /** A row's two values, their difference and its causes (the last four columns of every table). */
   const diffCells = (x: { a: number; b: number; delta: number; causes: string[] }) => (
@@ -108,56 +116,45 @@ export function StackDiff({
               Tokens are not paired: the two stacks build different rows from this trace.
             </p>
           )}
-          {perToken && d.tokens && d.tokens.length > 0 && (
-            <table className="compact" data-testid="stack-diff-tokens">
-              <thead>
-                <tr>
-                  <th>rollout</th>
-                  <th>call</th>
-                  <th>row · pos</th>
-                  <th>token</th>
-                  {diffHeads(d)}
+          {perToken &&
+            d.tokens &&
+            d.tokens.length > 0 &&
+            diffTable(
+              d,
+              ['rollout', 'call', 'row · pos', 'token'],
+              d.tokens.map((t) => (
+                <tr key={`t-${t.row}-${t.position}`}>
+                  <td>
+                    {perToken.onSelect ? (
+                      <button
+                        type="button"
+                        className="link"
+                        onClick={() => perToken.onSelect?.(t.rolloutId, t.call)}
+                      >
+                        {t.rolloutId}
+                      </button>
+                    ) : (
+                      t.rolloutId
+                    )}
+                  </td>
+                  <td>{t.call}</td>
+                  <td>
+                    {t.row} · {t.position}
+                  </td>
+                  <td>
+                    <code>{JSON.stringify(perToken.tokenText.get(t.tokenId) ?? `<${t.tokenId}>`)}</code>
+                  </td>
+                  {diffCells(t)}
                 </tr>
-              </thead>
-              <tbody>
-                {d.tokens.map((t) => (
-                  <tr key={`t-${t.row}-${t.position}`}>
-                    <td>
-                      {perToken.onSelect ? (
-                        <button
-                          type="button"
-                          className="link"
-                          onClick={() => perToken.onSelect?.(t.rolloutId, t.call)}
-                        >
-                          {t.rolloutId}
-                        </button>
-                      ) : (
-                        t.rolloutId
-                      )}
-                    </td>
-                    <td>{t.call}</td>
-                    <td>
-                      {t.row} · {t.position}
-                    </td>
-                    <td>
-                      <code>{JSON.stringify(perToken.tokenText.get(t.tokenId) ?? `<${t.tokenId}>`)}</code>
-                    </td>
-                    {diffCells(t)}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-          {!perToken && d.rollouts.length > 0 && (
-            <table className="compact">
-              <thead>
-                <tr>
-                  <th>rollout</th>
-                  <th>call</th>
-                  {diffHeads(d)}
-                </tr>
-              </thead>
-              <tbody>
+              )),
+              'stack-diff-tokens',
+            )}
+          {!perToken &&
+            d.rollouts.length > 0 &&
+            diffTable(
+              d,
+              ['rollout', 'call'],
+              <>
                 {d.rollouts.map((r) => (
                   <tr key={`r-${r.rolloutId}`}>
                     <td>{r.rolloutId}</td>
@@ -172,9 +169,8 @@ export function StackDiff({
                     {diffCells(c)}
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          )}
+              </>,
+            )}
         </>
       )}
     </div>
