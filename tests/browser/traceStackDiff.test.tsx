@@ -10,48 +10,16 @@ import { createRoot } from 'react-dom/client';
 import { describe, expect, it } from 'vitest';
 import { resolveTrainerOptions } from '../../src/core/pipeline/options';
 import { getWeightSign, signed } from '../../src/core/pipeline/sign';
-import type { ModelCall, Rollout } from '../../src/core/trace/types';
 import { diffAgainstStack } from '../../src/core/weightDiff';
 import { StackDiff } from '../../src/ui/advantages/StackDiff';
 import { fmt } from '../../src/ui/tokens/colorScale';
+import { correctionTrace } from '../fixtures/correctionTrace';
 
 const tick = () => new Promise((r) => setTimeout(r, 50));
 
-function multiTurn(id: string, group: string, reward: number, idx: number): Rollout {
-  const calls: ModelCall[] = [];
-  let prompt = [1, 2, 3, 4 + idx];
-  for (let turn = 0; turn < 3; turn++) {
-    const response = Array.from({ length: 3 + ((idx + turn) % 3) }, (_, i) => 100 + 10 * turn + i + idx);
-    calls.push({
-      request: { messages: [{ role: 'user', content: 'q' }], sampling: {} },
-      response: { message: { role: 'assistant', content: 'a' }, finishReason: 'stop' },
-      promptTokenIds: Int32Array.from(prompt),
-      responseTokenIds: Int32Array.from(response),
-      responseLogProbs: Float32Array.from(response, (_, i) => -0.3 - 0.07 * i),
-      httpStatus: 200,
-    });
-    // a tool observation (masked at trajectory level) between the turns
-    prompt = [...prompt, ...response, ...Array.from({ length: 2 + turn }, (_, i) => 500 + 10 * turn + i)];
-  }
-  return {
-    rolloutId: id,
-    dataId: group,
-    isTrain: true,
-    state: 'succeeded',
-    calls,
-    rewards: [{ value: reward }],
-    finalReward: reward,
-    metadata: {},
-    step: 0,
-    sampleIdxInStep: idx,
-  };
-}
-
 describe('Trace view: per-token weight differences against the other reference stack (Chromium)', () => {
   it('lists core’s largest per-token differences first, with token text and cause; a row selects its call', async () => {
-    const rollouts = [1, 0, 0.5, 1, 0, 0.25, 1, 0].map((r, i) =>
-      multiTurn(`r${i}`, i < 4 ? 'g0' : 'g1', r, i),
-    );
+    const rollouts = correctionTrace({ trainer: false });
     const options = resolveTrainerOptions({
       traceAggregatorLevel: 'trajectory',
       advEstimator: 'reinforce_plus_plus',
