@@ -8,11 +8,11 @@ import { getPreset, presetBaseConfig, presetRobustness } from '../../src/train/p
 import { launch, screenshot } from './browser';
 
 // A preset from its link in Chromium: `?preset=length-bias&steps=1&seed=3` opens the Train tab with the preset
-// chosen; Run queues its variants as runs of the tab (one after another, the trainer in its worker); the
-// dashboard overlays them, charts the preset's own metrics (preset/* from each kept step trace, computed in
-// the trainer worker) and shows the preset's explanation and measured robustness beside the charts. With
-// `&seeds=2` the variants run on two seeds as one group and each chart draws every variant's mean ± 95% interval
-// across the two seeds.
+// chosen; Run queues its variants as runs of the tab (each run's trainer in its own worker); the dashboard
+// overlays them, charts the preset's own metrics (preset/* from each kept step trace, computed in the trainer
+// worker) and shows the preset's explanation and measured robustness beside the charts. With `&seeds=2` the
+// variants run on two seeds as one group, in parallel trainer workers (here a browser reporting 3 cores: 2 at
+// once), and each chart draws every variant's mean ± 95% interval across the two seeds.
 
 const SLUG = 'length-bias';
 const preset = getPreset(SLUG);
@@ -132,10 +132,14 @@ describe('a preset in the Train tab', () => {
     await context.close();
   }, 240_000);
 
-  it('runs a preset as a group of two seeds and charts each variant as mean ± interval of both seeds', async () => {
+  it('runs a preset as a group of two seeds in two workers at once and charts each variant as mean ± interval of both seeds', async () => {
     const slug = 'staleness';
     const group = getPreset(slug);
     const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    // the page sees a 3-core machine: cores − 1 = 2 trainer workers for the group (this machine may have 2)
+    await context.addInitScript(() =>
+      Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 3, configurable: true }),
+    );
     const page = await context.newPage();
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${baseUrl}?preset=${slug}&steps=2&seed=5&seeds=2`);
@@ -145,12 +149,30 @@ describe('a preset in the Train tab', () => {
     await page.getByRole('button', { name: `Run ${n} × 2 runs on seeds 5–6` }).click();
     const rows = page.locator('[data-testid=train-run-row]');
     await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(2 * n);
+    // the live panel states the rule, and two runs train at the same time, each in its own worker
+    const parallel = page.getByTestId('train-parallel');
+    await expect.poll(() => parallel.getAttribute('data-workers'), { timeout: 30_000 }).toBe('2');
+    expect(await parallel.textContent()).toContain('2 runs train at once (3 cores − 1 for the page = 2;');
+    expect(await parallel.textContent()).toContain(`${2 * n} runs in the group`);
+    const liveRuns = page.locator('[data-testid=train-live-run]');
+    await expect.poll(() => liveRuns.count(), { timeout: 30_000 }).toBe(2);
+    const together = await liveRuns.evaluateAll((els) =>
+      els.map((e) => e.getAttribute('data-run') as string),
+    );
+    expect(new Set(together).size).toBe(2);
+    await screenshot(page, 'train-preset-parallel');
+    // never more than two at once while the group trains
+    let most = 0;
     await expect
-      .poll(() => page.locator('[data-testid=train-run-row][data-status=done]').count(), {
-        timeout: 200_000,
-        interval: 500,
-      })
+      .poll(
+        async () => {
+          most = Math.max(most, await liveRuns.count());
+          return page.locator('[data-testid=train-run-row][data-status=done]').count();
+        },
+        { timeout: 360_000, interval: 500 },
+      )
       .toBe(2 * n);
+    expect(most).toBe(2);
     const ids = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-run') as string));
     const names = await rows.evaluateAll((els) => els.map((e) => e.textContent ?? ''));
     const metric = 'critic/score/mean';
@@ -196,5 +218,5 @@ describe('a preset in the Train tab', () => {
     }
     await screenshot(page, 'train-preset-seed-group');
     await context.close();
-  }, 300_000);
+  }, 480_000);
 });

@@ -1,8 +1,8 @@
 /**
  * Presets in the Train tab: the picker (ui/presets/PresetPicker.tsx) with the page's link (`?preset=slug&seed=S&
  * steps=N&seeds=K`, presetUrl.ts), whose Run queues the preset's variants as runs of the tab on their shared seed,
- * or on each of K seeds as one group (the dashboard then draws each variant's mean ± 95% interval across the
- * seeds), and overlays them; and, beside the dashboard of a preset's run, the preset's explanation, what to look for, the
+ * or on each of K seeds as one group (trained in parallel trainer workers as the machine allows; the dashboard then
+ * draws each variant's mean ± 95% interval across the seeds), and overlays them; and, beside the dashboard of a preset's run, the preset's explanation, what to look for, the
  * source, what is not modelled and the measured robustness, with its metrics per variant (first → last, mean).
  */
 import { useCallback, useMemo, useState } from 'react';
@@ -87,8 +87,8 @@ export function PresetsPanel() {
       <p className="muted small">
         The field's known failure modes of harnessed RL: a preset sets every control and runs its two to four
         configurations on one seed, or on a group of seeds (each variant then charted as its mean ± 95%
-        interval across the seeds), one after another, overlaid in the dashboard. A link with{' '}
-        <code>?preset=NAME&amp;seed=S&amp;steps=N&amp;seeds=K</code> opens one.
+        interval across the seeds, the group's runs in parallel workers as the machine allows), overlaid in
+        the dashboard. A link with <code>?preset=NAME&amp;seed=S&amp;steps=N&amp;seeds=K</code> opens one.
       </p>
       {opened.problems.length > 0 && (
         <p className="note" data-testid="preset-link-problems">

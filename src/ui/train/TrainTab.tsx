@@ -1,6 +1,6 @@
 /**
  * The Train tab: RL live in the page. The config form (from the loop's CONFIG_FIELDS, in the URL), the live
- * run's progress and controls, the presets (TrainPresets.tsx), the runs list (persisted in OPFS; interrupted runs resume from their last
+ * runs' progress and controls, the presets (TrainPresets.tsx), the runs list (persisted in OPFS; interrupted runs resume from their last
  * checkpoint), and three views of the selected and compared runs: the metric dashboard, the per-step
  * completions grouped by task with their history, and the step timeline.
  */
@@ -42,12 +42,10 @@ function duration(s: number | null): string {
   return m < 60 ? `${m} min ${Math.round(s - 60 * m)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
-function LiveBar() {
-  const live = useTrain((s) => s.live);
-  const run = useTrain((s) => s.runs.find((r) => r.id === s.live?.id));
-  const { pause, resume, stop } = useTrain(
-    useShallow((s) => ({ pause: s.pause, resume: s.resume, stop: s.stop })),
-  );
+/** One training run's progress: engine, step, rollouts, throughput, time left. */
+function LiveRunRow(props: { id: string }) {
+  const live = useTrain((s) => s.live[props.id]);
+  const run = useTrain((s) => s.runs.find((r) => r.id === props.id));
   if (!live || !run) return null;
   const p = live.progress;
   const total = run.config.trainer.total_training_steps;
@@ -58,9 +56,8 @@ function LiveBar() {
   const inStep =
     p && p.step > stepsDone ? Math.min(1, Math.max(0, 1 - (p.rolloutsTotal - p.rolloutsDone) / perStep)) : 0;
   const overall = Math.min(1, (stepsDone + inStep) / total);
-  const paused = run.status === 'paused';
   return (
-    <section className="train-live" aria-label="Live run" data-testid="train-live" data-status={run.status}>
+    <div className="train-live-run" data-testid="train-live-run" data-run={run.id} data-status={run.status}>
       <div className="train-live-head">
         <span className="swatch" style={{ background: run.color }} />
         <b>{run.name}</b>
@@ -76,24 +73,11 @@ function LiveBar() {
             {run.note}
           </span>
         )}
-        <span className="spacer" />
-        {paused ? (
-          <button type="button" data-testid="train-resume" onClick={resume}>
-            Resume
-          </button>
-        ) : (
-          <button type="button" data-testid="train-pause" onClick={pause}>
-            Pause
-          </button>
-        )}
-        <button type="button" data-testid="train-stop" onClick={stop}>
-          Stop
-        </button>
       </div>
       <progress
         max={1}
         value={overall}
-        aria-label="Run progress"
+        aria-label={`Progress of ${run.name}`}
         data-testid="train-progress"
         data-step={stepsDone}
       />
@@ -112,17 +96,69 @@ function LiveBar() {
             first step in {fmt(live.firstPointMs / 1000, 3)} s
           </span>
         )}
-        {paused && <span className="note">paused (takes effect at the next phase boundary)</span>}
       </div>
+    </div>
+  );
+}
+
+/**
+ * The runs training now, each in its own trainer worker: for a seed group, how many train at once and why
+ * (train/runSlots.ts), then one row per run; Pause, Resume and Stop act on all of them (Stop also on the queue).
+ */
+function LiveBar() {
+  const ids = useTrain(useShallow((s) => Object.keys(s.live)));
+  const runs = useTrain(useShallow((s) => s.runs.filter((r) => s.live[r.id])));
+  const parallel = useTrain((s) => s.parallel);
+  const queued = useTrain((s) => s.runs.filter((r) => r.status === 'queued').length);
+  const { pause, resume, stop } = useTrain(
+    useShallow((s) => ({ pause: s.pause, resume: s.resume, stop: s.stop })),
+  );
+  if (ids.length === 0) return null;
+  const group = runs[0]?.preset?.group ?? null;
+  const rule = group ? parallel[group] : undefined;
+  const paused = runs.length > 0 && runs.every((r) => r.status === 'paused');
+  return (
+    <section
+      className="train-live"
+      aria-label="Live runs"
+      data-testid="train-live"
+      data-status={paused ? 'paused' : 'running'}
+    >
+      <div className="train-live-head">
+        <span data-testid="train-parallel" data-live={ids.length} data-workers={rule?.workers ?? 1}>
+          {rule
+            ? `${ids.length} of the group's runs training, ${rule.reason}`
+            : 'one run trains at a time (a seed group trains several at once where the machine allows)'}
+          {queued > 0 && <span className="muted"> · {queued} queued</span>}
+        </span>
+        <span className="spacer" />
+        {paused ? (
+          <button type="button" data-testid="train-resume" onClick={resume}>
+            Resume
+          </button>
+        ) : (
+          <button type="button" data-testid="train-pause" onClick={pause}>
+            Pause
+          </button>
+        )}
+        <button type="button" data-testid="train-stop" onClick={stop}>
+          Stop
+        </button>
+      </div>
+      {ids.map((id) => (
+        <LiveRunRow key={id} id={id} />
+      ))}
+      {paused && <p className="note">paused (takes effect at the next phase boundary)</p>}
     </section>
   );
 }
 
 function RunsList(props: { selected: RunMeta | null }) {
-  const { runs, live, usage, budgetMb, setBudget, resumeRun, remove, exportRun, importRun } = useTrain(
+  const { runs, liveKey, usage, budgetMb, setBudget, resumeRun, remove, exportRun, importRun } = useTrain(
     useShallow((s) => ({
       runs: s.runs,
-      live: s.live?.id ?? null,
+      // the ids of the runs training, as one string (a fresh array per read would never compare equal)
+      liveKey: Object.keys(s.live).join(' '),
       usage: s.usage,
       budgetMb: s.budgetMb,
       setBudget: s.setBudget,
@@ -132,6 +168,7 @@ function RunsList(props: { selected: RunMeta | null }) {
       importRun: s.importRun,
     })),
   );
+  const live = liveKey ? liveKey.split(' ') : [];
   const compare = useView((s) => s.trainCompare);
   const set = useView((s) => s.set);
   const setForm = useView((s) => s.setForm);
@@ -273,7 +310,7 @@ function RunsList(props: { selected: RunMeta | null }) {
                       <button
                         type="button"
                         data-testid="train-run-resume"
-                        disabled={live !== null}
+                        disabled={live.length > 0}
                         onClick={() => void resumeRun(r.id)}
                         title={
                           r.checkpointStep !== null
@@ -304,7 +341,7 @@ function RunsList(props: { selected: RunMeta | null }) {
                   >
                     Export
                   </button>
-                  <button type="button" disabled={live === r.id} onClick={() => void remove(r.id)}>
+                  <button type="button" disabled={live.includes(r.id)} onClick={() => void remove(r.id)}>
                     Delete
                   </button>
                 </td>
@@ -550,7 +587,7 @@ export function TrainTab() {
       loaded: s.loaded,
       refresh: s.refresh,
       start: s.start,
-      live: s.live?.id ?? null,
+      live: Object.keys(s.live)[0] ?? null,
       metrics: s.metrics,
       error: s.error,
       batchError: s.batchError,

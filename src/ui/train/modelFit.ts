@@ -9,6 +9,7 @@ import type { MemoryFit, MemoryLimits } from '../../engine/llama/memoryFit';
 import type { FolderReader } from '../../engine/onnx/hfFolder';
 import { runMemoryFit } from '../../train/broughtModel';
 import type { TrainConfig } from '../../train/config';
+import { pageModelFolder, pageModelOf } from '../models/shippedModels';
 
 /**
  * What one training step in the page may hold: 4 GiB. A tab's worker is one renderer process; Chromium's
@@ -45,5 +46,21 @@ export function pageMemoryFit(cfg: TrainConfig, model: LlamaConfig): MemoryFit |
     return runMemoryFit(cfg, model, PAGE_CPU_LIMITS);
   } catch (e) {
     return e instanceof Error ? e : new Error(String(e));
+  }
+}
+
+/**
+ * One run's step memory in bytes where it can be estimated: a Hugging Face folder run (its config.json read
+ * alone); null for the GPT-2 policy, whose step memory is not estimated, and when the folder cannot be read.
+ */
+export async function runMemoryEstimate(cfg: TrainConfig): Promise<number | null> {
+  const named = pageModelOf(cfg.actor_rollout_ref.model.path);
+  if (!named) return null;
+  try {
+    const fit = pageMemoryFit(cfg, await folderLlamaConfig(await pageModelFolder(named)));
+    return fit instanceof Error ? null : fit.memory.total;
+  } catch {
+    // the run's own start reports the unreadable folder with its reason
+    return null;
   }
 }

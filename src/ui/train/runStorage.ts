@@ -68,9 +68,12 @@ export async function settled(id: string): Promise<void> {
 
 /**
  * Every run's record, oldest first, and the records that could not be read; a run that was training when the page
- * went away (any but `liveId`) is marked interrupted, to resume from its checkpoint when asked.
+ * went away (any but those in `liveIds`, the runs training now) is marked interrupted, to resume from its
+ * checkpoint when asked.
  */
-export async function readRuns(liveId: string | null): Promise<{ runs: RunMeta[]; problems: string[] }> {
+export async function readRuns(
+  liveIds: ReadonlySet<string>,
+): Promise<{ runs: RunMeta[]; problems: string[] }> {
   const runs: RunMeta[] = [];
   const problems: string[] = [];
   for (const id of await listRunIds()) {
@@ -78,7 +81,7 @@ export async function readRuns(liveId: string | null): Promise<{ runs: RunMeta[]
     if (!text) continue; // a folder another part of the page made (the loop's tests) is not a run
     try {
       const m = parseRunMeta(JSON.parse(text), `runs/${id}/run.json`);
-      if (m.id !== liveId && (m.status === 'running' || m.status === 'paused' || m.status === 'queued')) {
+      if (!liveIds.has(m.id) && (m.status === 'running' || m.status === 'paused' || m.status === 'queued')) {
         m.status = 'interrupted';
         m.error = m.error ?? 'the page was closed or reloaded while the run was training';
         await saveMeta(m);
@@ -190,12 +193,12 @@ export function prunePlan(
 
 /**
  * Keeps the runs within `budgetMb`: removes older checkpoints (never a run's latest, which it resumes from),
- * then kept step traces, oldest first across runs (never the live run's newest step). Returns the number of
+ * then kept step traces, oldest first across runs (never a training run's newest step). Returns the number of
  * files removed per run.
  */
 export async function prune(
   runs: readonly RunMeta[],
-  liveId: string | null,
+  liveIds: ReadonlySet<string>,
   budgetMb: number,
 ): Promise<Map<string, number>> {
   const candidates: PruneCandidate[] = [];
@@ -207,7 +210,7 @@ export async function prune(
       total += f.size;
       const step = stepOfPath(f.path);
       if (step === null) continue;
-      const liveNewest = liveId === r.id && step >= r.lastStep;
+      const liveNewest = liveIds.has(r.id) && step >= r.lastStep;
       if (f.path.startsWith('checkpoints/') && f.path !== latest && !liveNewest)
         candidates.push({ id: r.id, path: f.path, size: f.size, step, kind: 0, at: r.createdAt });
       else if (f.path.startsWith('traces/') && !liveNewest)

@@ -1,7 +1,8 @@
 /**
  * The Train tab's runs as the page shows them: the list (each run's `run.json` in OPFS, so it survives a
- * reload), each run's metrics and step events, the one live run (runs started while one trains wait in a
- * queue), the storage budget, and the actions (start, pause, resume, stop, resume an interrupted run from its
+ * reload), each run's metrics and step events, the runs training now (each in its own trainer worker: one at a
+ * time, or a seed group's runs several at once as `train/runSlots.ts` allows; the others wait in a queue), the
+ * storage budget, and the actions (start, pause, resume, stop, resume an interrupted run from its
  * checkpoint, duplicate with one change, open a step's batch in the Trace and Advantages views, export and
  * import). Reading and writing the runs' files is runStorage.ts's, talking to the trainer worker
  * trainWorkerClient.ts's; this store holds the state and decides what each worker message changes. The page
@@ -20,12 +21,14 @@ import {
 } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
 import type { TrainPreset } from '../../train/presets';
+import { type ParallelRule, parallelWorkers, runsToStart } from '../../train/runSlots';
 import { useLab } from '../lab/labStore';
 import type { TraceTokenizer } from '../lab/protocol';
 import { useRunSettings } from '../lab/runSettings';
 import { useView } from '../store';
 import { explorerOptionsOf } from './explorerOptions';
 import { formatFieldValue } from './formConfig';
+import { PAGE_CPU_BUDGET, runMemoryEstimate } from './modelFit';
 import type { FromTrainWorker } from './protocol';
 import { makeRunArchive, readRunArchive } from './runArchive';
 import type { RunMeta, RunPreset, StepMetrics } from './runData';
@@ -82,7 +85,10 @@ export interface TrainState {
   metrics: Record<string, StepMetrics[]>;
   /** step events (phases, rollouts, 429s) per run: live ones as they arrive, stored ones when asked for */
   events: Record<string, TrainEvent[]>;
-  live: LiveRun | null;
+  /** the runs training now, by id (each in its own trainer worker) */
+  live: Record<string, LiveRun>;
+  /** per seed group: how many of its runs train at once and why (`train/runSlots.ts`) */
+  parallel: Record<string, ParallelRule>;
   /** bytes in OPFS per run */
   usage: Record<string, number>;
   /** the storage budget in MB (kept traces and older checkpoints beyond it are removed, oldest first) */
@@ -100,10 +106,11 @@ export interface TrainState {
   ): Promise<string>;
   /**
    * A preset's variants (per seed of the group, their configs from `presetConfigs` in the preset's order) as runs
-   * of the tab, one group, queued one after another seed by seed (each variant in one colour on every seed) and
-   * overlaid in the dashboard; returns their ids.
+   * of the tab, one group, queued seed by seed (each variant in one colour on every seed) and overlaid in the
+   * dashboard; as many train at once as `parallelWorkers` allows for this machine; returns their ids.
    */
   startPreset(preset: TrainPreset, bySeed: TrainConfig[][]): Promise<string[]>;
+  /** pause, resume and stop act on every run training (and stop also on the queued runs) */
   pause(): void;
   resume(): void;
   stop(): void;
@@ -130,7 +137,17 @@ export const RUN_COLORS = [
   '#444',
 ];
 
-let worker: TrainWorkerClient | null = null;
+/** the trainer worker of each run training */
+const workers = new Map<string, TrainWorkerClient>();
+/** queued runs that continue from their checkpoint when they start (a lost WebGPU device) */
+const resumeOnStart = new Set<string>();
+
+/** What the browser reports of this machine (`parallelWorkers`' input). */
+function machineFacts() {
+  const nav =
+    typeof navigator === 'undefined' ? undefined : (navigator as Navigator & { deviceMemory?: number });
+  return { cores: nav?.hardwareConcurrency, deviceMemoryGiB: nav?.deviceMemory };
+}
 
 function newRunId(): string {
   const rand = Math.floor(Math.random() * 36 ** 4)
@@ -168,14 +185,23 @@ export const useTrain = create<TrainState>((set, get) => {
     void saveMeta(next).catch((e) => set({ error: `${id}: run.json: ${message(e)}` }));
     return next;
   };
-  /** Asks the live run's worker to pause or resume, and marks the run so at once. */
+  /** Asks every training run's worker to pause or resume, and marks the runs so at once. */
   const setPaused = (paused: boolean) => {
-    const live = get().live;
-    if (!live) return;
-    worker?.post({ type: paused ? 'pause' : 'resume' });
-    set({ live: { ...live, pauseRequested: paused } });
-    update(live.id, { status: paused ? 'paused' : 'running' });
+    for (const live of Object.values(get().live)) {
+      workers.get(live.id)?.post({ type: paused ? 'pause' : 'resume' });
+      setLive(live.id, { pauseRequested: paused });
+      update(live.id, { status: paused ? 'paused' : 'running' });
+    }
   };
+  const setLive = (id: string, patch: Partial<LiveRun>) => {
+    const live = get().live[id];
+    if (live) set({ live: { ...get().live, [id]: { ...live, ...patch } } });
+  };
+  const dropLive = (id: string) => {
+    const { [id]: _gone, ...rest } = get().live;
+    set({ live: rest });
+  };
+  const liveIds = () => new Set(Object.keys(get().live));
   /** a step's metrics merged into what the run has for it (a preset run's preset/* metrics come separately) */
   const upsertMetrics = (id: string, step: number, data: Record<string, number | null>) => {
     const old = (get().metrics[id] ?? []).find((m) => m.step === step);
@@ -203,7 +229,7 @@ export const useTrain = create<TrainState>((set, get) => {
 
   /** Keeps the runs within the budget (runStorage.prune) and counts what it removed per run. */
   async function prune(): Promise<void> {
-    const removed = await pruneRuns(get().runs, get().live?.id ?? null, get().budgetMb);
+    const removed = await pruneRuns(get().runs, liveIds(), get().budgetMb);
     for (const [id, n] of removed) {
       const m = meta(id);
       if (m) update(id, { pruned: m.pruned + n });
@@ -212,10 +238,10 @@ export const useTrain = create<TrainState>((set, get) => {
   }
 
   function onWorker(id: string, m: FromTrainWorker): void {
-    const live = get().live;
-    if (!live || live.id !== id) return;
+    const live = get().live[id];
+    if (!live) return;
     if (m.type === 'ready') {
-      set({ live: { ...live, ready: true } });
+      setLive(id, { ready: true });
       update(id, { backend: m.backend, note: m.note, status: live.pauseRequested ? 'paused' : 'running' });
       // a resumed run's files were rolled back to its checkpoint
       if (m.resumedFromStep !== null) {
@@ -225,18 +251,20 @@ export const useTrain = create<TrainState>((set, get) => {
       return;
     }
     if (m.type === 'device_lost') {
-      // resume on a fresh device, or on the CPU engine when none can be had (the worker says which)
-      endWorker();
-      update(id, { status: 'interrupted', error: `WebGPU device lost: ${m.message}` });
-      set({ live: null });
-      void get().resumeRun(id);
+      // resume on a fresh device, or on the CPU engine when none can be had (the worker says which): queued at
+      // the head of the queue (the oldest run), so it takes the first free worker of its group
+      endWorker(id);
+      update(id, { status: 'queued', error: `WebGPU device lost: ${m.message}` });
+      resumeOnStart.add(id);
+      dropLive(id);
+      void next();
       return;
     }
     if (m.type === 'ended') {
-      endWorker();
+      endWorker(id);
       const status = m.reason === 'done' ? 'done' : m.reason === 'stopped' ? 'stopped' : 'failed';
       update(id, { status, error: m.error });
-      set({ live: null });
+      dropLive(id);
       void measure(id);
       void next();
       return;
@@ -248,7 +276,7 @@ export const useTrain = create<TrainState>((set, get) => {
     const e = m.event;
     switch (e.type) {
       case 'progress':
-        set({ live: { ...live, progress: e } });
+        setLive(id, { progress: e });
         break;
       case 'phase':
       case 'rollout':
@@ -260,8 +288,7 @@ export const useTrain = create<TrainState>((set, get) => {
         break;
       case 'step': {
         upsertMetrics(id, e.step, e.metrics);
-        if (live.firstPointMs === null)
-          set({ live: { ...live, firstPointMs: performance.now() - live.startedAt } });
+        if (live.firstPointMs === null) setLive(id, { firstPointMs: performance.now() - live.startedAt });
         pushEvent(id, e);
         update(id, { lastStep: e.step });
         void prune()
@@ -280,29 +307,37 @@ export const useTrain = create<TrainState>((set, get) => {
     }
   }
 
-  function endWorker() {
-    worker?.terminate();
-    worker = null;
+  function endWorker(id: string) {
+    workers.get(id)?.terminate();
+    workers.delete(id);
   }
 
+  /** One run's worker failed: that run alone fails (a group's other runs train on), and its worker frees. */
   function fail(id: string, error: string) {
-    endWorker();
+    endWorker(id);
     update(id, { status: 'failed', error });
-    set({ live: null });
+    dropLive(id);
     void next();
   }
 
-  function launch(id: string, resume: boolean): void {
+  /**
+   * Starts a run's worker: `start` from step 0, `resume` from its checkpoint, `restart` over in its folder (a
+   * resume with no checkpoint yet). The run counts as training at once, before its files are cleared.
+   */
+  async function launch(id: string, how: 'start' | 'resume' | 'restart'): Promise<void> {
     const m = meta(id);
     if (!m) return;
     set({
       live: {
-        id,
-        startedAt: performance.now(),
-        firstPointMs: null,
-        progress: null,
-        ready: false,
-        pauseRequested: false,
+        ...get().live,
+        [id]: {
+          id,
+          startedAt: performance.now(),
+          firstPointMs: null,
+          progress: null,
+          ready: false,
+          pauseRequested: false,
+        },
       },
     });
     if (!get().events[id]) {
@@ -310,19 +345,41 @@ export const useTrain = create<TrainState>((set, get) => {
       void get().loadEvents(id);
     }
     update(id, { status: 'running', error: null });
-    worker = startTrainWorker(
-      { type: 'start', runId: id, config: m.config, resume, preset: m.preset },
-      { message: (msg) => onWorker(id, msg), fail: (error) => fail(id, error) },
+    if (how === 'restart') {
+      await clearRunFiles(id);
+      set({ metrics: { ...get().metrics, [id]: [] }, events: { ...get().events, [id]: [] } });
+      update(id, { lastStep: 0 });
+    } else if (how === 'resume') update(id, { lastStep: m.checkpointStep ?? 0 });
+    workers.set(
+      id,
+      startTrainWorker(
+        { type: 'start', runId: id, config: m.config, resume: how === 'resume', preset: m.preset },
+        { message: (msg) => onWorker(id, msg), fail: (error) => fail(id, error) },
+      ),
     );
   }
 
-  /** Starts the oldest queued run when none is live. */
+  /** A run continues from its checkpoint, or starts over in its folder when it has none yet. */
+  const relaunch = (id: string) => launch(id, meta(id)?.checkpointStep === null ? 'restart' : 'resume');
+
+  /** Starts the queued runs that may train now (`runsToStart`: first in, first out; a group's several at once). */
   async function next(): Promise<void> {
-    if (get().live) return;
-    const q = get()
+    const slot = (r: RunMeta) => ({ id: r.id, group: r.preset?.group ?? null });
+    const queued = get()
       .runs.filter((r) => r.status === 'queued')
-      .sort((a, b) => a.createdAt - b.createdAt)[0];
-    if (q) launch(q.id, false);
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(slot);
+    const live = get()
+      .runs.filter((r) => get().live[r.id])
+      .map(slot);
+    let ids: string[];
+    try {
+      ids = runsToStart(queued, live, (g) => get().parallel[g]?.workers ?? 1);
+    } catch (e) {
+      set({ error: message(e) });
+      return;
+    }
+    await Promise.all(ids.map((id) => (resumeOnStart.delete(id) ? relaunch(id) : launch(id, 'start'))));
   }
 
   return {
@@ -330,7 +387,8 @@ export const useTrain = create<TrainState>((set, get) => {
     runs: [],
     metrics: {},
     events: {},
-    live: null,
+    live: {},
+    parallel: {},
     usage: {},
     budgetMb: readBudget(),
     error: null,
@@ -338,7 +396,7 @@ export const useTrain = create<TrainState>((set, get) => {
     batchError: null,
 
     async refresh() {
-      const { runs, problems } = await readRuns(get().live?.id ?? null);
+      const { runs, problems } = await readRuns(liveIds());
       set({ runs, loaded: true, error: problems.length ? problems.join('; ') : null });
       await Promise.all(runs.map((r) => loadMetrics(r.id).catch((e) => problems.push(message(e)))));
       await Promise.all(runs.map((r) => measure(r.id)));
@@ -391,6 +449,14 @@ export const useTrain = create<TrainState>((set, get) => {
       if (new Set(seeds).size !== seeds.length)
         throw new Error(`preset ${preset.slug}: a seed appears twice in the group (${seeds.join(', ')})`);
       const group = `${preset.slug}-${Date.now().toString(36)}`;
+      // how many of the group's runs train at once, set before the first is queued
+      const rule = parallelWorkers(
+        machineFacts(),
+        bySeed.length * preset.variants.length,
+        await runMemoryEstimate(bySeed[0][0]),
+        PAGE_CPU_BUDGET,
+      );
+      set({ parallel: { ...get().parallel, [group]: rule } });
       const first = get().runs.length;
       const ids: string[] = [];
       for (const variants of bySeed)
@@ -424,33 +490,26 @@ export const useTrain = create<TrainState>((set, get) => {
     },
 
     stop() {
-      const live = get().live;
-      if (live) worker?.post({ type: 'stop' });
+      for (const id of Object.keys(get().live)) workers.get(id)?.post({ type: 'stop' });
       // queued runs are not started
-      for (const r of get().runs) if (r.status === 'queued') update(r.id, { status: 'stopped' });
+      for (const r of get().runs)
+        if (r.status === 'queued') {
+          resumeOnStart.delete(r.id);
+          update(r.id, { status: 'stopped' });
+        }
     },
 
     async resumeRun(id) {
-      const m = meta(id);
-      if (!m) return;
-      if (get().live) {
+      if (!meta(id)) return;
+      if (liveIds().size > 0) {
         set({ error: 'another run is training: stop it first, or queue a new run' });
         return;
       }
-      if (m.checkpointStep === null) {
-        // nothing to resume from: start over in the same folder
-        await clearRunFiles(id);
-        set({ metrics: { ...get().metrics, [id]: [] }, events: { ...get().events, [id]: [] } });
-        update(id, { lastStep: 0 });
-        launch(id, false);
-        return;
-      }
-      update(id, { lastStep: m.checkpointStep });
-      launch(id, true);
+      await relaunch(id);
     },
 
     async remove(id) {
-      if (get().live?.id === id) {
+      if (get().live[id]) {
         set({ error: 'stop the run before deleting it' });
         return;
       }
