@@ -219,4 +219,85 @@ describe('a preset in the Train tab', () => {
     await screenshot(page, 'train-preset-seed-group');
     await context.close();
   }, 480_000);
+
+  it('a group member that fails is marked failed alone; the others finish and the bands use their values', async () => {
+    const slug = 'staleness';
+    const group = getPreset(slug);
+    const n = group.variants.length;
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    await context.addInitScript(() => {
+      Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 3, configurable: true });
+      // the first trainer worker's start message is spoiled: its worker refuses it (the protocol's validator)
+      const post = Worker.prototype.postMessage;
+      let spoiled = false;
+      Worker.prototype.postMessage = function (this: Worker, m: unknown, ...rest: unknown[]) {
+        const msg = m as { type?: unknown; runId?: unknown } | null;
+        if (!spoiled && msg?.type === 'start' && typeof msg.runId === 'string') {
+          spoiled = true;
+          return post.call(this, { ...msg, resume: 'yes' }, ...(rest as [StructuredSerializeOptions]));
+        }
+        return post.call(this, m, ...(rest as [StructuredSerializeOptions]));
+      };
+    });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}?preset=${slug}&steps=1&seed=7&seeds=2`);
+    await page.getByTestId('train-tab').waitFor();
+    await page.getByRole('button', { name: `Run ${n} × 2 runs on seeds 7–8` }).click();
+    const rows = page.locator('[data-testid=train-run-row]');
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(2 * n);
+    const status = () => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
+    await expect
+      .poll(async () => (await status()).filter((s) => s === 'done' || s === 'failed').length, {
+        timeout: 300_000,
+        interval: 500,
+      })
+      .toBe(2 * n);
+    const first = group.variants[0].name;
+    const failed = page.locator('[data-testid=train-run-row][data-status=failed]');
+    expect(await failed.count()).toBe(1);
+    const failedText = (await failed.textContent()) ?? '';
+    expect(failedText).toContain(`${slug} · ${first} · seed 7`);
+    expect(failedText).toContain('trainer worker: start.resume must be true or false');
+    expect((await status()).filter((s) => s === 'done')).toHaveLength(2 * n - 1);
+    const ids = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-run') as string));
+    const names = await rows.evaluateAll((els) => els.map((e) => e.textContent ?? ''));
+    const runOf = (variant: string, seed: number) =>
+      ids[names.findIndex((x) => x.includes(`${slug} · ${variant} · seed ${seed}`))];
+    const chart = page.locator('[data-testid=metric-chart][data-metric="critic/score/mean"]');
+    await expect.poll(() => chart.getAttribute('data-bands'), { timeout: 10_000 }).toBe(String(n));
+    const pointValue = async (id: string) =>
+      Number(
+        await chart
+          .locator(`[data-testid=chart-point][data-run="${id}"][data-step="1"]`)
+          .getAttribute('data-value'),
+      );
+    expect(await chart.locator(`[data-testid=chart-point][data-run="${runOf(first, 7)}"]`).count()).toBe(0);
+    const points = await chart.locator('[data-testid=chart-band-point][data-step="1"]').evaluateAll((els) =>
+      els.map((e) => ({
+        band: e.getAttribute('data-band') ?? '',
+        n: Number(e.getAttribute('data-n')),
+        mean: Number(e.getAttribute('data-mean')),
+        lo: Number(e.getAttribute('data-lo')),
+        hi: Number(e.getAttribute('data-hi')),
+      })),
+    );
+    for (const v of group.variants) {
+      const mine = points.find((p) => p.band.endsWith(`:${v.name}`));
+      expect(mine, v.name).toBeDefined();
+      if (v.name === first) {
+        // only seed 8 has a value: the band is that value, no width
+        const only = await pointValue(runOf(first, 8));
+        expect(mine).toMatchObject({ n: 1, mean: only, lo: only, hi: only });
+      } else {
+        const ci = tInterval([await pointValue(runOf(v.name, 7)), await pointValue(runOf(v.name, 8))]);
+        expect(mine?.n).toBe(2);
+        expect(mine?.mean).toBeCloseTo(ci.mean, 9);
+        expect(mine?.lo).toBeCloseTo(ci.lo, 9);
+        expect(mine?.hi).toBeCloseTo(ci.hi, 9);
+      }
+    }
+    await screenshot(page, 'train-preset-member-failed');
+    await context.close();
+  }, 420_000);
 });

@@ -127,7 +127,7 @@ function LiveBar() {
       <div className="train-live-head">
         <span data-testid="train-parallel" data-live={ids.length} data-workers={rule?.workers ?? 1}>
           {rule
-            ? `${ids.length} of the group's runs training, ${rule.reason}`
+            ? `${ids.length} training now · ${rule.reason}`
             : 'one run trains at a time (a seed group trains several at once where the machine allows)'}
           {queued > 0 && <span className="muted"> · {queued} queued</span>}
         </span>
