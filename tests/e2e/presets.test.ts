@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { tInterval } from '../../src/core/stats';
 import { sftCheckpointPath } from '../../src/train/models';
@@ -32,6 +32,18 @@ const pointsOfRun = (page: Page, metric: string, runId: string) =>
       `[data-testid=metric-chart][data-metric="${metric}"] [data-testid=chart-point][data-run="${runId}"]`,
     )
     .count();
+
+/** A chart's band points at one step: each band's member count, mean and interval, as the page draws them. */
+const bandPoints = (chart: Locator, step: number) =>
+  chart.locator(`[data-testid=chart-band-point][data-step="${step}"]`).evaluateAll((els) =>
+    els.map((e) => ({
+      band: e.getAttribute('data-band') ?? '',
+      n: Number(e.getAttribute('data-n')),
+      mean: Number(e.getAttribute('data-mean')),
+      lo: Number(e.getAttribute('data-lo')),
+      hi: Number(e.getAttribute('data-hi')),
+    })),
+  );
 
 describe('a preset in the Train tab', () => {
   let browser: Browser;
@@ -178,6 +190,11 @@ describe('a preset in the Train tab', () => {
     const metric = 'critic/score/mean';
     const chart = page.locator(`[data-testid=metric-chart][data-metric="${metric}"]`);
     await expect.poll(() => chart.getAttribute('data-bands'), { timeout: 10_000 }).toBe(String(n));
+    // the charts redraw in the background (deferred): wait until every band holds both seeds
+    for (const step of [1, 2])
+      await expect
+        .poll(async () => (await bandPoints(chart, step)).map((p) => p.n), { timeout: 30_000 })
+        .toEqual(Array(n).fill(2));
     // the bands are drawn: one shaded range area per variant
     expect(await chart.locator('.recharts-area-area').count()).toBe(n);
     for (const v of group.variants) {
@@ -196,17 +213,7 @@ describe('a preset in the Train tab', () => {
                 .getAttribute('data-value'),
             ),
           );
-        const points = await chart
-          .locator(`[data-testid=chart-band-point][data-step="${step}"]`)
-          .evaluateAll((els) =>
-            els.map((e) => ({
-              band: e.getAttribute('data-band') ?? '',
-              n: Number(e.getAttribute('data-n')),
-              mean: Number(e.getAttribute('data-mean')),
-              lo: Number(e.getAttribute('data-lo')),
-              hi: Number(e.getAttribute('data-hi')),
-            })),
-          );
+        const points = await bandPoints(chart, step);
         const mine = points.find((p) => p.band.endsWith(`:${v.name}`));
         expect(mine, `${v.name} step ${step}`).toBeDefined();
         const ci = tInterval(values);
@@ -273,15 +280,11 @@ describe('a preset in the Train tab', () => {
           .getAttribute('data-value'),
       );
     expect(await chart.locator(`[data-testid=chart-point][data-run="${runOf(first, 7)}"]`).count()).toBe(0);
-    const points = await chart.locator('[data-testid=chart-band-point][data-step="1"]').evaluateAll((els) =>
-      els.map((e) => ({
-        band: e.getAttribute('data-band') ?? '',
-        n: Number(e.getAttribute('data-n')),
-        mean: Number(e.getAttribute('data-mean')),
-        lo: Number(e.getAttribute('data-lo')),
-        hi: Number(e.getAttribute('data-hi')),
-      })),
-    );
+    // the charts redraw in the background (deferred): wait until every band has the members it will have
+    await expect
+      .poll(async () => (await bandPoints(chart, 1)).map((p) => p.n).sort(), { timeout: 30_000 })
+      .toEqual([1, ...Array(n - 1).fill(2)]);
+    const points = await bandPoints(chart, 1);
     for (const v of group.variants) {
       const mine = points.find((p) => p.band.endsWith(`:${v.name}`));
       expect(mine, v.name).toBeDefined();
