@@ -340,16 +340,18 @@ export const useTrain = create<TrainState>((set, get) => {
         },
       },
     });
-    if (!get().events[id]) {
-      set({ events: { ...get().events, [id]: [] } });
-      void get().loadEvents(id);
-    }
     update(id, { status: 'running', error: null });
     if (how === 'restart') {
       await clearRunFiles(id);
       set({ metrics: { ...get().metrics, [id]: [] }, events: { ...get().events, [id]: [] } });
       update(id, { lastStep: 0 });
+      // stopped while its files were cleared
+      if (!get().live[id]) return;
     } else if (how === 'resume') update(id, { lastStep: m.checkpointStep ?? 0 });
+    if (!get().events[id]) {
+      set({ events: { ...get().events, [id]: [] } });
+      void get().loadEvents(id);
+    }
     workers.set(
       id,
       startTrainWorker(
@@ -490,7 +492,15 @@ export const useTrain = create<TrainState>((set, get) => {
     },
 
     stop() {
-      for (const id of Object.keys(get().live)) workers.get(id)?.post({ type: 'stop' });
+      for (const id of Object.keys(get().live)) {
+        const w = workers.get(id);
+        if (w) w.post({ type: 'stop' });
+        else {
+          // its worker is not started yet (its files are being cleared): it does not start
+          dropLive(id);
+          update(id, { status: 'stopped' });
+        }
+      }
       // queued runs are not started
       for (const r of get().runs)
         if (r.status === 'queued') {
