@@ -227,6 +227,31 @@ describe('a preset in the Train tab', () => {
     await context.close();
   }, 480_000);
 
+  it('Stop stops every worker of a group and its queue', async () => {
+    const slug = 'staleness';
+    const n = getPreset(slug).variants.length;
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    await context.addInitScript(() =>
+      Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 3, configurable: true }),
+    );
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}?preset=${slug}&steps=2&seed=9&seeds=2`);
+    await page.getByTestId('train-tab').waitFor();
+    await page.getByRole('button', { name: `Run ${n} × 2 runs on seeds 9–10` }).click();
+    const rows = page.locator('[data-testid=train-run-row]');
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(2 * n);
+    await expect
+      .poll(() => page.locator('[data-testid=train-live-run]').count(), { timeout: 60_000 })
+      .toBe(2);
+    await page.getByTestId('train-stop').click();
+    const status = () => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
+    // both workers end at their next phase boundary (or before their loop starts); the queue never starts
+    await expect.poll(status, { timeout: 180_000, interval: 500 }).toEqual(Array(2 * n).fill('stopped'));
+    expect(await page.getByTestId('train-live').count()).toBe(0);
+    await context.close();
+  }, 300_000);
+
   it('a group member that fails is marked failed alone; the others finish and the bands use their values', async () => {
     const slug = 'staleness';
     const group = getPreset(slug);
