@@ -321,21 +321,21 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     rLast[r] = t;
   };
-  /** The replica's next finish time (rNext; +∞ when idle), from its state at acc.now. */
-  const nextFinish = (r: number) => {
+  /** The replica's next finish time (rNext; +∞ when idle), from its state at acc.now and its smallest finish mark. */
+  const nextFinish = (r: number, mark: number) => {
     const c = rC[r];
     if (c === 0) {
       rNext[r] = Number.POSITIVE_INFINITY;
       return;
     }
     const V = rV[r];
-    let dv = heaps[r].peekKey() - V;
+    let dv = mark - V;
     if (dv < 0) dv = 0;
     const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
     rNext[r] = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
   };
   const schedule = (r: number) => {
-    nextFinish(r);
+    nextFinish(r, heaps[r].peekKey());
     if (rC[r] > 0) events.push(rNext[r], r);
   };
   const admit = (r: number, id: number) => {
@@ -451,16 +451,8 @@ export function simulate(cfg: SimConfig): SimResult {
         advance(r, acc.now);
         const V = rV[r];
         while (rC[r] > 0 && heap.keyAt(head) <= V + 1e-6) finishCall(heap.idAt(head++), r);
-        if (rC[r] === 0) {
-          rSumA[r] = 0;
-          rNext[r] = Number.POSITIVE_INFINITY;
-        } else {
-          const c = rC[r];
-          let dv = heap.keyAt(head) - V;
-          if (dv < 0) dv = 0;
-          const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
-          rNext[r] = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
-        }
+        if (rC[r] === 0) rSumA[r] = 0;
+        nextFinish(r, rC[r] > 0 ? heap.keyAt(head) : 0);
         if (running === 0) poke();
       }
       heap.dropSorted(head);
