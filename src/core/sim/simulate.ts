@@ -321,21 +321,21 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     rLast[r] = t;
   };
-  /** The replica's next finish time (rNext; +∞ when idle), from its state at acc.now. */
-  const nextFinish = (r: number) => {
+  /** The replica's next finish time (rNext; +∞ when idle), from its state at acc.now and its smallest finish mark. */
+  const nextFinish = (r: number, mark: number) => {
     const c = rC[r];
     if (c === 0) {
       rNext[r] = Number.POSITIVE_INFINITY;
       return;
     }
     const V = rV[r];
-    let dv = heaps[r].peekKey() - V;
+    let dv = mark - V;
     if (dv < 0) dv = 0;
     const a = base + perSeq * c + perCtx * (rSumA[r] + c * V);
     rNext[r] = acc.now + a * dv + 0.5 * perCtx * c * dv * dv;
   };
   const schedule = (r: number) => {
-    nextFinish(r);
+    nextFinish(r, heaps[r].peekKey());
     if (rC[r] > 0) events.push(rNext[r], r);
   };
   const admit = (r: number, id: number) => {
@@ -397,24 +397,25 @@ export function simulate(cfg: SimConfig): SimResult {
       resumed,
     });
   };
+  /** Call `id`, just taken off replica r's running sequences, ends its turn at acc.now. */
+  const finishCall = (id: number, r: number) => {
+    rC[r]--;
+    rSumA[r] -= T[id * TS + T_CTX] - T[id * TS + T_ADMIT_V];
+    running--;
+    const got = T[id * TS + T_REMAIN];
+    acc.genTokens += got;
+    T[id * TS + T_CTX] += got;
+    T[id * TS + T_REMAIN] = 0;
+    closeBar(id, (T[id * TS + T_FLAGS] & 1) !== 0);
+    T[id * TS + T_FLAGS] &= ~1;
+    callDone(id);
+  };
   /** One replica event at acc.now: the calls due finish, waiting calls are admitted, the next finish is set. */
   const replicaStep = (r: number) => {
     advance(r, acc.now);
     const heap = heaps[r];
     const V = rV[r];
-    while (rC[r] > 0 && heap.peekKey() <= V + 1e-6) {
-      const id = heap.pop();
-      rC[r]--;
-      rSumA[r] -= T[id * TS + T_CTX] - T[id * TS + T_ADMIT_V];
-      running--;
-      const got = T[id * TS + T_REMAIN];
-      acc.genTokens += got;
-      T[id * TS + T_CTX] += got;
-      T[id * TS + T_REMAIN] = 0;
-      closeBar(id, (T[id * TS + T_FLAGS] & 1) !== 0);
-      T[id * TS + T_FLAGS] &= ~1;
-      callDone(id);
-    }
+    while (rC[r] > 0 && heap.peekKey() <= V + 1e-6) finishCall(heap.pop(), r);
     if (rC[r] === 0) rSumA[r] = 0;
     fill(r);
   };
@@ -439,13 +440,22 @@ export function simulate(cfg: SimConfig): SimResult {
     draining = true;
     for (let r = 0; r < nRep; r++) {
       if (!(rNext[r] < bound)) continue;
+      // nothing joins the replica while it drains, so its calls finish in key order: one sort, then a walk
+      const heap = heaps[r];
+      heap.sort();
+      let head = 0;
       while (rNext[r] < bound) {
         acc.now = rNext[r];
         if (acc.now > last) last = acc.now;
-        replicaStep(r);
-        nextFinish(r);
+        // replicaStep then nextFinish, with the sorted entries read in place of pops (nothing is pending here)
+        advance(r, acc.now);
+        const V = rV[r];
+        while (rC[r] > 0 && heap.keyAt(head) <= V + 1e-6) finishCall(heap.idAt(head++), r);
+        if (rC[r] === 0) rSumA[r] = 0;
+        nextFinish(r, rC[r] > 0 ? heap.keyAt(head) : 0);
         if (running === 0) poke();
       }
+      heap.dropSorted(head);
       if (rC[r] > 0) events.push(rNext[r], r);
     }
     draining = false;
