@@ -8,7 +8,10 @@
  * it, and the fused output head's memory: the measured ArrayBuffer growth of one head pass over the T rows
  * against the (T·V) logits it avoids. Then the WebGPU engine (LlamaGpuPolicy) on Dawn in the same process, on the
  * same folder and ids: tokens/s of the log-prob forward (median of --reps after one untimed call that compiles
- * the pipelines and records the programs), and its max |Δ log-prob| against our CPU engine and PyTorch.
+ * the pipelines and records the programs), and its max |Δ log-prob| against our CPU engine and PyTorch. And
+ * onnxruntime-web (wasm EP, 1 thread, in this process) on the same weights: the folder exported by
+ * engine/onnx/exportLlama.ts, its log-prob forward timed the same way (median of --reps after one untimed run),
+ * the export + session-creation time, and its max |Δ log-prob| against our CPU engine and PyTorch.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -21,6 +24,8 @@ import { fastKernel } from '../../src/engine/cpu/simd';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { headName } from '../../src/engine/llama/model';
+import { onnxTargets } from '../../src/engine/onnx/export';
+import { exportLlamaOnnx, llamaOnnxUnfit } from '../../src/engine/onnx/exportLlama';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
@@ -154,6 +159,7 @@ export async function benchLlama(argv: string[]): Promise<number> {
           `(stated ${(per.fused / 1024).toFixed(1)} KiB/token in a full 32-row block) vs ${(per.materialised / 1024).toFixed(1)} KiB/token materialised`,
       );
       const pad = ''.padEnd(14);
+      console.log(`${pad} ${await benchOrt(folder, batch, reps, logp, peer)}`);
       if (gpu instanceof Error) console.log(`${pad} node+dawn: not run: ${gpu.message.split('\n')[0]}`);
       else {
         const where = `node+dawn (${gpu.status.description || gpu.status.vendor})`;
@@ -199,4 +205,54 @@ export async function benchLlama(argv: string[]): Promise<number> {
   }
   if (!(gpu instanceof Error)) gpu.destroy();
   return 0;
+}
+
+/** The onnxruntime-web row: the folder's weights as an ONNX log-prob forward on the wasm EP (1 thread). */
+async function benchOrt(
+  folder: Awaited<ReturnType<typeof readLlamaFolder>>,
+  batch: { tokens: Uint32Array; mask: Float32Array; batchSize: number; seqLen: number },
+  reps: number,
+  ours: Float32Array,
+  peer: Peer | null,
+): Promise<string> {
+  const ort = await import('onnxruntime-web');
+  const where = `onnxruntime-web ${ort.env.versions.web} (wasm EP, 1 thread)`;
+  const unfit = llamaOnnxUnfit(folder.layout);
+  if (unfit) return `${where}: not run: ${unfit}`;
+  const { batchSize: B, seqLen: T, tokens } = batch;
+  ort.env.wasm.numThreads = 1;
+  const t0 = performance.now();
+  const session = await ort.InferenceSession.create(
+    exportLlamaOnnx(folder.config, folder.layout, folder.params, B, T),
+    { executionProviders: ['wasm'] },
+  );
+  const load = (performance.now() - t0) / 1000;
+  const feeds = {
+    tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
+    mask: new ort.Tensor('float32', batch.mask, [B, T]),
+    targets: new ort.Tensor('int64', onnxTargets(tokens, B, T), [B, T, 1]),
+  };
+  let got: Float32Array = new Float32Array(0);
+  const times: number[] = [];
+  for (let r = 0; r <= reps; r++) {
+    const t1 = performance.now();
+    got = (await session.run(feeds)).target_logp.data as Float32Array;
+    if (r > 0) times.push((performance.now() - t1) / 1000);
+  }
+  await session.release();
+  times.sort((a, b) => a - b);
+  const sec = times[Math.floor(times.length / 2)];
+  // export row t predicts token t+1: our position t+1, the peer's index t
+  let vsCpu = 0;
+  let vsPeer = 0;
+  for (let t = 0; t + 1 < T; t++) {
+    vsCpu = Math.max(vsCpu, Math.abs(got[t] - ours[t + 1]));
+    if (peer) vsPeer = Math.max(vsPeer, Math.abs(got[t] - peer.logprobs[0][t]));
+  }
+  return (
+    `${where}: log-prob ${(T / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s; export + session ${load.toFixed(1)} s)` +
+    (peer ? `, / PyTorch ${(T / sec / peer.tokens_per_s).toFixed(3)}` : '') +
+    `; max |Δ log-prob| vs our CPU ${vsCpu.toExponential(2)}` +
+    (peer ? `, vs PyTorch ${vsPeer.toExponential(2)}` : '')
+  );
 }
