@@ -1,6 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { command as train } from '../../src/cli/commands/train';
 import { nodeGpuContext } from '../../src/cli/webgpuNode';
 import { baseBytes, roundToDtype, unpackHalves } from '../../src/engine/cpu/half';
 import type { GpuContext } from '../../src/engine/gpu/device';
@@ -11,6 +13,7 @@ import type { Batch } from '../../src/engine/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
+import { parseFileLogger } from '../../src/train/verlLog';
 
 // A LoRA run's frozen base stored as packed f16 / bf16 halves on the WebGPU Llama engine (Dawn in Node;
 // SwiftShader without a GPU driver): exact to the rounding (the CPU engine on the same rounded weights), half
@@ -122,4 +125,54 @@ describe('packed f16 / bf16 base weights on the Llama-family WebGPU engine (Dawn
       /f16 base needs LoRA/,
     );
   });
+});
+
+describe('lab train --model DIR --backend webgpu --lora-base-dtype', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'train-llama-half-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const args = [
+    ...['--harness', 'instruction-short', '--model', join(models, 'llama'), '--backend', 'webgpu'],
+    ...['--train-batch-size', '2', '--rollout-n', '2', '--ppo-mini-batch-size', '2'],
+    ...[
+      '--max-response-length',
+      '4',
+      '--max-prompt-length',
+      '100',
+      '--max-model-len',
+      '128',
+      '--workers',
+      '1',
+    ],
+    ...['--train-tasks', '8', '--val-tasks', '2', '--test-freq', '0', '--save-freq', '0', '--use-kl-loss'],
+  ];
+
+  it('refuses a 16-bit base without LoRA, naming the flag', async () => {
+    await expect(
+      train.run([...args, '--lora-base-dtype', 'f16', '--out', join(dir, 'full')]),
+    ).rejects.toThrow('--lora-base-dtype: a f16 base needs LoRA');
+  });
+
+  it('one LoRA step on a bf16 base on Dawn: finite metrics, the run names the base', async () => {
+    const out = join(dir, 'bf16');
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    let rc: number;
+    let lines: string[];
+    try {
+      rc = await train.run([
+        ...args,
+        ...['--lora-rank', '4', '--lora-alpha', '8', '--lora-base-dtype', 'bf16'],
+        ...['--total-training-steps', '1', '--out', out],
+      ]);
+      lines = log.mock.calls.map((c) => String(c[0]));
+    } finally {
+      log.mockRestore();
+    }
+    expect(rc).toBe(0);
+    expect(lines.find((l) => l.startsWith('train: '))).toMatch(/webgpu backend/);
+    expect(lines.find((l) => l.startsWith('train: '))).toMatch(/bf16 base/);
+    const [step] = parseFileLogger(readFileSync(join(out, 'metrics.jsonl'), 'utf8'));
+    for (const k of ['actor/pg_loss', 'actor/grad_norm', 'actor/kl_loss', 'actor/entropy'])
+      expect(Number.isFinite(step.data[k]), k).toBe(true);
+    expect(step.data['actor/kl_loss']).toBe(0);
+  }, 600_000);
 });
