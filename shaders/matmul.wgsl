@@ -6,6 +6,8 @@
 //   row_nn / row_nt: the same products for M = 1 (a decode step): one invocation per output column, no
 //                    workgroup memory, so a single row does not leave 15 of every 16 invocations idle.
 // Element offsets let A, B, C and the bias live inside larger buffers (the flat parameter / gradient buffers).
+// B is read as raw words: f32 (b_dtype 0, a bitcast: exact) or two 16-bit halves per word, f16 (1) or bf16 (2),
+// widened to f32 (a frozen base stored at half the size; the product still accumulates in f32).
 // 16×16 output tile per workgroup, K walked in 16-wide tiles through workgroup memory. The loop bound comes
 // from the uniform buffer, so both barriers sit in uniform control flow.
 
@@ -20,19 +22,31 @@ struct Dims {
   bias_off: u32,
   has_bias: u32,
   scale: f32,
-  _p1: u32,
+  b_dtype: u32,
   _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<u32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
 const TILE: u32 = 16u;
 var<workgroup> tile_a: array<array<f32, 16>, 16>;
 var<workgroup> tile_b: array<array<f32, 16>, 16>;
+
+// element i of B: an f32 word, or the low (even i) / high (odd i) half of word i / 2
+fn b_at(i: u32) -> f32 {
+  if (dims.b_dtype == 0u) {
+    return bitcast<f32>(b[i]);
+  }
+  let w = b[i >> 1u];
+  if (dims.b_dtype == 1u) {
+    return unpack2x16float(w)[i & 1u];
+  }
+  return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u));
+}
 
 fn load_a(mode: u32, row: u32, k: u32) -> f32 {
   if (row >= dims.M || k >= dims.K) {
@@ -49,9 +63,9 @@ fn load_b(mode: u32, k: u32, col: u32) -> f32 {
     return 0.0;
   }
   if (mode == 1u) {
-    return b[dims.b_off + col * dims.K + k];
+    return b_at(dims.b_off + col * dims.K + k);
   }
-  return b[dims.b_off + k * dims.N + col];
+  return b_at(dims.b_off + k * dims.N + col);
 }
 
 fn tiled(mode: u32, lid: vec3<u32>, wid: vec3<u32>) {
@@ -116,7 +130,7 @@ fn row_nn(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   var acc = 0.0;
   for (var k = 0u; k < dims.K; k = k + 1u) {
-    acc = acc + a[dims.a_off + k] * b[dims.b_off + k * dims.N + col];
+    acc = acc + a[dims.a_off + k] * b_at(dims.b_off + k * dims.N + col);
   }
   finish(0u, col, acc);
 }
@@ -129,7 +143,7 @@ fn row_nt(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   var acc = 0.0;
   for (var k = 0u; k < dims.K; k = k + 1u) {
-    acc = acc + a[dims.a_off + k] * b[dims.b_off + col * dims.K + k];
+    acc = acc + a[dims.a_off + k] * b_at(dims.b_off + col * dims.K + k);
   }
   finish(0u, col, acc);
 }

@@ -13,6 +13,7 @@ import { embeddingBackwardCpu, embeddingForwardCpu } from './cpu/embedding';
 import { fusedHeadBackwardCpu, fusedHeadForwardCpu } from './cpu/fusedLogprob';
 import { geluBackwardCpu, geluForwardCpu } from './cpu/gelu';
 import { gqaBackwardCpu, gqaForwardCpu } from './cpu/gqa';
+import { packHalves, roundToDtype } from './cpu/half';
 import { layernormBackwardCpu, layernormForwardCpu } from './cpu/layernorm';
 import { logprobBackwardCpu, logprobForwardCpu } from './cpu/logprob';
 import { colsumCpu, type MatmulMode, matmulModeCpu } from './cpu/matmul';
@@ -141,6 +142,108 @@ const matmulCases: KernelCase[] = (
       return [{ name: 'c', got: await read(bc, c0.length), want: ref, tolerance: 1e-5 * Kd * scale }];
     }),
 }));
+
+/**
+ * The weight-reading kernels with a frozen base packed as 16-bit halves (two per u32 word, widened to f32 in the
+ * kernel, f32 accumulation) against the f32 references run on the same rounded values. Odd element offsets put
+ * tensors across word boundaries, so both halves of a word are read.
+ */
+const packedCases: KernelCase[] = (['f16', 'bf16'] as const).flatMap((dtype): KernelCase[] => [
+  ...(
+    [
+      ['nt', 19],
+      ['nn', 19],
+      ['nt', 1],
+      ['nn', 1],
+    ] as [MatmulMode, number][]
+  ).map(
+    ([mode, M]): KernelCase => ({
+      name: `matmul ${mode} with a packed ${dtype} B, bias and accumulate (M = ${M})`,
+      run: (ctx) =>
+        withBuffers(ctx, async ({ up, run, read }) => {
+          const [N, Kd] = [70, 37];
+          const bOff = 3;
+          const a = uniformF32(M * Kd, 1);
+          const b = uniformF32(bOff + Kd * N, 2, -1, 1);
+          const bias = uniformF32(N, 3);
+          const c0 = uniformF32(M * N, 4);
+          const ref = new Float32Array(c0);
+          const rounded = roundToDtype(b, dtype);
+          matmulModeCpu(mode, a, rounded.subarray(bOff), ref, M, N, Kd, { bias, accumulate: true });
+          const bc = up(c0);
+          await run((p) =>
+            K.matmul(p, {
+              mode,
+              M,
+              N,
+              K: Kd,
+              a: up(a),
+              b: up(packHalves(b, dtype)),
+              bOff,
+              bDtype: dtype,
+              c: bc,
+              bias: up(bias),
+              accumulate: true,
+            }),
+          );
+          return [{ name: 'c', got: await read(bc, c0.length), want: ref, tolerance: 1e-5 * Kd }];
+        }),
+    }),
+  ),
+  {
+    name: `embedding gather from a packed ${dtype} table`,
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [B, T, C, V, wteOff] = [2, 5, 7, 11, 3];
+        const N = B * T;
+        const params = uniformF32(wteOff + V * C, 20, -1, 1);
+        const rounded = roundToDtype(params, dtype);
+        const tokens = u32(N, V, 21);
+        const ref = new Float32Array(N * C);
+        embeddingForwardCpu(tokens, rounded.subarray(wteOff), new Float32Array(T * C), ref, T, C);
+        const out = zeros(N * C);
+        const d = { N, T, C, V, wteOff, wpeOff: 0, dtype };
+        await run((p) => K.embeddingGather(p, d, up(tokens), up(packHalves(params, dtype)), out));
+        return [{ name: 'gather', got: await read(out, N * C), want: ref, tolerance: 0 }];
+      }),
+  },
+  {
+    name: `fused output head + log-softmax with a packed ${dtype} head, forward and input gradient`,
+    run: (ctx) =>
+      withBuffers(ctx, async ({ up, zeros, run, read }) => {
+        const [N, C, V] = [9, 12, 131];
+        const wOff = 5;
+        const params = uniformF32(wOff + V * C, 60, -1, 1);
+        const W = roundToDtype(params, dtype).subarray(wOff);
+        const h = uniformF32(N * C, 61, -1, 1);
+        const targets = Int32Array.from({ length: N }, (_, i) => (i === 4 ? -1 : (i * 37) % V));
+        const weights = uniformF32(N, 62);
+        const ref = fusedHeadForwardCpu(h, W, targets, N, C, V, matmulModeCpu, { chunk: 32 });
+        const dh = new Float32Array(N * C);
+        fusedHeadBackwardCpu(h, W, targets, weights, ref.lse, dh, null, N, C, V, matmulModeCpu, {
+          chunk: 32,
+        });
+        const d = { N, C, V, wOff, dtype };
+        const [bh, bp, bt, bs] = [
+          up(h),
+          up(packHalves(params, dtype)),
+          up(Uint32Array.from(targets)),
+          zeros(3 * N),
+        ];
+        await run((p) => K.fusedHeadForward(p, d, bh, bp, bt, bs));
+        const stats = await read(bs, 3 * N);
+        const pick = (k: number) => Float32Array.from({ length: N }, (_, i) => stats[3 * i + k]);
+        const bdh = zeros(N * C);
+        // a frozen (packed) head has no gradient: backward_h alone
+        await run((p) => K.fusedHeadBackward(p, d, bh, bp, bt, up(weights), bs, bdh, null));
+        return [
+          { name: 'logp', got: pick(0), want: ref.logp, tolerance: 2e-5 },
+          { name: 'lse', got: pick(2), want: ref.lse, tolerance: 2e-5 },
+          { name: 'dh', got: await read(bdh, N * C), want: dh, tolerance: 5e-5 },
+        ];
+      }),
+  },
+]);
 
 export const KERNEL_CASES: KernelCase[] = [
   ...matmulCases,
@@ -564,4 +667,5 @@ export const KERNEL_CASES: KernelCase[] = [
         }),
     }),
   ),
+  ...packedCases,
 ];

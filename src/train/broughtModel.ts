@@ -9,6 +9,7 @@
  * the term and by how much. Every refusal is a RunLaunchError naming the config key.
  */
 import { ChatTokenizer } from '../core/tokenize/tokenizer';
+import { roundToDtype } from '../engine/cpu/half';
 import type { GpuContext } from '../engine/gpu/device';
 import type { LlamaFolder } from '../engine/llama/hfFolder';
 import { checkLoraConfig, type LoraConfig, LoraConfigError, parseTargetModules } from '../engine/llama/lora';
@@ -62,7 +63,20 @@ export function runMemoryFit(
   model: LlamaFolder['config'],
   limits: MemoryLimits,
 ): MemoryFit {
-  return trainStepFit(model, runLoraConfig(cfg), runStepShape(cfg, model.maxPositions), limits);
+  const lora = runLoraConfig(cfg);
+  checkBaseDtypeKey(cfg, lora);
+  const shape = runStepShape(cfg, model.maxPositions);
+  return trainStepFit(model, lora, shape, limits, cfg.lab.lora_base_dtype);
+}
+
+/** A 16-bit base (lab.lora_base_dtype) is a LoRA run's frozen base: refused for full fine-tuning. */
+function checkBaseDtypeKey(cfg: TrainConfig, lora: LoraConfig | null): void {
+  const dtype = cfg.lab.lora_base_dtype;
+  if (dtype !== 'f32' && !lora)
+    throw new RunLaunchError(
+      'lab.lora_base_dtype',
+      `a ${dtype} base needs LoRA (actor_rollout_ref.model.lora_rank > 0); full fine-tuning keeps the weights in f32`,
+    );
 }
 
 /** The sentence a refused run shows: what does not fit, by how much. */
@@ -98,6 +112,8 @@ export async function broughtModel(
       `a Hugging Face model folder samples from the trainer's own engine ('policy'), got '${cfg.actor_rollout_ref.rollout.name}'`,
     );
   const lora = runLoraConfig(cfg);
+  checkBaseDtypeKey(cfg, lora);
+  const baseDtype = cfg.lab.lora_base_dtype;
   if (opts.limits) {
     const refused = memoryRefusal(runMemoryFit(cfg, folder.config, opts.limits));
     if (refused) throw new RunLaunchError('actor_rollout_ref.model.path', `${opts.name}: ${refused}`);
@@ -110,7 +126,7 @@ export async function broughtModel(
     if (!gpu)
       return new LlamaCpuPolicy(
         folder.config,
-        folder.params,
+        roundToDtype(folder.params, baseDtype),
         {},
         { contextLength, baseModel: opts.name, lora: loraOpt(params) },
       );
@@ -122,6 +138,7 @@ export async function broughtModel(
         contextLength,
         baseModel: opts.name,
         lora: loraOpt(params),
+        baseDtype,
       });
       return engine as LlamaEngine;
     } catch (e) {
@@ -150,7 +167,7 @@ export async function broughtModel(
   if (cfg.actor_rollout_ref.actor.use_kl_loss)
     reference = lora ? policy.referencePolicy() : new LlamaCpuPolicy(folder.config, folder.params);
   const kind = lora
-    ? `LoRA r=${lora.r} alpha=${lora.alpha} (${lora.targetModules.join(',')})`
+    ? `LoRA r=${lora.r} alpha=${lora.alpha} (${lora.targetModules.join(',')})${baseDtype === 'f32' ? '' : `, ${baseDtype} base`}`
     : 'full fine-tuning';
   const tj = folder.tokenizer;
   return {

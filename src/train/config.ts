@@ -152,6 +152,8 @@ export interface TrainConfig {
     rollout_precision: WeightPrecision;
     /** compare both engines' whole next-token distributions at each step's response tokens */
     vocab_mismatch: boolean;
+    /** a LoRA run's frozen base in f16 / bf16 (packed on WebGPU), or f32 (exact) */
+    lora_base_dtype: 'f32' | 'f16' | 'bf16';
   };
 }
 

@@ -1,11 +1,13 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { baseBytes, roundToDtype } from '../../src/engine/cpu/half';
 import { parseLlamaConfig } from '../../src/engine/llama/config';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, parseTargetModules, trainStepMemory } from '../../src/engine/llama/lora';
-import { stepMemory, trainStepFit } from '../../src/engine/llama/memoryFit';
+import { stepMemory, trainStepFit, weightBytes } from '../../src/engine/llama/memoryFit';
 import { llamaLayout } from '../../src/engine/llama/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
+import type { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { broughtModel, memoryRefusal, runMemoryFit, runStepShape } from '../../src/train/broughtModel';
 import { resolveTrainConfig } from '../../src/train/config';
 import { RunLaunchError } from '../../src/train/launch';
@@ -137,6 +139,60 @@ describe('the memory of a training step against the limits', () => {
     expect(ok.model.policy.trainableLayout?.total).toBe(folder.layout.total);
     expect(ok.model.source).toBe('qwen3 (qwen3, full fine-tuning)');
     ok.model.policy.dispose();
+  });
+
+  it('a LoRA run with a 16-bit base (lab.lora_base_dtype): WebGPU counts the packed base, the CPU engine f32', async () => {
+    const shape = { rows: 1, tokens: 16 };
+    const { total } = llamaLayout(qwen06);
+    const f32 = stepMemory(qwen06, lora16, shape);
+    const bf16 = stepMemory(qwen06, lora16, shape, 'bf16');
+    // packed halves plus the norm weights in f32 (Qwen3-0.6B: 0.1 % of the values)
+    const vectors = llamaLayout(qwen06).tensors.reduce((n, t) => n + (t.shape.length === 1 ? t.size : 0), 0);
+    expect(bf16.weights).toBe(baseBytes(total, 'bf16') + 4 * vectors);
+    expect(weightBytes(qwen06, 'f16')).toBe(bf16.weights);
+    expect(bf16.weights).toBeLessThan(0.51 * f32.weights);
+    for (const t of ['activations', 'adapter', 'grads', 'optimizer'] as const) expect(bf16[t]).toBe(f32[t]);
+    expect(() => stepMemory(qwen06, null, shape, 'f16')).toThrow('a f16 base needs LoRA');
+    // a 2 GiB binding cannot hold the f32 base (2273.8 MiB) but holds the packed one (1136.9 MiB)
+    const gpu = {
+      kind: 'webgpu' as const,
+      maxBufferSize: 4 * 2 ** 30,
+      maxStorageBufferBindingSize: 2 ** 31,
+      label: 'a',
+    };
+    const refused = trainStepFit(qwen06, lora16, shape, gpu).problems;
+    expect(refused.map((p) => p.term)).toEqual(['weights']);
+    expect(refused[0].message).toMatch(/^the flat f32 weight buffer \(2273\.8 MiB\)/);
+    expect(trainStepFit(qwen06, lora16, shape, gpu, 'bf16').problems).toEqual([]);
+    // the CPU engine holds the rounded values in f32: no saving counted against a CPU budget
+    const cpu = { kind: 'cpu' as const, budget: 2 ** 40, label: 'cpu' };
+    expect(trainStepFit(qwen06, lora16, shape, cpu, 'bf16').memory).toEqual(f32);
+
+    const cfg = (lab: object, lora_rank: number) =>
+      resolveTrainConfig({
+        lab,
+        actor_rollout_ref: { model: { lora_rank }, rollout: { max_model_len: 16 } },
+      });
+    expect(runMemoryFit(cfg({ lora_base_dtype: 'bf16' }, 16), qwen06, gpu).problems).toEqual([]);
+    expect(runMemoryFit(cfg({}, 16), qwen06, gpu).problems).toHaveLength(1);
+    const full = cfg({ lora_base_dtype: 'f16' }, 0);
+    expect(() => runMemoryFit(full, qwen06, gpu)).toThrow(/^lab\.lora_base_dtype a f16 base needs LoRA/);
+
+    // the CPU engine computes on the rounded values: the run's base is the folder rounded to bf16
+    const folder = await readLlamaFolder(await nodeFolderReader(resolve(__dirname, '../models/qwen3')));
+    const run = await broughtModel(cfg({ lora_base_dtype: 'bf16' }, 4), folder, {
+      name: 'qwen3',
+      tokenizerName: 'q',
+    });
+    expect(run.model.source).toBe(
+      'qwen3 (qwen3, LoRA r=4 alpha=16 (' +
+        'q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj), bf16 base)',
+    );
+    // PEFT's init has B = 0: the merged weights are the base the engine holds
+    const merged = await (run.model.policy as LlamaCpuPolicy).mergedParams();
+    expect(Array.from(merged)).toEqual(Array.from(roundToDtype(folder.params, 'bf16')));
+    expect(Array.from(merged)).not.toEqual(Array.from(folder.params));
+    run.model.policy.dispose();
   });
 });
 

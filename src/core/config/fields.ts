@@ -561,6 +561,16 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     scopes: RT,
   },
   {
+    key: 'lab.lora_base_dtype',
+    flag: 'lora-base-dtype',
+    kind: 'enum',
+    default: 'f32',
+    choices: plain(['f32', 'f16', 'bf16']),
+    label: 'LoRA base dtype',
+    help: 'the frozen base of a LoRA run in f16 or bf16 (rounded to nearest even; f32 accumulation): the WebGPU engine stores it packed, half the weight memory; the CPU engine computes on the same rounded values; f32: the exact path',
+    scopes: R,
+  },
+  {
     key: 'actor_rollout_ref.actor.ppo_mini_batch_size',
     flag: 'ppo-mini-batch-size',
     kind: 'int',

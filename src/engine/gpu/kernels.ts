@@ -1,10 +1,11 @@
 /**
  * Dispatch wrappers for every WGSL kernel in shaders/: each adds one or two dispatches to a Program (recorded
- * once, replayed per step). Offsets are in f32 elements. The CPU references in src/engine/cpu/ define what
+ * once, replayed per step). Offsets are in elements (f32, or 16-bit halves in a packed weight buffer). The CPU references in src/engine/cpu/ define what
  * each one must compute.
  */
 import type { AdamWHyper } from '../cpu/adamw';
 import type { GqaShape } from '../cpu/gqa';
+import { type BaseDtype, dtypeCode } from '../cpu/half';
 import { grid, type Program, uniformBlock } from './device';
 
 const u = (v: number) => ({ u: v });
@@ -26,6 +27,8 @@ export interface MatmulArgs {
   accumulate?: boolean;
   /** C (+)= scale · op(A)·op(B) (+ bias); default 1 */
   scale?: number;
+  /** how B is stored: f32 (default) or packed 16-bit halves (src/engine/cpu/half.ts), widened in the kernel */
+  bDtype?: BaseDtype;
 }
 
 export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
@@ -40,6 +43,7 @@ export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
     u(x.biasOff ?? 0),
     u(x.bias ? 1 : 0),
     f(x.scale ?? 1),
+    u(dtypeCode(x.bDtype ?? 'f32')),
   ]);
   // An unused bias binding still needs a buffer: any buffer does, the kernel never reads it.
   const buffers = [dims, x.a, x.b, x.c, x.bias ?? x.a];
@@ -70,10 +74,21 @@ export interface EmbeddingDims {
   wteOff: number;
   wpeOff: number;
   pos0?: number;
+  /** how the tables are stored (forward and gather): f32 (default) or packed 16-bit halves */
+  dtype?: BaseDtype;
 }
 
 function embeddingBlock(d: EmbeddingDims): ArrayBuffer {
-  return uniformBlock([u(d.N), u(d.T), u(d.C), u(d.V), u(d.wteOff), u(d.wpeOff), u(d.pos0 ?? 0)]);
+  return uniformBlock([
+    u(d.N),
+    u(d.T),
+    u(d.C),
+    u(d.V),
+    u(d.wteOff),
+    u(d.wpeOff),
+    u(d.pos0 ?? 0),
+    u(dtypeCode(d.dtype ?? 'f32')),
+  ]);
 }
 
 export function embeddingForward(
@@ -529,10 +544,20 @@ export interface FusedHeadDims {
   temperature?: number;
   /** offset of the head's gradient in the gradient buffer */
   gOff?: number;
+  /** how the parameter buffer is stored: f32 (default) or packed 16-bit halves */
+  dtype?: BaseDtype;
 }
 
 export function headBlock(d: FusedHeadDims): ArrayBuffer {
-  return uniformBlock([u(d.N), u(d.C), u(d.V), u(d.wOff), f(1 / (d.temperature ?? 1)), u(d.gOff ?? 0)]);
+  return uniformBlock([
+    u(d.N),
+    u(d.C),
+    u(d.V),
+    u(d.wOff),
+    f(1 / (d.temperature ?? 1)),
+    u(d.gOff ?? 0),
+    u(dtypeCode(d.dtype ?? 'f32')),
+  ]);
 }
 
 /** stats (3·N: logp, entropy, lse per row) of the fused head; targets 0xFFFFFFFF mark rows without one. */

@@ -296,6 +296,8 @@ export function trainStepMemory(
   lora: LoraConfig | null,
   T: number,
   nParams: number,
+  /** bytes of the weights as stored (default f32; a LoRA run's packed f16 / bf16 base is about half) */
+  weightBytes = 4 * nParams,
 ): TrainStepMemory {
   const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D } = cfg;
   let perTokenLayer = 4 * C + 2 * H * D + 2 * KV * D + 3 * F + H * T + 2;
@@ -305,7 +307,7 @@ export function trainStepMemory(
   const adapterN = lora ? loraLayout(cfg, lora).total : 0;
   const trainable = lora ? adapterN : nParams;
   const m: Omit<TrainStepMemory, 'total'> = {
-    weights: 4 * nParams,
+    weights: weightBytes,
     activations,
     adapter: 4 * adapterN,
     grads: 4 * trainable,

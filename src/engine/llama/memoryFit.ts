@@ -4,7 +4,10 @@
  * WebGPU adapter's buffer limits (each of the step's single buffers — the flat weights, the adapter, the gradient
  * and each AdamW moment — must fit `maxBufferSize` and `maxStorageBufferBindingSize`) or a stated CPU budget (the
  * whole step). Pure: only the config's shape is needed, so a page can refuse a run before it reads the weights.
+ * A LoRA run's base in f16 / bf16 (`baseDtype`) counts as the WebGPU engine stores it: packed halves (half the
+ * flat buffer) plus the norm weights and biases in f32; the CPU engine holds the rounded values in f32.
  */
+import { type BaseDtype, baseBytes } from '../cpu/half';
 import type { LlamaConfig } from './config';
 import { type LoraConfig, type TrainStepMemory, trainStepMemory } from './lora';
 import { llamaLayout } from './model';
@@ -46,13 +49,30 @@ export interface MemoryFit {
 
 export const mib = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MiB`;
 
+/** Bytes of the model's weights stored in `dtype`: f32, or packed halves beside the f32 norm weights and biases. */
+export function weightBytes(cfg: LlamaConfig, dtype: BaseDtype): number {
+  const layout = llamaLayout(cfg);
+  if (dtype === 'f32') return 4 * layout.total;
+  const vectors = layout.tensors.reduce((n, t) => n + (t.shape.length === 1 ? t.size : 0), 0);
+  return baseBytes(layout.total, dtype) + 4 * vectors;
+}
+
 /** The step's memory for `rows` rows of `tokens` tokens (the saved activations grow with the rows; the rest does not). */
-export function stepMemory(cfg: LlamaConfig, lora: LoraConfig | null, shape: StepShape): TrainStepMemory {
+export function stepMemory(
+  cfg: LlamaConfig,
+  lora: LoraConfig | null,
+  shape: StepShape,
+  baseDtype: BaseDtype = 'f32',
+): TrainStepMemory {
+  if (baseDtype !== 'f32' && !lora)
+    throw new Error(
+      `memory: a ${baseDtype} base needs LoRA (a frozen base); full fine-tuning keeps f32 weights`,
+    );
   if (!Number.isInteger(shape.rows) || shape.rows < 1)
     throw new Error(`memory: rows must be an integer ≥ 1, got ${shape.rows}`);
   if (!Number.isInteger(shape.tokens) || shape.tokens < 1)
     throw new Error(`memory: tokens must be an integer ≥ 1, got ${shape.tokens}`);
-  const one = trainStepMemory(cfg, lora, shape.tokens, llamaLayout(cfg).total);
+  const one = trainStepMemory(cfg, lora, shape.tokens, llamaLayout(cfg).total, weightBytes(cfg, baseDtype));
   const activations = one.activations * shape.rows;
   return { ...one, activations, total: one.total - one.activations + activations };
 }
@@ -62,8 +82,11 @@ export function trainStepFit(
   lora: LoraConfig | null,
   shape: StepShape,
   limits: MemoryLimits,
+  baseDtype: BaseDtype = 'f32',
 ): MemoryFit {
-  const memory = stepMemory(cfg, lora, shape);
+  // the CPU engine computes on the rounded values in f32: only the WebGPU engine stores the halves
+  const stored = limits.kind === 'webgpu' ? baseDtype : 'f32';
+  const memory = stepMemory(cfg, lora, shape, stored);
   const problems: MemoryProblem[] = [];
   const over = (
     term: MemoryTerm | 'total',
@@ -99,7 +122,8 @@ export function trainStepFit(
         ? 'maxBufferSize'
         : 'maxStorageBufferBindingSize';
     const of = `${limits.label}'s ${which}`;
-    over('weights', 'the flat weight buffer', memory.weights, bind, of);
+    const flat = baseBytes(llamaLayout(cfg).total, stored);
+    over('weights', `the flat ${stored} weight buffer`, flat, bind, of);
     over('adapter', 'the adapter buffer', memory.adapter, bind, of);
     over('grads', 'the gradient buffer', memory.grads, bind, of);
     over('optimizer', 'each AdamW moment buffer', memory.optimizer / 2, bind, of);

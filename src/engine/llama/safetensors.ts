@@ -6,6 +6,8 @@
  * and the tensor or field.
  */
 
+import { f16ToF32 } from '../cpu/half';
+
 export type StorageDtype = 'F32' | 'F16' | 'BF16';
 
 export interface SafeTensor {
@@ -25,16 +27,6 @@ export class WeightFileError extends Error {
     super(`${file}: ${message}`);
     this.name = 'WeightFileError';
   }
-}
-
-/** IEEE half → f32 value. */
-export function f16ToF32(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return s * m * 2 ** -24;
-  if (e === 31) return m ? Number.NaN : s * Number.POSITIVE_INFINITY;
-  return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
 const f16Table = (() => {

@@ -7,9 +7,15 @@
  * stats (log-prob, entropy, log-sum-exp) come back. The head runs on every row with the next id as its target
  * (none where that id or the row is padding), so no (B·T·V) logits exist in training; the decoder reads one
  * row of logits per generated token against a per-layer KV cache.
+ *
+ * Mixed precision (`baseDtype`, LoRA only): the frozen base can be stored as packed f16 or bf16 halves (two per
+ * u32 word, src/engine/cpu/half.ts), half the memory, widened to f32 where the matmul, embedding and head kernels
+ * read it; every sum, the adapter, its gradient and AdamW's moments stay f32. Norm weights and biases (a small
+ * f32 buffer) hold the same rounded values, so the run equals the f32 engine on the rounded weights.
  */
 
 import { serialQueue } from '../../core/serial';
+import { type BaseDtype, baseBytes, packHalves, roundToDtype, unpackHalves } from '../cpu/half';
 import { ropeTables } from '../cpu/rope';
 import { type GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
@@ -122,6 +128,11 @@ export interface LlamaGpuPolicyOptions {
   baseModel?: string;
   /** train a LoRA adapter on the frozen base (as LlamaCpuPolicy's option: config, values or PEFT's init from `seed`) */
   lora?: LlamaCpuPolicyOptions['lora'];
+  /**
+   * how the frozen base is stored on the GPU (LoRA only): f32 (default, the exact path) or f16 / bf16 halves,
+   * rounded to nearest even (a folder stored in that dtype is held exactly)
+   */
+  baseDtype?: BaseDtype;
 }
 
 export class LlamaGpuPolicy implements PolicyEngine {
@@ -135,8 +146,14 @@ export class LlamaGpuPolicy implements PolicyEngine {
   readonly trainableLayout: Layout;
   optimizer: AdamWHyper;
   step = 0;
-  /** the model's weights (frozen with LoRA) */
+  /** how `params` stores the base: f32, or packed f16 / bf16 halves (LoRA only) */
+  readonly baseDtype: BaseDtype;
+  /** the model's weights (frozen with LoRA): f32 values or, with a 16-bit baseDtype, packed halves */
   readonly params: GPUBuffer;
+  /** the norm weights and biases as f32 (read by rmsnorm and the matmul's bias): `params` itself at f32 */
+  readonly vectors: GPUBuffer;
+  /** where each norm weight and bias starts in `vectors` */
+  private readonly vectorOff: Map<string, number>;
   /** the gradient of the trainable buffer */
   readonly grads: GPUBuffer;
   private readonly m: GPUBuffer;
@@ -151,15 +168,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private readonly exclusive = serialQueue();
 
   /** Why this config cannot run on this adapter (null: it can): the kernels' limits and the flat buffer's size. */
-  static unfit(ctx: GpuContext, llama: LlamaConfig): string | null {
+  static unfit(ctx: GpuContext, llama: LlamaConfig, baseDtype: BaseDtype = 'f32'): string | null {
     if (llama.headDim > 256) return `head_dim ${llama.headDim} exceeds the WGSL kernels' 256`;
     if (llama.headDim % 2 !== 0) return `head_dim ${llama.headDim} must be even (rotary pairs)`;
-    const bytes = llamaLayout(llama).total * F4;
+    const bytes = baseBytes(llamaLayout(llama).total, baseDtype);
     const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
     const limit = Math.min(bind, max);
     if (bytes > limit)
       return (
-        `the flat f32 parameter buffer (${(bytes / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest ` +
+        `the flat ${baseDtype} parameter buffer (${(bytes / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest ` +
         `storage binding (${(limit / 2 ** 20).toFixed(0)} MiB)`
       );
     return null;
@@ -172,7 +189,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
     optimizer: Partial<AdamWHyper> = {},
     opts: LlamaGpuPolicyOptions = {},
   ) {
-    const unfit = LlamaGpuPolicy.unfit(ctx, llama);
+    const baseDtype = opts.baseDtype ?? 'f32';
+    if (baseDtype !== 'f32' && !opts.lora)
+      throw new Error(
+        `policy: a ${baseDtype} base needs LoRA (a frozen base); full fine-tuning keeps the weights in f32`,
+      );
+    const unfit = LlamaGpuPolicy.unfit(ctx, llama, baseDtype);
     if (unfit) throw new Error(`policy: ${llama.modelType} on WebGPU: ${unfit}`);
     this.architecture = llama.modelType;
     this.layout = llamaLayout(llama);
@@ -182,7 +204,25 @@ export class LlamaGpuPolicy implements PolicyEngine {
       );
     this.config = llamaSummary(llama, opts.contextLength);
     this.optimizer = { ...defaultOptimizer, ...optimizer };
-    this.params = ctx.storage(params, 'params');
+    this.baseDtype = baseDtype;
+    this.vectorOff = new Map();
+    if (baseDtype === 'f32') {
+      this.params = ctx.storage(params, 'params');
+      this.vectors = this.params;
+      for (const t of this.layout.tensors) if (t.shape.length === 1) this.vectorOff.set(t.name, t.offset);
+    } else {
+      this.params = ctx.storage(packHalves(params, baseDtype), `params.${baseDtype}`);
+      const rounded = roundToDtype(params, baseDtype);
+      const vectors = this.layout.tensors.filter((t) => t.shape.length === 1);
+      const values = new Float32Array(vectors.reduce((n, t) => n + t.size, 0));
+      let at = 0;
+      for (const t of vectors) {
+        values.set(rounded.subarray(t.offset, t.offset + t.size), at);
+        this.vectorOff.set(t.name, at);
+        at += t.size;
+      }
+      this.vectors = ctx.storage(values, 'params.vectors');
+    }
     if (opts.lora) {
       const { config, params: values, seed } = opts.lora;
       this.lora = new GpuLora(ctx, llama, config, values ?? loraInit(loraLayout(llama, config), seed ?? 0));
@@ -202,6 +242,13 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const t = this.layout.byName.get(name);
     if (!t) throw new Error(`no parameter named ${name}`);
     return t.offset;
+  }
+
+  /** Where the norm weight or bias `name` starts in `vectors`. */
+  private vec(name: string): number {
+    const at = this.vectorOff.get(name);
+    if (at === undefined) throw new Error(`no norm weight or bias named ${name}`);
+    return at;
   }
 
   private has(name: string): boolean {
@@ -242,9 +289,10 @@ export class LlamaGpuPolicy implements PolicyEngine {
       a: x,
       b: this.params,
       bOff: this.off(`${name}.weight`),
+      bDtype: this.baseDtype,
       c: out,
-      bias: bias ? this.params : undefined,
-      biasOff: bias ? this.off(`${name}.bias`) : 0,
+      bias: bias ? this.vectors : undefined,
+      biasOff: bias ? this.vec(`${name}.bias`) : 0,
       accumulate,
     });
     if (this.lora && t) await this.lora.forward(p, name, M, x, out, t(name));
@@ -268,7 +316,19 @@ export class LlamaGpuPolicy implements PolicyEngine {
     accumulate: boolean,
   ): Promise<void> {
     const w = this.off(`${name}.weight`);
-    await K.matmul(p, { mode: 'nn', M, N: k, K: n, a: dy, b: this.params, bOff: w, c: dx, accumulate });
+    const bDtype = this.baseDtype;
+    await K.matmul(p, {
+      mode: 'nn',
+      M,
+      N: k,
+      K: n,
+      a: dy,
+      b: this.params,
+      bOff: w,
+      bDtype,
+      c: dx,
+      accumulate,
+    });
     if (this.lora) {
       if (!lb) throw new Error(`${name}: a LoRA backward needs the forward's saved activations`);
       return this.lora.backward(p, name, M, x, lb.t(name), dy, dx, lb.dt, this.grads);
@@ -288,7 +348,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   private rmsnorm(p: Program, N: number, C: number, name: string, x: GPUBuffer, y: GPUBuffer, r: GPUBuffer) {
-    return K.rmsnormForward(p, { N, C, wOff: this.off(name), eps: this.llama.rmsEps }, x, this.params, y, r);
+    const d = { N, C, wOff: this.vec(name), eps: this.llama.rmsEps };
+    return K.rmsnormForward(p, d, x, this.vectors, y, r);
   }
 
   private rmsnormBackward(
@@ -302,15 +363,14 @@ export class LlamaGpuPolicy implements PolicyEngine {
     dx: GPUBuffer,
     accumulate: boolean,
   ) {
-    const off = this.off(name);
     return K.rmsnormBackward(
       p,
-      { N, C, wOff: off, gOff: off, eps: this.llama.rmsEps, accumulate },
+      { N, C, wOff: this.vec(name), gOff: this.off(name), eps: this.llama.rmsEps, accumulate },
       x,
       r,
       dy,
       dx,
-      this.params,
+      this.vectors,
       this.baseGrads,
     );
   }
@@ -398,8 +458,9 @@ export class LlamaGpuPolicy implements PolicyEngine {
 
     const o = (n: string) => this.off(n);
     const gqaDims = { B, Tq: T, Tk: T, H, KV, D, offset: 0 };
-    const head = { N, C, V, wOff: o(headName(cfg)), gOff: o(headName(cfg)), temperature: 1 };
-    const emb = { N, T, C, V, wteOff: o('model.embed_tokens.weight'), wpeOff: 0 };
+    const dtype = this.baseDtype;
+    const head = { N, C, V, wOff: o(headName(cfg)), gOff: o(headName(cfg)), temperature: 1, dtype };
+    const emb = { N, T, C, V, wteOff: o('model.embed_tokens.weight'), wpeOff: 0, dtype };
 
     // LoRA: each adapted linear's t = x·Aᵀ, kept for the backward, and one (N, r) scratch for its gradient
     const lora = this.lora;
@@ -541,6 +602,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
         wOff: o,
         gOff: o,
         temperature,
+        dtype: this.baseDtype,
       });
       for (const u of g.headUniforms) this.ctx.write(u, block);
       g.temperature = temperature;
@@ -627,7 +689,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
   /** The model's weights with the adapter merged in (W + s·B·A, PEFT's merge_and_unload), in the base layout. */
   mergedParams(): Promise<Float32Array> {
     return this.exclusive(async () => {
-      const base = await this.ctx.readF32(this.params, this.layout.total);
+      const { total } = this.layout;
+      const base =
+        this.baseDtype === 'f32'
+          ? await this.ctx.readF32(this.params, total)
+          : unpackHalves(
+              new Uint32Array((await this.ctx.readF32(this.params, Math.ceil(total / 2))).buffer),
+              total,
+              this.baseDtype,
+            );
       return this.lora ? mergeLora(this.llama, this.layout, base, await this.lora.read()) : base;
     });
   }
@@ -786,7 +856,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const logits = buf(V, 'dec.logits');
     const cacheK = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.k${l}`));
     const cacheV = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.v${l}`));
-    const emb = { N: 1, T: 1, C, V, wteOff: this.off('model.embed_tokens.weight'), wpeOff: 0 };
+    const dtype = this.baseDtype;
+    const emb = { N: 1, T: 1, C, V, wteOff: this.off('model.embed_tokens.weight'), wpeOff: 0, dtype };
     const loraT = this.lora ? buf(this.lora.config.r, 'dec.lora.t') : null;
     const t: LoraSaved | null = loraT ? () => loraT : null;
     const p = new Program(ctx);
@@ -820,7 +891,17 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const head = new Program(ctx);
     await this.rmsnorm(head, 1, C, 'model.norm.weight', x, h, r);
     const wOff = this.off(headName(cfg));
-    await K.matmul(head, { mode: 'nt', M: 1, N: V, K: C, a: h, b: params, bOff: wOff, c: logits });
+    await K.matmul(head, {
+      mode: 'nt',
+      M: 1,
+      N: V,
+      K: C,
+      a: h,
+      b: params,
+      bOff: wOff,
+      bDtype: dtype,
+      c: logits,
+    });
     return { capacity, layers: p, head, token, pos, x, logits, gqaUniforms, copies, cacheK, cacheV, buffers };
   }
 
@@ -897,6 +978,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
 
   dispose(): void {
     const all: GPUBuffer[] = [this.params, this.grads, this.m, this.v, this.partial];
+    if (this.vectors !== this.params) all.push(this.vectors);
     void (async () => {
       for (const g of this.graphs.values()) destroyGraph(await g);
       if (this.decoder) destroyDecoder(await this.decoder);

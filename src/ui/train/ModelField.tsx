@@ -143,7 +143,7 @@ export function ModelField(props: {
           {config && config.actor_rollout_ref.model.lora_rank > 0
             ? `LoRA r=${config.actor_rollout_ref.model.lora_rank} alpha=${config.actor_rollout_ref.model.lora_alpha} (${config.actor_rollout_ref.model.target_modules})`
             : 'full fine-tuning'}{' '}
-          · CPU engine
+          · {engineNote(config?.lab.backend ?? 'cpu', config?.lab.lora_base_dtype ?? 'f32')}
         </p>
       )}
       {fit && !(fit instanceof Error) && (
@@ -175,4 +175,12 @@ export function ModelField(props: {
       )}
     </section>
   );
+}
+
+/** Where the folder run trains (the trainer worker picks the device when the run starts). */
+function engineNote(backend: 'cpu' | 'webgpu' | 'auto', baseDtype: 'f32' | 'f16' | 'bf16'): string {
+  const base = baseDtype === 'f32' ? '' : `, ${baseDtype} base`;
+  if (backend === 'cpu') return 'CPU engine';
+  if (backend === 'webgpu') return `WebGPU engine${base} (the adapter's limits checked when the run starts)`;
+  return `WebGPU engine${base} on a hardware adapter that holds the step, else the CPU engine`;
 }

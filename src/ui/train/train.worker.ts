@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 /**
  * The Train tab's trainer: a dedicated module worker that owns the policy engine (WebGPU where a hardware
- * adapter exists or `lab.backend` asks for it, else the CPU engine), the in-process proxies and the training
+ * adapter exists or `lab.backend` asks for it, else the CPU engine; a Hugging Face folder too), the in-process proxies and the training
  * loop (`createLocalRun`, unchanged from Node), with the harness agents in their own Web Workers
  * (`spawnBrowserHarnessWorker`). It writes the run's files to OPFS (`runs/<id>/`) and posts every TrainEvent to
  * the page, which only renders. One worker per run; the page terminates it when the run ends.
@@ -10,10 +10,11 @@
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { parseJsonlTrace } from '../../core/trace/io';
 import { formatIssue } from '../../core/trace/types';
-import { createGpuContext } from '../../engine/gpu/device';
+import { createGpuContext, type GpuContext, type Unavailable } from '../../engine/gpu/device';
 import { readLlamaFolder } from '../../engine/llama/hfFolder';
+import type { MemoryLimits } from '../../engine/llama/memoryFit';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
-import { type BroughtRun, broughtModel } from '../../train/broughtModel';
+import { type BroughtRun, broughtModel, runMemoryFit } from '../../train/broughtModel';
 import { decodeTrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
@@ -111,9 +112,36 @@ async function latestCheckpoint(storage: TrainStorage): Promise<{ bytes: Uint8Ar
 }
 
 /**
+ * lab.backend webgpu / auto for a folder run: this worker's WebGPU device (as the GPT-2 policy gets it,
+ * train/launch.ts: auto takes a hardware adapter only, webgpu any, and refuses without one); null: the CPU engine.
+ */
+async function pageModelGpu(backend: TrainConfig['lab']['backend']): Promise<GpuContext | null> {
+  if (backend === 'cpu') return null;
+  const got = await createGpuContext().catch(
+    (e: Error): Unavailable => ({ available: false, reason: `requestAdapter failed: ${e.message}` }),
+  );
+  if (!('device' in got)) {
+    if (backend === 'webgpu') throw new RunLaunchError('lab.backend', `webgpu: ${got.reason}`);
+    return null;
+  }
+  if (backend === 'auto' && got.status.isFallbackAdapter) {
+    got.destroy();
+    return null;
+  }
+  return got;
+}
+
+/** The adapter's buffer limits, what a folder run on the WebGPU engine is checked against. */
+function adapterLimits(gpu: GpuContext): MemoryLimits {
+  const { maxBufferSize, maxStorageBufferBindingSize } = gpu.status.limits;
+  return { kind: 'webgpu', maxBufferSize, maxStorageBufferBindingSize, label: 'this WebGPU adapter' };
+}
+
+/**
  * A Hugging Face folder the run names (`shipped:<name>` or `opfs:<name>`, ui/models/shippedModels.ts), read and
- * built into the run's engines (train/broughtModel.ts), the step's memory checked against the page's CPU
- * budget; null for the GPT-2 policy.
+ * built into the run's engines (train/broughtModel.ts): on the WebGPU engine where lab.backend asks for it and
+ * the adapter holds the step (its buffer limits; auto falls back to the CPU engine), else on the CPU engine
+ * against the page's CPU budget; null for the GPT-2 policy.
  */
 async function pageModel(
   cfg: TrainConfig,
@@ -121,18 +149,29 @@ async function pageModel(
 ): Promise<BroughtRun | null> {
   const named = pageModelOf(cfg.actor_rollout_ref.model.path);
   if (!named) return null;
-  if (cfg.lab.backend === 'webgpu')
-    throw new RunLaunchError(
-      'lab.backend',
-      'webgpu: a Hugging Face model folder trains on the CPU engine (lab.backend cpu or auto)',
-    );
-  const folder = await readLlamaFolder(await pageModelFolder(named));
-  return broughtModel(cfg, folder, {
-    name: named.name,
-    tokenizerName: `model:${named.name}`,
-    limits: PAGE_CPU_LIMITS,
-    resume,
-  });
+  let gpu = await pageModelGpu(cfg.lab.backend);
+  try {
+    const folder = await readLlamaFolder(await pageModelFolder(named));
+    if (
+      gpu &&
+      cfg.lab.backend === 'auto' &&
+      runMemoryFit(cfg, folder.config, adapterLimits(gpu)).problems.length
+    ) {
+      gpu.destroy();
+      gpu = null;
+    }
+    // the run owns the context once built (the CPU engine's run destroys it)
+    return await broughtModel(cfg, folder, {
+      name: named.name,
+      tokenizerName: `model:${named.name}`,
+      limits: gpu ? adapterLimits(gpu) : PAGE_CPU_LIMITS,
+      resume,
+      gpu,
+    });
+  } catch (e) {
+    gpu?.destroy();
+    throw e;
+  }
 }
 
 /**
