@@ -79,10 +79,8 @@ export interface BuildCounters {
 
 export interface BuildResult {
   batch: TrainingBatch;
-  /** per row: 1 when the row kept its log-probs */
+  /** per row: 1 when the row kept its log-probs (upstream's token_level_scores: see tokenLevelScores) */
   rowHasLogProbs: Uint8Array;
-  /** per response token (aligned with batch.mask): the bf16 reward on each row's last token, 0 elsewhere */
-  tokenLevelScores: Float32Array;
   counters: BuildCounters;
   /** the metrics dict upstream returns (same keys) */
   metrics: Record<string, number>;
@@ -297,15 +295,21 @@ class RowWriter {
     if (len < this.turnLenMin) this.turnLenMin = len;
   }
 
-  /** Appends ids[from, to) to the running row, all with the same mask value and call index. */
+  /**
+   * Appends ids[from, to) to the running row, all with the same mask value and call index. One loop writes
+   * the three arrays: a call's tokens are tens, and TypedArray fill/set pay a builtin call each time.
+   */
   appendTokens(ids: Int32Array, from: number, to: number, m: number, call: number): void {
-    const at = this.nTok;
-    const end = at + to - from;
     const respIds = this.respIds;
-    for (let i = from, j = at; i < to; i++, j++) respIds[j] = ids[i];
-    this.mask.fill(m, at, end);
-    this.tokenCall.fill(call, at, end);
-    this.nTok = end;
+    const mask = this.mask;
+    const tokenCall = this.tokenCall;
+    let j = this.nTok;
+    for (let i = from; i < to; i++, j++) {
+      respIds[j] = ids[i];
+      mask[j] = m;
+      tokenCall[j] = call;
+    }
+    this.nTok = j;
   }
 
   appendResponse(c: CallIds): void {
@@ -318,8 +322,10 @@ class RowWriter {
       this.rowLp.append(v);
       return;
     }
-    this.logProbs.set(v, this.nLp);
-    this.nLp += v.length;
+    const lp = this.logProbs;
+    let j = this.nLp;
+    for (let i = 0; i < v.length; i++, j++) lp[j] = v[i];
+    this.nLp = j;
   }
 
   lpZeros(n: number): void {
@@ -327,8 +333,10 @@ class RowWriter {
       this.rowLp.fill(0, n);
       return;
     }
-    this.logProbs.fill(0, this.nLp, this.nLp + n);
-    this.nLp += n;
+    const lp = this.logProbs;
+    const end = this.nLp + n;
+    for (let j = this.nLp; j < end; j++) lp[j] = 0;
+    this.nLp = end;
   }
 
   /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
@@ -479,15 +487,18 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const maxP = opts.maxPromptLength;
   const maxR = opts.maxResponseLength;
 
-  // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates.
+  // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates. The
+  // sizes are summed while a rollout's calls are fresh in the cache, in the loop that picks them.
   const order = sortedOrder(rollouts);
-  const selected = order.map((ri) => selectCalls(rollouts[ri], opts));
+  const selected: CallIds[][] = new Array(order.length);
   let respBound = 0;
   let promptBound = 0;
   // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
   // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
   let rowBound = 0;
-  for (const calls of selected) {
+  for (let oi = 0; oi < order.length; oi++) {
+    const calls = selectCalls(rollouts[order[oi]], opts);
+    selected[oi] = calls;
     rowBound += calls.length;
     for (let k = 0; k < calls.length; k++) {
       const c = calls[k];
@@ -526,9 +537,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const off = trimmed(w.offsets, nRows + 1);
   const hasLp = trimmed(w.rowHasLp, nRows);
   const allLp = hasLp.every((x) => x === 1);
-  const scores = new Float32Array(nTok);
   const rewards = trimmed(w.rowReward, nRows);
-  for (let r = 0; r < nRows; r++) scores[off[r + 1] - 1] = rewards[r];
   const lpArr = allLp ? trimmed(w.logProbs, nTok) : null;
 
   const batch: TrainingBatch = {
@@ -572,7 +581,6 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   return {
     batch,
     rowHasLogProbs: hasLp,
-    tokenLevelScores: scores,
     counters: {
       nUnmerged: level === 'trajectory' ? w.nUnmerged : null,
       nTrunc: w.nTrunc,
@@ -583,6 +591,18 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     mergeFailures,
     padTokenId: opts.padTokenId,
   };
+}
+
+/**
+ * Upstream's token_level_scores in the batch's ragged layout: each row's (bf16) reward on its last response
+ * token, even when that token is an observation, and 0 elsewhere. Nothing on the training path needs the
+ * per-token array (the estimators take batch.reward as row rewards), so it is made only when asked for.
+ */
+export function tokenLevelScores(batch: TrainingBatch): Float32Array {
+  const off = batch.offsets;
+  const scores = new Float32Array(off[batch.nRows]);
+  for (let r = 0; r < batch.nRows; r++) if (off[r + 1] > off[r]) scores[off[r + 1] - 1] = batch.reward[r];
+  return scores;
 }
 
 /** The first n values: a view when little capacity is left over, else a copy (so spare memory is freed). */

@@ -121,9 +121,7 @@ export function computeRolloutLevelAdvantage(
   const repCount = new Int32Array(nP);
   for (let k = 0; k < nP; k++) {
     const i = rep[present[k]];
-    let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
-    repCount[k] = c;
+    repCount[k] = maskSum(mask, off[i], off[i + 1]);
   }
   const repScores = new Float64Array(nP);
   for (let k = 0; k < nP; k++) repScores[k] = repSum[present[k]];
@@ -203,11 +201,8 @@ export function computeRolloutLevelAdvantage(
   if (broadcast)
     for (let i = 0; i < rows.nRows; i++) {
       const g = rollouts.group[i];
-      const a = rolloutAdvantage[g];
-      for (let t = off[i]; t < off[i + 1]; t++) advantages[t] = a * mask[t];
-      if (sameReturns) continue;
-      const r = rolloutReturn[g];
-      for (let t = off[i]; t < off[i + 1]; t++) returns[t] = r * mask[t];
+      fillMasked(advantages, mask, off[i], off[i + 1], rolloutAdvantage[g]);
+      if (!sameReturns) fillMasked(returns, mask, off[i], off[i + 1], rolloutReturn[g]);
     }
   let multi = 0;
   let maxRows = 0;
@@ -247,9 +242,7 @@ export function rolloutDivisors(
   const tokens = new Float64Array(rollouts.nGroups);
   const { offsets: off, mask } = rows;
   for (let i = 0; i < rows.nRows; i++) {
-    let c = 0;
-    if (rowCounts) c = rowCounts[i];
-    else for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    const c = rowCounts ? rowCounts[i] : maskSum(mask, off[i], off[i + 1]);
     tokens[rollouts.group[i]] += R(c);
   }
   const out = new Float64Array(rows.nRows);
@@ -272,8 +265,29 @@ export function normalizeAdvantagesByRollout(
   for (let i = 0; i < rows.nRows; i++) {
     const d = div[i];
     // Storing into a Float32Array rounds exactly as Math.fround does, so float32 needs no explicit rounding.
-    if (dtype === 'float32') for (let t = off[i]; t < off[i + 1]; t++) out[t] = advantages[t] / d;
+    if (dtype === 'float32') divideRange(out, advantages, off[i], off[i + 1], d);
     else for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
   }
   return out;
+}
+
+// The per-token loops are small functions called once per row rather than loops inside the functions above:
+// called a thousand times in one batch they are optimised within it, where a loop inside a function that
+// runs once per batch waits for on-stack replacement (and the replaced code is dropped on the next batch).
+
+/** Σ mask[from, to): a row's valid tokens. */
+function maskSum(mask: Uint8Array, from: number, to: number): number {
+  let c = 0;
+  for (let t = from; t < to; t++) c += mask[t];
+  return c;
+}
+
+/** out[t] = a · mask[t] on [from, to) (a · 0 keeps its sign, as torch's product does). */
+function fillMasked(out: Float32Array, mask: Uint8Array, from: number, to: number, a: number): void {
+  for (let t = from; t < to; t++) out[t] = a * mask[t];
+}
+
+/** out[t] = src[t] / d on [from, to), rounded to float32 by the store. */
+function divideRange(out: Float32Array, src: Float32Array, from: number, to: number, d: number): void {
+  for (let t = from; t < to; t++) out[t] = src[t] / d;
 }
