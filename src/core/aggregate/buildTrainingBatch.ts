@@ -174,36 +174,64 @@ function lastPerIdenticalPrompt(calls: ModelCall[]): Uint8Array {
 
 /** The calls of a rollout that become triplets, with the ids of the chosen token source. */
 export function selectCalls(rollout: Rollout, opts: BuildOptions): CallIds[] {
-  const calls = rollout.calls;
-  const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
-  const keep = gatewayRule ? lastPerIdenticalPrompt(calls) : null;
+  const s = new SelectedCalls();
+  s.select(rollout, opts);
   const out: CallIds[] = [];
-  for (let i = 0; i < calls.length; i++) {
-    const c = calls[i];
-    // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
-    if (
-      keep !== null &&
-      (keep[i] === 0 || c.error !== undefined || c.httpStatus >= 400 || !c.responseTokenIds?.length)
-    )
-      continue;
-    const ids = callIds(c, i, opts, gatewayRule);
-    if (ids) out.push(ids);
-  }
+  for (let k = 0; k < s.n; k++) out.push({ p: s.p[k], r: s.r[k], lp: s.lp[k], idx: s.idx[k] });
   return out;
 }
 
-function callIds(c: ModelCall, idx: number, opts: BuildOptions, gatewayRule: boolean): CallIds | null {
-  if ((opts.tokenSource ?? 'engine') === 'engine') {
-    if (!c.promptTokenIds || !c.responseTokenIds) return null;
-    return { p: c.promptTokenIds, r: c.responseTokenIds, lp: callLogProbs(c, gatewayRule), idx };
+/**
+ * The selected calls of a batch (CallIds, as parallel arrays), appended rollout after rollout: sample building
+ * keeps its thousands of calls here rather than in one small object each, which the young-generation
+ * collections would copy while the rows are built.
+ */
+class SelectedCalls {
+  readonly p: Int32Array[] = [];
+  readonly r: Int32Array[] = [];
+  readonly lp: (Float32Array | null)[] = [];
+  readonly idx: number[] = [];
+  n = 0;
+
+  private push(p: Int32Array, r: Int32Array, lp: Float32Array | null, idx: number): void {
+    this.p.push(p);
+    this.r.push(r);
+    this.lp.push(lp);
+    this.idx.push(idx);
+    this.n++;
   }
-  if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
-  const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
-  if (!t) return null;
-  // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
-  const lp =
-    c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
-  return { p: t.promptIds, r: t.responseIds, lp, idx };
+
+  /** Appends the calls of `rollout` that become triplets, with the ids of the chosen token source. */
+  select(rollout: Rollout, opts: BuildOptions): void {
+    const calls = rollout.calls;
+    const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
+    const keep = gatewayRule ? lastPerIdenticalPrompt(calls) : null;
+    for (let i = 0; i < calls.length; i++) {
+      const c = calls[i];
+      // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
+      if (
+        keep !== null &&
+        (keep[i] === 0 || c.error !== undefined || c.httpStatus >= 400 || !c.responseTokenIds?.length)
+      )
+        continue;
+      this.callIds(c, i, opts, gatewayRule);
+    }
+  }
+
+  private callIds(c: ModelCall, idx: number, opts: BuildOptions, gatewayRule: boolean): void {
+    if ((opts.tokenSource ?? 'engine') === 'engine') {
+      if (c.promptTokenIds && c.responseTokenIds)
+        this.push(c.promptTokenIds, c.responseTokenIds, callLogProbs(c, gatewayRule), idx);
+      return;
+    }
+    if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
+    const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
+    if (!t) return;
+    // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
+    const lp =
+      c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
+    this.push(t.promptIds, t.responseIds, lp, idx);
+  }
 }
 
 function sortedOrder(rollouts: Rollout[]): number[] {
@@ -312,9 +340,9 @@ class RowWriter {
     this.nTok = j;
   }
 
-  appendResponse(c: CallIds): void {
-    this.appendTokens(c.r, 0, c.r.length, 1, c.idx);
-    this.rowTrain += c.r.length;
+  appendResponse(r: Int32Array, idx: number): void {
+    this.appendTokens(r, 0, r.length, 1, idx);
+    this.rowTrain += r.length;
   }
 
   lpAppend(v: Float32Array): void {
@@ -339,13 +367,16 @@ class RowWriter {
     this.nLp = end;
   }
 
-  /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
-  startLp(c: CallIds): boolean {
+  /**
+   * Starts a row's log-prob list with the call's list `lp` (used as is, whatever its length; the call has
+   * nR response ids); false = None.
+   */
+  startLp(lp: Float32Array | null, nR: number): boolean {
     this.rowLp.length = 0;
     this.lpDirect = true;
-    if (c.lp === null) return false;
-    this.lpDirect = c.lp.length === c.r.length;
-    this.lpAppend(c.lp);
+    if (lp === null) return false;
+    this.lpDirect = lp.length === nR;
+    this.lpAppend(lp);
     return true;
   }
 
@@ -401,80 +432,93 @@ class RowWriter {
     return true;
   }
 
-  /** Transition level: one row per call. */
-  transition(ri: number, calls: CallIds[], reward: number): void {
-    for (let t = 0; t < calls.length; t++) {
-      const c = calls[t];
-      this.countTurn(c.r.length);
+  /** Transition level: one row per call (the selected calls [from, to) of rollout ri). */
+  transition(ri: number, s: SelectedCalls, from: number, to: number, reward: number): void {
+    for (let k = from; k < to; k++) {
+      const r = s.r[k];
+      this.countTurn(r.length);
       const start = this.nTok;
-      this.appendResponse(c);
-      const lpOk = this.startLp(c);
-      this.closeRow(start, c.p, ri, t, c.idx, 1, lpOk, reward);
+      this.appendResponse(r, s.idx[k]);
+      const lpOk = this.startLp(s.lp[k], r.length);
+      this.closeRow(start, s.p[k], ri, k - from, s.idx[k], 1, lpOk, reward);
     }
   }
 
-  /** Trajectory level: the calls of one rollout merged into as few rows as the prefix rule allows. */
-  trajectory(ri: number, calls: CallIds[], reward: number): void {
-    let c0 = calls[0];
-    this.countTurn(c0.r.length);
+  /**
+   * Trajectory level: the selected calls [from, to) of rollout ri merged into as few rows as the prefix rule
+   * allows.
+   */
+  trajectory(ri: number, s: SelectedCalls, from: number, to: number, reward: number): void {
+    let prevP = s.p[from];
+    let prevR = s.r[from];
+    let prevIdx = s.idx[from];
+    this.countTurn(prevR.length);
     let start = this.nTok;
-    let rowPrompt = c0.p;
-    let rowFirst = c0.idx;
+    let rowPrompt = prevP;
+    let rowFirst = prevIdx;
     let rowCount = 1;
-    let lpOk = this.startLp(c0);
-    this.appendResponse(c0);
-    let prevP = c0.p;
-    let prevR = c0.r;
+    let lpOk = this.startLp(s.lp[from], prevR.length);
+    this.appendResponse(prevR, prevIdx);
     let groups = 0;
-    for (let k = 1; k < calls.length; k++) {
-      const c = calls[k];
-      this.countTurn(c.r.length);
+    for (let k = from + 1; k < to; k++) {
+      const p = s.p[k];
+      const r = s.r[k];
+      const idx = s.idx[k];
+      this.countTurn(r.length);
       const ctxLen = prevP.length + prevR.length;
-      if (c.p.length >= ctxLen && firstDiffIsEnd(c.p, prevP, prevR)) {
-        const obs = c.p.length - ctxLen;
+      if (p.length >= ctxLen && firstDiffIsEnd(p, prevP, prevR)) {
+        const obs = p.length - ctxLen;
         if (obs > 0) {
-          this.appendTokens(c.p, ctxLen, c.p.length, 0, c.idx);
+          this.appendTokens(p, ctxLen, p.length, 0, idx);
           if (lpOk) this.lpZeros(obs);
         }
         // A merged call keeps the list alive only with a list of exactly its response length.
         if (lpOk) {
-          if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
-          else this.lpAppend(c.lp);
+          const lp = s.lp[k];
+          if (lp === null || lp.length !== r.length) lpOk = false;
+          else this.lpAppend(lp);
         }
-        this.appendResponse(c);
+        this.appendResponse(r, idx);
         rowCount++;
       } else {
-        this.mergeFailure(ri, c, c0, prevP, prevR);
+        this.mergeFailure(ri, p, idx, prevIdx, prevP, prevR);
         this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
         groups++;
         start = this.nTok;
-        rowPrompt = c.p;
-        rowFirst = c.idx;
+        rowPrompt = p;
+        rowFirst = idx;
         rowCount = 1;
-        lpOk = this.startLp(c);
-        this.appendResponse(c);
+        lpOk = this.startLp(s.lp[k], r.length);
+        this.appendResponse(r, idx);
       }
-      c0 = c;
-      prevP = c.p;
-      prevR = c.r;
+      prevP = p;
+      prevR = r;
+      prevIdx = idx;
     }
     this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
     groups++;
     if (groups > 1) this.nUnmerged++;
   }
 
-  mergeFailure(ri: number, c: CallIds, prev: CallIds, prevP: Int32Array, prevR: Int32Array): void {
+  mergeFailure(
+    ri: number,
+    p: Int32Array,
+    idx: number,
+    prevIdx: number,
+    prevP: Int32Array,
+    prevR: Int32Array,
+  ): void {
     const rollout = this.rollouts[ri];
-    const cls = classifyMergeFailure(c.p, prevP, prevR, this.tokenizer);
+    const cls = classifyMergeFailure(p, prevP, prevR, this.tokenizer);
     this.mergeFailures.push({
       rolloutIndex: ri,
       rolloutId: rollout.rolloutId,
       dataId: rollout.dataId,
-      callIndex: c.idx,
-      prevCallIndex: prev.idx,
+      callIndex: idx,
+      prevCallIndex: prevIdx,
       contextLength: prevP.length + prevR.length,
       prevPromptLength: prevP.length,
-      promptLength: c.p.length,
+      promptLength: p.length,
       ...cls,
     });
   }
@@ -490,27 +534,27 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates. The
   // sizes are summed while a rollout's calls are fresh in the cache, in the loop that picks them.
   const order = sortedOrder(rollouts);
-  const selected: CallIds[][] = new Array(order.length);
+  const sel = new SelectedCalls();
+  /** rollout order[oi]'s selected calls are sel[callStart[oi], callStart[oi + 1]) */
+  const callStart = new Int32Array(order.length + 1);
   let respBound = 0;
   let promptBound = 0;
-  // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
-  // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
-  let rowBound = 0;
   for (let oi = 0; oi < order.length; oi++) {
-    const calls = selectCalls(rollouts[order[oi]], opts);
-    selected[oi] = calls;
-    rowBound += calls.length;
-    for (let k = 0; k < calls.length; k++) {
-      const c = calls[k];
-      respBound += c.r.length;
-      if (level === 'transition' || k === 0) {
-        promptBound += Math.min(c.p.length, maxP);
+    const from = sel.n;
+    sel.select(rollouts[order[oi]], opts);
+    callStart[oi + 1] = sel.n;
+    for (let k = from; k < sel.n; k++) {
+      respBound += sel.r[k].length;
+      if (level === 'transition' || k === from) {
+        promptBound += Math.min(sel.p[k].length, maxP);
       } else {
-        const prev = calls[k - 1];
-        respBound += Math.max(0, c.p.length - prev.p.length - prev.r.length);
+        respBound += Math.max(0, sel.p[k].length - sel.p[k - 1].length - sel.r[k - 1].length);
       }
     }
   }
+  // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
+  // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
+  const rowBound = sel.n;
   const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, rowBound);
 
   let rewardSum = 0;
@@ -522,11 +566,12 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     const reward = fr ?? opts.rewardFillnaValue;
     rewardSum += reward;
     if (fr !== null && fr !== undefined) nWithReward++;
-    const calls = selected[oi];
-    if (calls.length === 0) continue;
+    const from = callStart[oi];
+    const to = callStart[oi + 1];
+    if (from === to) continue;
     nWithTrace++;
-    if (level === 'transition') w.transition(ri, calls, bf16(reward));
-    else w.trajectory(ri, calls, bf16(reward));
+    if (level === 'transition') w.transition(ri, sel, from, to, bf16(reward));
+    else w.trajectory(ri, sel, from, to, bf16(reward));
   }
 
   const nRows = w.nRows;
