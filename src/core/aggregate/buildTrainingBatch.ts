@@ -432,6 +432,33 @@ class RowWriter {
     return true;
   }
 
+  /** Writes the rows of every rollout (in `order`, their calls in `sel`); returns the reward tallies. */
+  writeRollouts(
+    order: number[],
+    sel: SelectedCalls,
+    callStart: Int32Array,
+    level: TraceAggregatorLevel,
+    opts: BuildOptions,
+  ): { rewardSum: number; nWithReward: number; nWithTrace: number } {
+    let rewardSum = 0;
+    let nWithReward = 0;
+    let nWithTrace = 0;
+    for (let oi = 0; oi < order.length; oi++) {
+      const ri = order[oi];
+      const fr = this.rollouts[ri].finalReward;
+      const reward = fr ?? opts.rewardFillnaValue;
+      rewardSum += reward;
+      if (fr !== null && fr !== undefined) nWithReward++;
+      const from = callStart[oi];
+      const to = callStart[oi + 1];
+      if (from === to) continue;
+      nWithTrace++;
+      if (level === 'transition') this.transition(ri, sel, from, to, bf16(reward));
+      else this.trajectory(ri, sel, from, to, bf16(reward));
+    }
+    return { rewardSum, nWithReward, nWithTrace };
+  }
+
   /** Transition level: one row per call (the selected calls [from, to) of rollout ri). */
   transition(ri: number, s: SelectedCalls, from: number, to: number, reward: number): void {
     for (let k = from; k < to; k++) {
@@ -531,12 +558,35 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const maxP = opts.maxPromptLength;
   const maxR = opts.maxResponseLength;
 
-  // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates. The
-  // sizes are summed while a rollout's calls are fresh in the cache, in the loop that picks them.
+  // The build runs in a few functions with one loop each, none of it in this one: a function that holds
+  // several hot loops is compiled while the first runs, before the later ones have run, and recompiled (at
+  // length: it is large) when they are reached; each loop in a function of its own is compiled once.
   const order = sortedOrder(rollouts);
   const sel = new SelectedCalls();
   /** rollout order[oi]'s selected calls are sel[callStart[oi], callStart[oi + 1]) */
   const callStart = new Int32Array(order.length + 1);
+  const [respBound, promptBound] = selectBatch(rollouts, order, opts, sel, callStart);
+  // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
+  // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
+  const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, sel.n);
+  const { rewardSum, nWithReward, nWithTrace } = w.writeRollouts(order, sel, callStart, level, opts);
+  return batchResult(w, level, order.length, rewardSum, nWithReward, nWithTrace, opts.padTokenId);
+}
+
+/**
+ * First pass: picks each rollout's calls (into `sel`, rollout order[oi]'s at callStart[oi]…) and sizes the
+ * buffers, so the merge itself never reallocates: [response tokens, prompt tokens of the rows that certainly
+ * start]. The sizes are summed while a rollout's calls are fresh in the cache, in the loop that picks them.
+ */
+function selectBatch(
+  rollouts: Rollout[],
+  order: number[],
+  opts: BuildOptions,
+  sel: SelectedCalls,
+  callStart: Int32Array,
+): [number, number] {
+  const transition = opts.level === 'transition';
+  const maxP = opts.maxPromptLength;
   let respBound = 0;
   let promptBound = 0;
   for (let oi = 0; oi < order.length; oi++) {
@@ -545,35 +595,26 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     callStart[oi + 1] = sel.n;
     for (let k = from; k < sel.n; k++) {
       respBound += sel.r[k].length;
-      if (level === 'transition' || k === from) {
+      if (transition || k === from) {
         promptBound += Math.min(sel.p[k].length, maxP);
       } else {
         respBound += Math.max(0, sel.p[k].length - sel.p[k - 1].length - sel.r[k - 1].length);
       }
     }
   }
-  // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
-  // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
-  const rowBound = sel.n;
-  const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, rowBound);
+  return [respBound, promptBound];
+}
 
-  let rewardSum = 0;
-  let nWithReward = 0;
-  let nWithTrace = 0;
-  for (let oi = 0; oi < order.length; oi++) {
-    const ri = order[oi];
-    const fr = rollouts[ri].finalReward;
-    const reward = fr ?? opts.rewardFillnaValue;
-    rewardSum += reward;
-    if (fr !== null && fr !== undefined) nWithReward++;
-    const from = callStart[oi];
-    const to = callStart[oi + 1];
-    if (from === to) continue;
-    nWithTrace++;
-    if (level === 'transition') w.transition(ri, sel, from, to, bf16(reward));
-    else w.trajectory(ri, sel, from, to, bf16(reward));
-  }
-
+/** The batch, counters and metrics of a finished RowWriter. */
+function batchResult(
+  w: RowWriter,
+  level: TraceAggregatorLevel,
+  nRollouts: number,
+  rewardSum: number,
+  nWithReward: number,
+  nWithTrace: number,
+  padTokenId: number,
+): BuildResult {
   const nRows = w.nRows;
   if (nRows === 0)
     throw new SampleBuildError('RuntimeError', 'get_train_data_batch emitted zero training rows.');
@@ -581,7 +622,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const nTok = w.nTok;
   const off = trimmed(w.offsets, nRows + 1);
   const hasLp = trimmed(w.rowHasLp, nRows);
-  const allLp = hasLp.every((x) => x === 1);
+  const allLp = hasLp.indexOf(0) < 0;
   const rewards = trimmed(w.rowReward, nRows);
   const lpArr = allLp ? trimmed(w.logProbs, nTok) : null;
 
@@ -607,9 +648,9 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const mergeFailures = w.mergeFailures;
   const nMismatch = Math.min(mergeFailures.length, MISMATCH_ROWS_LIMIT);
   const metrics: Record<string, number> = {
-    'training/reward': order.length ? rewardSum / order.length : 0,
+    'training/reward': nRollouts ? rewardSum / nRollouts : 0,
     'training/n_sample': nRows,
-    'training/n_rollouts': order.length,
+    'training/n_rollouts': nRollouts,
     'training/n_rollouts_w_trace': nWithTrace,
     'training/n_rollouts_w_reward': nWithReward,
     'training/n_truncated_sample': w.nTrunc,
@@ -634,7 +675,7 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     },
     metrics,
     mergeFailures,
-    padTokenId: opts.padTokenId,
+    padTokenId,
   };
 }
 
