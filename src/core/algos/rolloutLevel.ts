@@ -83,33 +83,8 @@ export function computeRolloutLevelAdvantage(
   const rep = new Int32Array(nR).fill(-1);
   const rowsPer = new Int32Array(nR);
   const repSum = new Float64Array(nR);
-  for (let i = 0; i < rows.nRows; i++) {
-    const g = rollouts.group[i];
-    let s: number;
-    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
-    else {
-      s = 0;
-      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
-      s = R(s);
-    }
-    rowsPer[g]++;
-    if (rep[g] < 0) {
-      rep[g] = i;
-      repSum[g] = s;
-      continue;
-    }
-    if (uids.group[i] !== uids.group[rep[g]])
-      throw new UpstreamError(
-        'RuntimeError',
-        `rollout-level advantage found multiple uid values for rollout_id=${pyRepr(rollouts.keys[g])}`,
-      );
-    if (!allclose(s, repSum[g]))
-      throw new UpstreamError(
-        'RuntimeError',
-        'rollout-level advantage requires all triplets for the same rollout_id to share the same scalar ' +
-          `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
-      );
-  }
+  // Each loop over rows or tokens is a function of its own (see maskSum below).
+  representatives(input, R, rep, rowsPer, repSum);
   // Rollouts without rows are not in upstream's batch at all (the adapter skipped them): leave them out here too.
   // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
   const present: number[] = [];
@@ -198,12 +173,10 @@ export function computeRolloutLevelAdvantage(
   // does for them), which halves the per-token work.
   const sameReturns = rolloutReturn === rolloutAdvantage;
   const returns = sameReturns ? advantages : new Float32Array(broadcast ? off[rows.nRows] : 0);
-  if (broadcast)
-    for (let i = 0; i < rows.nRows; i++) {
-      const g = rollouts.group[i];
-      fillMasked(advantages, mask, off[i], off[i + 1], rolloutAdvantage[g]);
-      if (!sameReturns) fillMasked(returns, mask, off[i], off[i + 1], rolloutReturn[g]);
-    }
+  if (broadcast) {
+    broadcastRows(advantages, rows, rollouts.group, rolloutAdvantage);
+    if (!sameReturns) broadcastRows(returns, rows, rollouts.group, rolloutReturn);
+  }
   let multi = 0;
   let maxRows = 0;
   for (const g of present) {
@@ -222,6 +195,48 @@ export function computeRolloutLevelAdvantage(
       'training/rollout_level_advantage/max_rows_per_rollout': maxRows,
     },
   };
+}
+
+/**
+ * Per rollout: its first row (rep, -1 for none), its row count and the representative's reward sum; checks
+ * that every row of a rollout has the representative's uid and reward sum.
+ */
+function representatives(
+  input: RolloutLevelInput,
+  R: (x: number) => number,
+  rep: Int32Array,
+  rowsPer: Int32Array,
+  repSum: Float64Array,
+): void {
+  const { rows, tokenLevelRewards, rowRewards, uids, rollouts } = input;
+  const off = rows.offsets;
+  for (let i = 0; i < rows.nRows; i++) {
+    const g = rollouts.group[i];
+    let s: number;
+    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
+    else {
+      s = 0;
+      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
+      s = R(s);
+    }
+    rowsPer[g]++;
+    if (rep[g] < 0) {
+      rep[g] = i;
+      repSum[g] = s;
+      continue;
+    }
+    if (uids.group[i] !== uids.group[rep[g]])
+      throw new UpstreamError(
+        'RuntimeError',
+        `rollout-level advantage found multiple uid values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+    if (!allclose(s, repSum[g]))
+      throw new UpstreamError(
+        'RuntimeError',
+        'rollout-level advantage requires all triplets for the same rollout_id to share the same scalar ' +
+          `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+  }
 }
 
 /** Per-row divisor max(1, T_rollout · numTrainedRows), stored in the advantages' dtype as upstream's tensor is. */
@@ -269,6 +284,12 @@ export function normalizeAdvantagesByRollout(
     else for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
   }
   return out;
+}
+
+/** out[t] = value[group[row]] · mask[t] for every token t of every row. */
+function broadcastRows(out: Float32Array, rows: ResponseRows, group: Int32Array, value: Float64Array): void {
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++) fillMasked(out, mask, off[i], off[i + 1], value[group[i]]);
 }
 
 // The per-token loops are small functions called once per row rather than loops inside the functions above:
