@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { buildTrainingBatch, SampleBuildError } from '../../src/core/aggregate/buildTrainingBatch';
+import {
+  buildTrainingBatch,
+  SampleBuildError,
+  tokenLevelScores,
+} from '../../src/core/aggregate/buildTrainingBatch';
 import { padTrainingBatch } from '../../src/core/aggregate/pad';
 import { bf16 as toBf16 } from '../../src/core/algos/numeric';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
@@ -87,7 +91,7 @@ describe('buildTrainingBatch', () => {
     expect(Array.from(res.batch.rowRollout)).toEqual([2, 1, 0]);
     expect(Array.from(res.batch.reward)).toEqual([toBf16(0.3), -1, toBf16(0.3)]);
     expect(toBf16(0.3)).toBe(0.30078125);
-    expect(Array.from(res.tokenLevelScores)).toEqual([0, 0, toBf16(0.3), -1, 0, toBf16(0.3)]);
+    expect(Array.from(tokenLevelScores(res.batch))).toEqual([0, 0, toBf16(0.3), -1, 0, toBf16(0.3)]);
     expect(res.metrics['training/reward']).toBeCloseTo((0.3 - 1 + 0.3) / 3, 12);
   });
 

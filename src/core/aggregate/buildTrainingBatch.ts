@@ -79,10 +79,8 @@ export interface BuildCounters {
 
 export interface BuildResult {
   batch: TrainingBatch;
-  /** per row: 1 when the row kept its log-probs */
+  /** per row: 1 when the row kept its log-probs (upstream's token_level_scores: see tokenLevelScores) */
   rowHasLogProbs: Uint8Array;
-  /** per response token (aligned with batch.mask): the bf16 reward on each row's last token, 0 elsewhere */
-  tokenLevelScores: Float32Array;
   counters: BuildCounters;
   /** the metrics dict upstream returns (same keys) */
   metrics: Record<string, number>;
@@ -176,36 +174,64 @@ function lastPerIdenticalPrompt(calls: ModelCall[]): Uint8Array {
 
 /** The calls of a rollout that become triplets, with the ids of the chosen token source. */
 export function selectCalls(rollout: Rollout, opts: BuildOptions): CallIds[] {
-  const calls = rollout.calls;
-  const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
-  const keep = gatewayRule ? lastPerIdenticalPrompt(calls) : null;
+  const s = new SelectedCalls();
+  s.select(rollout, opts);
   const out: CallIds[] = [];
-  for (let i = 0; i < calls.length; i++) {
-    const c = calls[i];
-    // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
-    if (
-      keep !== null &&
-      (keep[i] === 0 || c.error !== undefined || c.httpStatus >= 400 || !c.responseTokenIds?.length)
-    )
-      continue;
-    const ids = callIds(c, i, opts, gatewayRule);
-    if (ids) out.push(ids);
-  }
+  for (let k = 0; k < s.n; k++) out.push({ p: s.p[k], r: s.r[k], lp: s.lp[k], idx: s.idx[k] });
   return out;
 }
 
-function callIds(c: ModelCall, idx: number, opts: BuildOptions, gatewayRule: boolean): CallIds | null {
-  if ((opts.tokenSource ?? 'engine') === 'engine') {
-    if (!c.promptTokenIds || !c.responseTokenIds) return null;
-    return { p: c.promptTokenIds, r: c.responseTokenIds, lp: callLogProbs(c, gatewayRule), idx };
+/**
+ * The selected calls of a batch (CallIds, as parallel arrays), appended rollout after rollout: sample building
+ * keeps its thousands of calls here rather than in one small object each, which the young-generation
+ * collections would copy while the rows are built.
+ */
+class SelectedCalls {
+  readonly p: Int32Array[] = [];
+  readonly r: Int32Array[] = [];
+  readonly lp: (Float32Array | null)[] = [];
+  readonly idx: number[] = [];
+  n = 0;
+
+  private push(p: Int32Array, r: Int32Array, lp: Float32Array | null, idx: number): void {
+    this.p.push(p);
+    this.r.push(r);
+    this.lp.push(lp);
+    this.idx.push(idx);
+    this.n++;
   }
-  if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
-  const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
-  if (!t) return null;
-  // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
-  const lp =
-    c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
-  return { p: t.promptIds, r: t.responseIds, lp, idx };
+
+  /** Appends the calls of `rollout` that become triplets, with the ids of the chosen token source. */
+  select(rollout: Rollout, opts: BuildOptions): void {
+    const calls = rollout.calls;
+    const gatewayRule = (opts.callFilter ?? 'agl-manager') === 'agl-manager';
+    const keep = gatewayRule ? lastPerIdenticalPrompt(calls) : null;
+    for (let i = 0; i < calls.length; i++) {
+      const c = calls[i];
+      // AglRolloutManager._build_completed_rollout: skip failed calls and calls without response ids.
+      if (
+        keep !== null &&
+        (keep[i] === 0 || c.error !== undefined || c.httpStatus >= 400 || !c.responseTokenIds?.length)
+      )
+        continue;
+      this.callIds(c, i, opts, gatewayRule);
+    }
+  }
+
+  private callIds(c: ModelCall, idx: number, opts: BuildOptions, gatewayRule: boolean): void {
+    if ((opts.tokenSource ?? 'engine') === 'engine') {
+      if (c.promptTokenIds && c.responseTokenIds)
+        this.push(c.promptTokenIds, c.responseTokenIds, callLogProbs(c, gatewayRule), idx);
+      return;
+    }
+    if (!opts.tokenizer) throw new Error("tokenSource 'retokenize' needs a tokenizer");
+    const t = tokenizeCall(opts.tokenizer, c, 'retokenize');
+    if (!t) return;
+    // Engine log-probs belong to the sampled ids; they only carry over when retokenization reproduced them.
+    const lp =
+      c.responseTokenIds && sameIds(c.responseTokenIds, t.responseIds) ? callLogProbs(c, gatewayRule) : null;
+    this.push(t.promptIds, t.responseIds, lp, idx);
+  }
 }
 
 function sortedOrder(rollouts: Rollout[]): number[] {
@@ -297,20 +323,26 @@ class RowWriter {
     if (len < this.turnLenMin) this.turnLenMin = len;
   }
 
-  /** Appends ids[from, to) to the running row, all with the same mask value and call index. */
+  /**
+   * Appends ids[from, to) to the running row, all with the same mask value and call index. One loop writes
+   * the three arrays: a call's tokens are tens, and TypedArray fill/set pay a builtin call each time.
+   */
   appendTokens(ids: Int32Array, from: number, to: number, m: number, call: number): void {
-    const at = this.nTok;
-    const end = at + to - from;
     const respIds = this.respIds;
-    for (let i = from, j = at; i < to; i++, j++) respIds[j] = ids[i];
-    this.mask.fill(m, at, end);
-    this.tokenCall.fill(call, at, end);
-    this.nTok = end;
+    const mask = this.mask;
+    const tokenCall = this.tokenCall;
+    let j = this.nTok;
+    for (let i = from; i < to; i++, j++) {
+      respIds[j] = ids[i];
+      mask[j] = m;
+      tokenCall[j] = call;
+    }
+    this.nTok = j;
   }
 
-  appendResponse(c: CallIds): void {
-    this.appendTokens(c.r, 0, c.r.length, 1, c.idx);
-    this.rowTrain += c.r.length;
+  appendResponse(r: Int32Array, idx: number): void {
+    this.appendTokens(r, 0, r.length, 1, idx);
+    this.rowTrain += r.length;
   }
 
   lpAppend(v: Float32Array): void {
@@ -318,8 +350,10 @@ class RowWriter {
       this.rowLp.append(v);
       return;
     }
-    this.logProbs.set(v, this.nLp);
-    this.nLp += v.length;
+    const lp = this.logProbs;
+    let j = this.nLp;
+    for (let i = 0; i < v.length; i++, j++) lp[j] = v[i];
+    this.nLp = j;
   }
 
   lpZeros(n: number): void {
@@ -327,17 +361,22 @@ class RowWriter {
       this.rowLp.fill(0, n);
       return;
     }
-    this.logProbs.fill(0, this.nLp, this.nLp + n);
-    this.nLp += n;
+    const lp = this.logProbs;
+    const end = this.nLp + n;
+    for (let j = this.nLp; j < end; j++) lp[j] = 0;
+    this.nLp = end;
   }
 
-  /** Starts a row's log-prob list with the call's list (used as is, whatever its length); false = None. */
-  startLp(c: CallIds): boolean {
+  /**
+   * Starts a row's log-prob list with the call's list `lp` (used as is, whatever its length; the call has
+   * nR response ids); false = None.
+   */
+  startLp(lp: Float32Array | null, nR: number): boolean {
     this.rowLp.length = 0;
     this.lpDirect = true;
-    if (c.lp === null) return false;
-    this.lpDirect = c.lp.length === c.r.length;
-    this.lpAppend(c.lp);
+    if (lp === null) return false;
+    this.lpDirect = lp.length === nR;
+    this.lpAppend(lp);
     return true;
   }
 
@@ -393,80 +432,120 @@ class RowWriter {
     return true;
   }
 
-  /** Transition level: one row per call. */
-  transition(ri: number, calls: CallIds[], reward: number): void {
-    for (let t = 0; t < calls.length; t++) {
-      const c = calls[t];
-      this.countTurn(c.r.length);
+  /** Writes the rows of every rollout (in `order`, their calls in `sel`); returns the reward tallies. */
+  writeRollouts(
+    order: number[],
+    sel: SelectedCalls,
+    callStart: Int32Array,
+    level: TraceAggregatorLevel,
+    opts: BuildOptions,
+  ): { rewardSum: number; nWithReward: number; nWithTrace: number } {
+    let rewardSum = 0;
+    let nWithReward = 0;
+    let nWithTrace = 0;
+    for (let oi = 0; oi < order.length; oi++) {
+      const ri = order[oi];
+      const fr = this.rollouts[ri].finalReward;
+      const reward = fr ?? opts.rewardFillnaValue;
+      rewardSum += reward;
+      if (fr !== null && fr !== undefined) nWithReward++;
+      const from = callStart[oi];
+      const to = callStart[oi + 1];
+      if (from === to) continue;
+      nWithTrace++;
+      if (level === 'transition') this.transition(ri, sel, from, to, bf16(reward));
+      else this.trajectory(ri, sel, from, to, bf16(reward));
+    }
+    return { rewardSum, nWithReward, nWithTrace };
+  }
+
+  /** Transition level: one row per call (the selected calls [from, to) of rollout ri). */
+  transition(ri: number, s: SelectedCalls, from: number, to: number, reward: number): void {
+    for (let k = from; k < to; k++) {
+      const r = s.r[k];
+      this.countTurn(r.length);
       const start = this.nTok;
-      this.appendResponse(c);
-      const lpOk = this.startLp(c);
-      this.closeRow(start, c.p, ri, t, c.idx, 1, lpOk, reward);
+      this.appendResponse(r, s.idx[k]);
+      const lpOk = this.startLp(s.lp[k], r.length);
+      this.closeRow(start, s.p[k], ri, k - from, s.idx[k], 1, lpOk, reward);
     }
   }
 
-  /** Trajectory level: the calls of one rollout merged into as few rows as the prefix rule allows. */
-  trajectory(ri: number, calls: CallIds[], reward: number): void {
-    let c0 = calls[0];
-    this.countTurn(c0.r.length);
+  /**
+   * Trajectory level: the selected calls [from, to) of rollout ri merged into as few rows as the prefix rule
+   * allows.
+   */
+  trajectory(ri: number, s: SelectedCalls, from: number, to: number, reward: number): void {
+    let prevP = s.p[from];
+    let prevR = s.r[from];
+    let prevIdx = s.idx[from];
+    this.countTurn(prevR.length);
     let start = this.nTok;
-    let rowPrompt = c0.p;
-    let rowFirst = c0.idx;
+    let rowPrompt = prevP;
+    let rowFirst = prevIdx;
     let rowCount = 1;
-    let lpOk = this.startLp(c0);
-    this.appendResponse(c0);
-    let prevP = c0.p;
-    let prevR = c0.r;
+    let lpOk = this.startLp(s.lp[from], prevR.length);
+    this.appendResponse(prevR, prevIdx);
     let groups = 0;
-    for (let k = 1; k < calls.length; k++) {
-      const c = calls[k];
-      this.countTurn(c.r.length);
+    for (let k = from + 1; k < to; k++) {
+      const p = s.p[k];
+      const r = s.r[k];
+      const idx = s.idx[k];
+      this.countTurn(r.length);
       const ctxLen = prevP.length + prevR.length;
-      if (c.p.length >= ctxLen && firstDiffIsEnd(c.p, prevP, prevR)) {
-        const obs = c.p.length - ctxLen;
+      if (p.length >= ctxLen && firstDiffIsEnd(p, prevP, prevR)) {
+        const obs = p.length - ctxLen;
         if (obs > 0) {
-          this.appendTokens(c.p, ctxLen, c.p.length, 0, c.idx);
+          this.appendTokens(p, ctxLen, p.length, 0, idx);
           if (lpOk) this.lpZeros(obs);
         }
         // A merged call keeps the list alive only with a list of exactly its response length.
         if (lpOk) {
-          if (c.lp === null || c.lp.length !== c.r.length) lpOk = false;
-          else this.lpAppend(c.lp);
+          const lp = s.lp[k];
+          if (lp === null || lp.length !== r.length) lpOk = false;
+          else this.lpAppend(lp);
         }
-        this.appendResponse(c);
+        this.appendResponse(r, idx);
         rowCount++;
       } else {
-        this.mergeFailure(ri, c, c0, prevP, prevR);
+        this.mergeFailure(ri, p, idx, prevIdx, prevP, prevR);
         this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
         groups++;
         start = this.nTok;
-        rowPrompt = c.p;
-        rowFirst = c.idx;
+        rowPrompt = p;
+        rowFirst = idx;
         rowCount = 1;
-        lpOk = this.startLp(c);
-        this.appendResponse(c);
+        lpOk = this.startLp(s.lp[k], r.length);
+        this.appendResponse(r, idx);
       }
-      c0 = c;
-      prevP = c.p;
-      prevR = c.r;
+      prevP = p;
+      prevR = r;
+      prevIdx = idx;
     }
     this.closeRow(start, rowPrompt, ri, -1, rowFirst, rowCount, lpOk, reward);
     groups++;
     if (groups > 1) this.nUnmerged++;
   }
 
-  mergeFailure(ri: number, c: CallIds, prev: CallIds, prevP: Int32Array, prevR: Int32Array): void {
+  mergeFailure(
+    ri: number,
+    p: Int32Array,
+    idx: number,
+    prevIdx: number,
+    prevP: Int32Array,
+    prevR: Int32Array,
+  ): void {
     const rollout = this.rollouts[ri];
-    const cls = classifyMergeFailure(c.p, prevP, prevR, this.tokenizer);
+    const cls = classifyMergeFailure(p, prevP, prevR, this.tokenizer);
     this.mergeFailures.push({
       rolloutIndex: ri,
       rolloutId: rollout.rolloutId,
       dataId: rollout.dataId,
-      callIndex: c.idx,
-      prevCallIndex: prev.idx,
+      callIndex: idx,
+      prevCallIndex: prevIdx,
       contextLength: prevP.length + prevR.length,
       prevPromptLength: prevP.length,
-      promptLength: c.p.length,
+      promptLength: p.length,
       ...cls,
     });
   }
@@ -479,45 +558,63 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const maxP = opts.maxPromptLength;
   const maxR = opts.maxResponseLength;
 
-  // First pass: pick each rollout's calls and size the buffers, so the merge itself never reallocates.
+  // The build runs in a few functions with one loop each, none of it in this one: a function that holds
+  // several hot loops is compiled while the first runs, before the later ones have run, and recompiled (at
+  // length: it is large) when they are reached; each loop in a function of its own is compiled once.
   const order = sortedOrder(rollouts);
-  const selected = order.map((ri) => selectCalls(rollouts[ri], opts));
-  let respBound = 0;
-  let promptBound = 0;
+  const sel = new SelectedCalls();
+  /** rollout order[oi]'s selected calls are sel[callStart[oi], callStart[oi + 1]) */
+  const callStart = new Int32Array(order.length + 1);
+  const [respBound, promptBound] = selectBatch(rollouts, order, opts, sel, callStart);
   // Every call can start a row (a merge failure does at trajectory level), so the per-row arrays take one
   // entry per call; promptBound counts the rows that certainly start, and its buffer grows for the others.
-  let rowBound = 0;
-  for (const calls of selected) {
-    rowBound += calls.length;
-    for (let k = 0; k < calls.length; k++) {
-      const c = calls[k];
-      respBound += c.r.length;
-      if (level === 'transition' || k === 0) {
-        promptBound += Math.min(c.p.length, maxP);
+  const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, sel.n);
+  const { rewardSum, nWithReward, nWithTrace } = w.writeRollouts(order, sel, callStart, level, opts);
+  return batchResult(w, level, order.length, rewardSum, nWithReward, nWithTrace, opts.padTokenId);
+}
+
+/**
+ * First pass: picks each rollout's calls (into `sel`, rollout order[oi]'s at callStart[oi]…) and sizes the
+ * buffers, so the merge itself never reallocates: [response tokens, prompt tokens of the rows that certainly
+ * start]. The sizes are summed while a rollout's calls are fresh in the cache, in the loop that picks them.
+ */
+function selectBatch(
+  rollouts: Rollout[],
+  order: number[],
+  opts: BuildOptions,
+  sel: SelectedCalls,
+  callStart: Int32Array,
+): [number, number] {
+  const transition = opts.level === 'transition';
+  const maxP = opts.maxPromptLength;
+  let respBound = 0;
+  let promptBound = 0;
+  for (let oi = 0; oi < order.length; oi++) {
+    const from = sel.n;
+    sel.select(rollouts[order[oi]], opts);
+    callStart[oi + 1] = sel.n;
+    for (let k = from; k < sel.n; k++) {
+      respBound += sel.r[k].length;
+      if (transition || k === from) {
+        promptBound += Math.min(sel.p[k].length, maxP);
       } else {
-        const prev = calls[k - 1];
-        respBound += Math.max(0, c.p.length - prev.p.length - prev.r.length);
+        respBound += Math.max(0, sel.p[k].length - sel.p[k - 1].length - sel.r[k - 1].length);
       }
     }
   }
-  const w = new RowWriter(rollouts, maxP, maxR, opts.tokenizer, respBound, promptBound, rowBound);
+  return [respBound, promptBound];
+}
 
-  let rewardSum = 0;
-  let nWithReward = 0;
-  let nWithTrace = 0;
-  for (let oi = 0; oi < order.length; oi++) {
-    const ri = order[oi];
-    const fr = rollouts[ri].finalReward;
-    const reward = fr ?? opts.rewardFillnaValue;
-    rewardSum += reward;
-    if (fr !== null && fr !== undefined) nWithReward++;
-    const calls = selected[oi];
-    if (calls.length === 0) continue;
-    nWithTrace++;
-    if (level === 'transition') w.transition(ri, calls, bf16(reward));
-    else w.trajectory(ri, calls, bf16(reward));
-  }
-
+/** The batch, counters and metrics of a finished RowWriter. */
+function batchResult(
+  w: RowWriter,
+  level: TraceAggregatorLevel,
+  nRollouts: number,
+  rewardSum: number,
+  nWithReward: number,
+  nWithTrace: number,
+  padTokenId: number,
+): BuildResult {
   const nRows = w.nRows;
   if (nRows === 0)
     throw new SampleBuildError('RuntimeError', 'get_train_data_batch emitted zero training rows.');
@@ -525,10 +622,8 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const nTok = w.nTok;
   const off = trimmed(w.offsets, nRows + 1);
   const hasLp = trimmed(w.rowHasLp, nRows);
-  const allLp = hasLp.every((x) => x === 1);
-  const scores = new Float32Array(nTok);
+  const allLp = hasLp.indexOf(0) < 0;
   const rewards = trimmed(w.rowReward, nRows);
-  for (let r = 0; r < nRows; r++) scores[off[r + 1] - 1] = rewards[r];
   const lpArr = allLp ? trimmed(w.logProbs, nTok) : null;
 
   const batch: TrainingBatch = {
@@ -553,9 +648,9 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   const mergeFailures = w.mergeFailures;
   const nMismatch = Math.min(mergeFailures.length, MISMATCH_ROWS_LIMIT);
   const metrics: Record<string, number> = {
-    'training/reward': order.length ? rewardSum / order.length : 0,
+    'training/reward': nRollouts ? rewardSum / nRollouts : 0,
     'training/n_sample': nRows,
-    'training/n_rollouts': order.length,
+    'training/n_rollouts': nRollouts,
     'training/n_rollouts_w_trace': nWithTrace,
     'training/n_rollouts_w_reward': nWithReward,
     'training/n_truncated_sample': w.nTrunc,
@@ -572,7 +667,6 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
   return {
     batch,
     rowHasLogProbs: hasLp,
-    tokenLevelScores: scores,
     counters: {
       nUnmerged: level === 'trajectory' ? w.nUnmerged : null,
       nTrunc: w.nTrunc,
@@ -581,8 +675,20 @@ export function buildTrainingBatch(rollouts: Rollout[], opts: BuildOptions): Bui
     },
     metrics,
     mergeFailures,
-    padTokenId: opts.padTokenId,
+    padTokenId,
   };
+}
+
+/**
+ * Upstream's token_level_scores in the batch's ragged layout: each row's (bf16) reward on its last response
+ * token, even when that token is an observation, and 0 elsewhere. Nothing on the training path needs the
+ * per-token array (the estimators take batch.reward as row rewards), so it is made only when asked for.
+ */
+export function tokenLevelScores(batch: TrainingBatch): Float32Array {
+  const off = batch.offsets;
+  const scores = new Float32Array(off[batch.nRows]);
+  for (let r = 0; r < batch.nRows; r++) if (off[r + 1] > off[r]) scores[off[r + 1] - 1] = batch.reward[r];
+  return scores;
 }
 
 /** The first n values: a view when little capacity is left over, else a copy (so spare memory is freed). */

@@ -68,16 +68,11 @@ function concat(a: Int32Array, b: Int32Array): Int32Array {
   return out;
 }
 
-/** The ids of `a ++ b` around `at`: decoded with a tokenizer, else joined by spaces. */
-function snippet(a: Int32Array, b: Int32Array, at: number, tok: ChatTokenizer | undefined): string {
-  const na = a.length;
+/** The ids of `a ++ b` around `at`, decoded (the text a view shows next to the window's ids). */
+function decodedSnippet(a: Int32Array, b: Int32Array, at: number, tok: ChatTokenizer): string {
   const from = Math.max(0, at - SNIPPET_BEFORE);
-  const to = Math.min(na + b.length, at + SNIPPET_AFTER);
-  if (tok) return tok.decode(b.length === 0 ? a.subarray(from, to) : concat(a, b).subarray(from, to));
-  // A loop over the two parts, not concat + Array.from(…).join(' '): a merge failure copies no context.
-  let out = '';
-  for (let i = from; i < to; i++) out += `${i > from ? ' ' : ''}${i < na ? a[i] : b[i - na]}`;
-  return out;
+  const to = Math.min(a.length + b.length, at + SNIPPET_AFTER);
+  return tok.decode(b.length === 0 ? a.subarray(from, to) : concat(a, b).subarray(from, to));
 }
 
 /** Positions [from, to) of `a ++ b` as numbers (the two parts are read in place, not joined). */
@@ -108,13 +103,16 @@ export function classifyMergeFailure(
   const firstDiff = firstDifference(prompt, prevPrompt, prevResponse);
   const ctxLength = prevPrompt.length + prevResponse.length;
   const windowStart = Math.max(0, firstDiff - SNIPPET_BEFORE);
+  const contextWindow = windowIds(prevPrompt, prevResponse, windowStart, firstDiff + SNIPPET_AFTER);
+  const promptWindow = windowIds(prompt, EMPTY, windowStart, firstDiff + SNIPPET_AFTER);
+  // Without a tokenizer a snippet is its window's ids joined by spaces (the window spans the same positions).
   const out = {
     firstDiff,
-    contextSnippet: snippet(prevPrompt, prevResponse, firstDiff, tok),
-    promptSnippet: snippet(prompt, EMPTY, firstDiff, tok),
+    contextSnippet: tok ? decodedSnippet(prevPrompt, prevResponse, firstDiff, tok) : contextWindow.join(' '),
+    promptSnippet: tok ? decodedSnippet(prompt, EMPTY, firstDiff, tok) : promptWindow.join(' '),
     windowStart,
-    contextWindow: windowIds(prevPrompt, prevResponse, windowStart, firstDiff + SNIPPET_AFTER),
-    promptWindow: windowIds(prompt, EMPTY, windowStart, firstDiff + SNIPPET_AFTER),
+    contextWindow,
+    promptWindow,
   };
   const isCut = firstDiff === prompt.length && prompt.length < ctxLength;
   if (tok) {

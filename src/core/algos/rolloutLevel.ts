@@ -83,33 +83,8 @@ export function computeRolloutLevelAdvantage(
   const rep = new Int32Array(nR).fill(-1);
   const rowsPer = new Int32Array(nR);
   const repSum = new Float64Array(nR);
-  for (let i = 0; i < rows.nRows; i++) {
-    const g = rollouts.group[i];
-    let s: number;
-    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
-    else {
-      s = 0;
-      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
-      s = R(s);
-    }
-    rowsPer[g]++;
-    if (rep[g] < 0) {
-      rep[g] = i;
-      repSum[g] = s;
-      continue;
-    }
-    if (uids.group[i] !== uids.group[rep[g]])
-      throw new UpstreamError(
-        'RuntimeError',
-        `rollout-level advantage found multiple uid values for rollout_id=${pyRepr(rollouts.keys[g])}`,
-      );
-    if (!allclose(s, repSum[g]))
-      throw new UpstreamError(
-        'RuntimeError',
-        'rollout-level advantage requires all triplets for the same rollout_id to share the same scalar ' +
-          `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
-      );
-  }
+  // Each loop over rows or tokens is a function of its own (see maskSum below).
+  representatives(input, R, rep, rowsPer, repSum);
   // Rollouts without rows are not in upstream's batch at all (the adapter skipped them): leave them out here too.
   // The representative rows, in first-appearance order of their rollouts (upstream `batch[representative_indices]`).
   const present: number[] = [];
@@ -121,9 +96,7 @@ export function computeRolloutLevelAdvantage(
   const repCount = new Int32Array(nP);
   for (let k = 0; k < nP; k++) {
     const i = rep[present[k]];
-    let c = 0;
-    for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
-    repCount[k] = c;
+    repCount[k] = maskSum(mask, off[i], off[i + 1]);
   }
   const repScores = new Float64Array(nP);
   for (let k = 0; k < nP; k++) repScores[k] = repSum[present[k]];
@@ -200,15 +173,10 @@ export function computeRolloutLevelAdvantage(
   // does for them), which halves the per-token work.
   const sameReturns = rolloutReturn === rolloutAdvantage;
   const returns = sameReturns ? advantages : new Float32Array(broadcast ? off[rows.nRows] : 0);
-  if (broadcast)
-    for (let i = 0; i < rows.nRows; i++) {
-      const g = rollouts.group[i];
-      const a = rolloutAdvantage[g];
-      for (let t = off[i]; t < off[i + 1]; t++) advantages[t] = a * mask[t];
-      if (sameReturns) continue;
-      const r = rolloutReturn[g];
-      for (let t = off[i]; t < off[i + 1]; t++) returns[t] = r * mask[t];
-    }
+  if (broadcast) {
+    broadcastRows(advantages, rows, rollouts.group, rolloutAdvantage);
+    if (!sameReturns) broadcastRows(returns, rows, rollouts.group, rolloutReturn);
+  }
   let multi = 0;
   let maxRows = 0;
   for (const g of present) {
@@ -229,6 +197,48 @@ export function computeRolloutLevelAdvantage(
   };
 }
 
+/**
+ * Per rollout: its first row (rep, -1 for none), its row count and the representative's reward sum; checks
+ * that every row of a rollout has the representative's uid and reward sum.
+ */
+function representatives(
+  input: RolloutLevelInput,
+  R: (x: number) => number,
+  rep: Int32Array,
+  rowsPer: Int32Array,
+  repSum: Float64Array,
+): void {
+  const { rows, tokenLevelRewards, rowRewards, uids, rollouts } = input;
+  const off = rows.offsets;
+  for (let i = 0; i < rows.nRows; i++) {
+    const g = rollouts.group[i];
+    let s: number;
+    if (rowRewards) s = R(off[i + 1] > off[i] ? rowRewards[i] : 0);
+    else {
+      s = 0;
+      for (let t = off[i]; t < off[i + 1]; t++) s += (tokenLevelRewards as Float32Array)[t];
+      s = R(s);
+    }
+    rowsPer[g]++;
+    if (rep[g] < 0) {
+      rep[g] = i;
+      repSum[g] = s;
+      continue;
+    }
+    if (uids.group[i] !== uids.group[rep[g]])
+      throw new UpstreamError(
+        'RuntimeError',
+        `rollout-level advantage found multiple uid values for rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+    if (!allclose(s, repSum[g]))
+      throw new UpstreamError(
+        'RuntimeError',
+        'rollout-level advantage requires all triplets for the same rollout_id to share the same scalar ' +
+          `token_level_rewards sum; got rollout_id=${pyRepr(rollouts.keys[g])}`,
+      );
+  }
+}
+
 /** Per-row divisor max(1, T_rollout · numTrainedRows), stored in the advantages' dtype as upstream's tensor is. */
 export function rolloutDivisors(
   rows: ResponseRows,
@@ -247,9 +257,7 @@ export function rolloutDivisors(
   const tokens = new Float64Array(rollouts.nGroups);
   const { offsets: off, mask } = rows;
   for (let i = 0; i < rows.nRows; i++) {
-    let c = 0;
-    if (rowCounts) c = rowCounts[i];
-    else for (let t = off[i]; t < off[i + 1]; t++) c += mask[t];
+    const c = rowCounts ? rowCounts[i] : maskSum(mask, off[i], off[i + 1]);
     tokens[rollouts.group[i]] += R(c);
   }
   const out = new Float64Array(rows.nRows);
@@ -272,8 +280,35 @@ export function normalizeAdvantagesByRollout(
   for (let i = 0; i < rows.nRows; i++) {
     const d = div[i];
     // Storing into a Float32Array rounds exactly as Math.fround does, so float32 needs no explicit rounding.
-    if (dtype === 'float32') for (let t = off[i]; t < off[i + 1]; t++) out[t] = advantages[t] / d;
+    if (dtype === 'float32') divideRange(out, advantages, off[i], off[i + 1], d);
     else for (let t = off[i]; t < off[i + 1]; t++) out[t] = R(advantages[t] / d);
   }
   return out;
+}
+
+/** out[t] = value[group[row]] · mask[t] for every token t of every row. */
+function broadcastRows(out: Float32Array, rows: ResponseRows, group: Int32Array, value: Float64Array): void {
+  const { offsets: off, mask } = rows;
+  for (let i = 0; i < rows.nRows; i++) fillMasked(out, mask, off[i], off[i + 1], value[group[i]]);
+}
+
+// The per-token loops are small functions called once per row rather than loops inside the functions above:
+// called a thousand times in one batch they are optimised within it, where a loop inside a function that
+// runs once per batch waits for on-stack replacement (and the replaced code is dropped on the next batch).
+
+/** Σ mask[from, to): a row's valid tokens. */
+function maskSum(mask: Uint8Array, from: number, to: number): number {
+  let c = 0;
+  for (let t = from; t < to; t++) c += mask[t];
+  return c;
+}
+
+/** out[t] = a · mask[t] on [from, to) (a · 0 keeps its sign, as torch's product does). */
+function fillMasked(out: Float32Array, mask: Uint8Array, from: number, to: number, a: number): void {
+  for (let t = from; t < to; t++) out[t] = a * mask[t];
+}
+
+/** out[t] = src[t] / d on [from, to), rounded to float32 by the store. */
+function divideRange(out: Float32Array, src: Float32Array, from: number, to: number, d: number): void {
+  for (let t = from; t < to; t++) out[t] = src[t] / d;
 }

@@ -72,14 +72,9 @@ export function rolloutsOf(b: TrainingBatch): Rollout[] {
 
 /** The adapter's output for an already-built batch (what the page caches and hands to the trainer). */
 export function builtOf(b: TrainingBatch): BuildResult {
-  const n = b.offsets[b.nRows];
-  const scores = new Float32Array(n);
-  for (let i = 0; i < b.nRows; i++)
-    if (b.offsets[i + 1] > b.offsets[i]) scores[b.offsets[i + 1] - 1] = b.reward[i];
   return {
     batch: b,
     rowHasLogProbs: new Uint8Array(b.nRows).fill(b.responseLogProbs ? 1 : 0),
-    tokenLevelScores: scores,
     counters: {} as BuildResult['counters'],
     metrics: {},
     mergeFailures: [],

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { tokenLevelScores } from '../../../src/core/aggregate/buildTrainingBatch';
 import { computeAdvantage } from '../../../src/core/algos/advantage';
 import { aggLoss, rowTokenCounts } from '../../../src/core/algos/aggLoss';
 import { groupingFromIds, indexGroups } from '../../../src/core/algos/groups';
@@ -169,7 +170,7 @@ describe("the trainer's per-token weights", () => {
   });
 
   it('row-scalar and per-token estimator paths agree with computeAdvantage on the adapter reward layout', () => {
-    const tokenLevelRewards = builtOf(batch).tokenLevelScores;
+    const tokenLevelRewards = tokenLevelScores(batch);
     for (const est of ['grpo', 'rloo', 'opo', 'gpg', 'reinforce_plus_plus', 'reinforce_plus_plus_baseline']) {
       const opts = { advEstimator: est, enableRolloutLevelAdvantage: false, lossMode: 'token-mean' };
       const view = viewOf(batch, opts);
