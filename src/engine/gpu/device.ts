@@ -44,9 +44,58 @@ export class GpuContext {
    */
   readonly counts: GpuCounts = { dispatches: 0, passes: 0, submits: 0 };
 
+  /**
+   * What WebGPU reported outside any error scope since this context was made (validation, out-of-memory and
+   * internal errors, and the device's loss). Such an error means a command did not run as encoded, so every
+   * readback after it throws (see `mapRead`): the context stays failed rather than hand back numbers that
+   * look plausible but skipped work.
+   */
+  private readonly failures: string[] = [];
+  private droppedFailures = 0;
+
   constructor(device: GPUDevice, status: AdapterStatus) {
     this.device = device;
     this.status = status;
+    device.addEventListener?.('uncapturederror', (ev) => {
+      const error = (ev as GPUUncapturedErrorEvent).error;
+      this.recordFailure(`${error?.constructor?.name ?? 'GPUError'}: ${error?.message ?? String(error)}`);
+    });
+    device.lost?.then((info) => {
+      if (info.reason !== 'destroyed') this.recordFailure(`device lost (${info.reason}): ${info.message}`);
+    });
+  }
+
+  private recordFailure(message: string): void {
+    if (this.failures.length < 5) this.failures.push(message.split('\n')[0]);
+    else this.droppedFailures++;
+  }
+
+  /** Throws if WebGPU has reported an error on this context (the first messages, and how many in all). */
+  throwIfFailed(what = 'a readback'): void {
+    if (this.failures.length === 0) return;
+    const total = this.failures.length + this.droppedFailures;
+    throw new Error(
+      `WebGPU reported ${total} error${total === 1 ? '' : 's'} on this device before ${what}, so its results are not trusted: ${this.failures.join('; ')}${this.droppedFailures ? ` (and ${this.droppedFailures} more)` : ''}`,
+    );
+  }
+
+  /**
+   * Maps a MAP_READ staging buffer, copies its contents out, and destroys it. Every readback of the engines
+   * goes through here, so an error WebGPU reported for earlier commands (delivered before the map resolves)
+   * fails the read instead of passing on its numbers.
+   */
+  async mapRead(staging: GPUBuffer, what = 'a readback'): Promise<ArrayBuffer> {
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+    } catch (e) {
+      this.throwIfFailed(what);
+      throw new Error(`WebGPU could not map the buffer for ${what}: ${(e as Error).message}`);
+    }
+    const out = staging.getMappedRange().slice(0);
+    staging.unmap();
+    staging.destroy();
+    this.throwIfFailed(what);
+    return out;
   }
 
   /** Submits command buffers to the queue, counted in `counts.submits`. Every submit goes through here. */
@@ -169,11 +218,7 @@ export class GpuContext {
     const enc = this.device.createCommandEncoder();
     enc.copyBufferToBuffer(src, offsetElements * 4, staging, 0, bytes);
     this.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const out = new Float32Array(staging.getMappedRange().slice(0));
-    staging.unmap();
-    staging.destroy();
-    return out;
+    return new Float32Array(await this.mapRead(staging));
   }
 
   /** Encodes and submits one compute dispatch with the given bindings (binding i = buffers[i]). */

@@ -380,10 +380,7 @@ export class GpuPolicy implements PolicyEngine {
     enc.copyBufferToBuffer(a, 0, staging, 0, n * F);
     enc.copyBufferToBuffer(b, 0, staging, n * F, n * F);
     this.ctx.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const all = new Float32Array(staging.getMappedRange().slice(0));
-    staging.unmap();
-    staging.destroy();
+    const all = new Float32Array(await this.ctx.mapRead(staging, 'the log-prob readback'));
     return { a: all.slice(0, n), b: all.slice(n, 2 * n) };
   }
 

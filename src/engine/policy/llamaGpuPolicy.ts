@@ -618,11 +618,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
     enc.copyBufferToBuffer(g.stats, 0, staging, 0, 3 * N * F4);
-    this.ctx.device.queue.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const s = new Float32Array(staging.getMappedRange().slice(0));
-    staging.unmap();
-    staging.destroy();
+    this.ctx.submit([enc.finish()]);
+    const s = new Float32Array(await this.ctx.mapRead(staging, 'the log-prob readback'));
     const logProbs = new Float32Array(N);
     const entropy = new Float32Array(N);
     const { mask } = batch;
@@ -711,7 +708,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       const g = await this.prepare(batch);
       const enc = this.ctx.device.createCommandEncoder();
       g.forward.encode(enc);
-      this.ctx.device.queue.submit([enc.finish()]);
+      this.ctx.submit([enc.finish()]);
       const n = batch.batchSize * batch.seqLen * this.llama.hidden;
       const out: Float32Array[] = [];
       for (const r of g.res) out.push(await this.ctx.readF32(r, n));
@@ -788,7 +785,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
   private clearGradsNow(): void {
     const enc = this.ctx.device.createCommandEncoder();
     enc.clearBuffer(this.grads);
-    this.ctx.device.queue.submit([enc.finish()]);
+    this.ctx.submit([enc.finish()]);
   }
 
   /** Forward and backward of −Σ w·logp without an update; returns the gradient (tests and checks). */
@@ -929,7 +926,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       const enc = this.ctx.device.createCommandEncoder();
       d.layers.encode(enc);
       d.head.encode(enc);
-      this.ctx.device.queue.submit([enc.finish()]);
+      this.ctx.submit([enc.finish()]);
     };
     // Prefill: the prompt in one batched forward (B = 1, T rounded up to a power of two so few graphs are built;
     // causal attention keeps the padding rows out of the real ones), its rotated keys and values become the KV
@@ -950,7 +947,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       }
       enc.copyBufferToBuffer(g.out, (P - 1) * C * F4, d.x, 0, C * F4);
       d.head.encode(enc);
-      this.ctx.device.queue.submit([enc.finish()]);
+      this.ctx.submit([enc.finish()]);
       return this.ctx.readF32(d.logits, V);
     };
     return decodeLoop(req, limit, step, () => this.ctx.readF32(d.logits, V), prefill);
