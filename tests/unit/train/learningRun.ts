@@ -5,9 +5,9 @@
  *  - `instruction-short`: 12 steps of 8 tasks × 4 rollouts (2 mini-batches of 16 rows), 32 val tasks × 4 samples.
  *  - `search-trajectory`, `search-transition`, `coding-trajectory`, `coding-transition`: the multi-turn
  *    harnesses at each trace-aggregation level (one merged row per rollout, or one row per call). No test asserts
- *    on these yet: their shipped checkpoints earn val reward 0 at temperature 1 (every GRPO advantage is 0), so
- *    there is nothing to sweep until a checkpoint starts with partial competence; the configuration is a starting
- *    point for that sweep, not a measured one.
+ *    on these yet. The search checkpoint earns val reward 0 at temperature 1 (every GRPO advantage is 0); the
+ *    coding checkpoint starts in the partial range (~0.3 at temperature 1), but no seed sweep of these cases has
+ *    been run, so the configuration is a starting point for that sweep, not a measured one.
  */
 import { readFileSync } from 'node:fs';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
