@@ -570,12 +570,12 @@ registerPreset({
     'lab/merge_failures/other',
   ],
   robustness:
-    'Structural and robust on seeds 0–1 (2 tasks × 4 rollouts, 1 step): rows per rollout 1.14 → 3.00 with ' +
-    'the sliding window and with the summary, tokens trained per rollout 604 → 1220 / 1340 (seed 0) and ' +
-    '686 → 1350 / 1430 (seed 1), 16 `truncation_or_summarization` failures vs 0, merge rate 0.75 / 0.50 → 0. ' +
+    'Structural and robust on seeds 0–1 (2 tasks × 4 rollouts, 1 step): rows per rollout 1.14 → 2.00 with ' +
+    'the sliding window and with the summary, tokens trained per rollout 690 → 874 / 932 (seed 0) and ' +
+    '585 → 824 / 919 (seed 1), 12 `truncation_or_summarization` failures vs 0, merge rate 0.38 / 0.50 → 0.25. ' +
     'On the search harness the same window rarely bites (its SFT policy seldom reaches a third call: seeds 1 ' +
     'and 2 showed no difference at all), hence the coding harness. The clean runs also fail some merges, ' +
-    "classed 'other' (2 and 7 on seeds 0–1), a class the classifier does not break down further; that is " +
+    "classed 'other' (5 and 4 on seeds 0–1), a class the classifier does not break down further; that is " +
     'outside this preset and left as measured.',
   claims: [
     {
