@@ -12,7 +12,6 @@ import {
   WEIGHT_PRECISIONS,
   type WeightPrecision,
 } from '../../src/engine/onnx/causalLm';
-import { f16Bits, f16Value } from '../../src/engine/onnx/proto';
 
 // The HF-layout export must compute our CPU reference's logits, with and without a KV cache, at every weight
 // precision (against the reference run on the weights that precision rounds to), or nothing an ORT or
@@ -160,21 +159,6 @@ describe('the policy as an ONNX causal LM with KV cache (onnxruntime-web wasm)',
 });
 
 describe('weight rounding', () => {
-  it('float16 bits round to nearest even, with subnormals and overflow', () => {
-    expect(f16Bits(1)).toBe(0x3c00);
-    expect(f16Bits(-2)).toBe(0xc000);
-    expect(f16Bits(65504)).toBe(0x7bff);
-    expect(f16Bits(70000)).toBe(0x7c00);
-    expect(f16Bits(2 ** -24)).toBe(1);
-    expect(f16Bits(2 ** -26)).toBe(0);
-    // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1); 1 + 3·2^-11 ties up to 1 + 2^-9
-    expect(f16Bits(1 + 2 ** -11)).toBe(0x3c00);
-    expect(f16Bits(1 + 3 * 2 ** -11)).toBe(0x3c02);
-    expect(Math.abs(f16Value(f16Bits(1e-5)) - 1e-5)).toBeLessThanOrEqual(2 ** -25); // subnormal: absolute step 2^-24
-    for (const x of [0.1, -Math.PI, 1e-3, 123.456])
-      expect(Math.abs(f16Value(f16Bits(x)) - x)).toBeLessThan(Math.abs(x) * 1e-3);
-  });
-
   it('int8 quantization is per output channel, symmetric, within half a step', () => {
     const w = Float32Array.of(0.5, -1, 0.25, 2, 0.01, -0.02); // (2, 3)
     const byCol = quantizeInt8(w, 2, 3, 1);

@@ -23,18 +23,9 @@
  * Matrices are wte, wpe and the four linear weights of each block; biases and LayerNorm parameters stay float32.
  * `roundWeights` gives the float32 parameters the engine effectively uses, so the CPU reference can run them.
  */
+import { f16ToF32, f32ToF16Bits } from '../cpu/half';
 import { type Layout, layoutOf, type PolicyConfig, views } from '../model';
-import {
-  DT,
-  encodeModel,
-  f16Bits,
-  f16Value,
-  floatAttr,
-  GraphBuilder,
-  intAttr,
-  intsAttr,
-  type ValueInfo,
-} from './proto';
+import { DT, encodeModel, floatAttr, GraphBuilder, intAttr, intsAttr, type ValueInfo } from './proto';
 
 export const WEIGHT_PRECISIONS = ['f32', 'f16', 'int8'] as const;
 export type WeightPrecision = (typeof WEIGHT_PRECISIONS)[number];
@@ -89,7 +80,7 @@ export function roundWeights(
   for (const t of layout.tensors) {
     if (t.shape.length !== 2) continue;
     const v = out.subarray(t.offset, t.offset + t.size);
-    if (precision === 'f16') for (let i = 0; i < v.length; i++) v[i] = f16Value(f16Bits(v[i]));
+    if (precision === 'f16') for (let i = 0; i < v.length; i++) v[i] = f16ToF32(f32ToF16Bits(v[i]));
     else {
       const [rows, cols] = t.shape;
       const axis = channelAxis(t.name);

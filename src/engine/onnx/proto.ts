@@ -5,7 +5,9 @@
  * Element types (TensorProto.DataType): FLOAT 1, INT8 3, INT64 7, BOOL 9, FLOAT16 10.
  * Attribute types (AttributeProto.AttributeType): FLOAT 1, INT 2, INTS 7.
  */
+
 import protobuf from 'protobufjs';
+import { f32ToF16Bits } from '../cpu/half';
 
 export const onnxSchema = {
   nested: {
@@ -103,46 +105,6 @@ interface Initializer {
   raw_data: Uint8Array;
 }
 
-/** IEEE binary16 bits of a float, round to nearest even (overflow to ±inf, NaN kept). */
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-export function f16Bits(x: number): number {
-  f32Scratch[0] = x;
-  const b = u32Scratch[0];
-  const sign = (b >>> 16) & 0x8000;
-  const exp = (b >>> 23) & 0xff;
-  const mant = b & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  const e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    // subnormal: shift the implicit-1 mantissa right, rounding to nearest even
-    const m = mant | 0x800000;
-    const shift = 14 - e;
-    const half = 1 << (shift - 1);
-    let r = m >>> shift;
-    const rest = m & ((1 << shift) - 1);
-    if (rest > half || (rest === half && r & 1)) r++;
-    return sign | r;
-  }
-  let r = (e << 10) | (mant >>> 13);
-  const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && r & 1)) r++; // may carry into the exponent: still correct
-  return sign | r;
-}
-
-/** The float a binary16 bit pattern stands for. */
-export function f16Value(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? Number.NaN : sign * Number.POSITIVE_INFINITY;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
-}
-
 /** Collects nodes and initializers; names are unique per builder. */
 export class GraphBuilder {
   readonly nodes: Node[] = [];
@@ -164,7 +126,7 @@ export class GraphBuilder {
 
   f16(name: string, dims: number[], data: Float32Array): string {
     const bits = new Uint16Array(data.length);
-    for (let i = 0; i < data.length; i++) bits[i] = f16Bits(data[i]);
+    for (let i = 0; i < data.length; i++) bits[i] = f32ToF16Bits(data[i]);
     return this.raw(name, dims, DT.FLOAT16, new Uint8Array(bits.buffer));
   }
 
