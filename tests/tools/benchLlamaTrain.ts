@@ -1,5 +1,5 @@
 /**
- * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full]`: one
+ * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--base-dtypes f32,bf16,f16]`: one
  * training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
  * alpha, all seven projections; the base frozen) and with full fine-tuning. A SHAPE (`smollm2-135m`,
  * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
@@ -9,7 +9,8 @@
  * the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
  * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
  * second one timed, the loss and gradient norm against our CPU engine's first step (the same seeded adapter), and
- * the bytes its buffers hold (weights, adapter, gradient, AdamW); "not run" with the reason where the adapter
+ * the bytes its buffers hold (weights, adapter, gradient, AdamW); with LoRA, one such row per `--base-dtypes`
+ * entry (default f32: the frozen base packed as 16-bit halves for f16 / bf16, its |Δ loss| against the f32 CPU step); "not run" with the reason where the adapter
  * cannot hold the model.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
+import { type BaseDtype, baseBytes, checkBaseDtype } from '../../src/engine/cpu/half';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
@@ -49,6 +51,7 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
   let r = 16;
   let alpha = 32;
   let modes = ['lora', 'full'];
+  let baseDtypes: BaseDtype[] = ['f32'];
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -58,7 +61,12 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
     else if (flag === '--r') r = Number(value);
     else if (flag === '--alpha') alpha = Number(value);
     else if (flag === '--modes') modes = value.split(',');
-    else throw new Error(`unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes)`);
+    else if (flag === '--base-dtypes')
+      baseDtypes = value.split(',').map((d) => checkBaseDtype(d, '--base-dtypes'));
+    else
+      throw new Error(
+        `unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes, --base-dtypes)`,
+      );
   }
   if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
   for (const m of modes)
@@ -147,28 +155,32 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
           );
         engine.dispose();
         const pad = ''.padEnd(20);
-        const unfit = gpu instanceof Error ? gpu.message.split('\n')[0] : LlamaGpuPolicy.unfit(gpu, cfg);
-        if (unfit || gpu instanceof Error) {
-          console.log(`  ${pad} node+dawn: not run: ${unfit}`);
-          continue;
+        // a 16-bit base is a LoRA option (the base is frozen); full fine-tuning keeps f32
+        for (const dtype of mode === 'lora' ? baseDtypes : (['f32'] as BaseDtype[])) {
+          const unfit =
+            gpu instanceof Error ? gpu.message.split('\n')[0] : LlamaGpuPolicy.unfit(gpu, cfg, dtype);
+          if (unfit || gpu instanceof Error) {
+            console.log(`  ${pad} node+dawn (${dtype} base): not run: ${unfit}`);
+            continue;
+          }
+          const g = new LlamaGpuPolicy(gpu, cfg, folder.params, hyper, { ...opts, baseDtype: dtype });
+          const g0 = performance.now();
+          const first = await g.trainStep(batch, weights);
+          const firstSec = (performance.now() - g0) / 1000;
+          const g1 = performance.now();
+          await g.trainStep(batch, weights);
+          const gsec = (performance.now() - g1) / 1000;
+          const n = g.trainableLayout.total;
+          const resident = baseBytes(folder.layout.total, dtype) + 4 * ((mode === 'lora' ? n : 0) + 3 * n);
+          console.log(
+            `  ${pad} node+dawn, ${dtype} base (${gpu.status.vendor || 'adapter'} ${gpu.status.architecture}${gpu.status.isFallbackAdapter ? ', software' : ''}): ` +
+              `${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(1)} s; first step ${firstSec.toFixed(1)} s), ` +
+              `Dawn / CPU ${(sec / gsec).toFixed(2)}; |Δ loss| vs CPU ${Math.abs(first.loss - s.loss).toExponential(2)}, ` +
+              `|Δ grad norm| / norm ${(Math.abs(first.gradNorm - s.gradNorm) / s.gradNorm).toExponential(2)}; ` +
+              `buffers resident ${mib(resident)} MiB (weights + ${mode === 'lora' ? 'adapter + ' : ''}grads + AdamW)`,
+          );
+          g.dispose();
         }
-        const g = new LlamaGpuPolicy(gpu, cfg, folder.params, hyper, opts);
-        const g0 = performance.now();
-        const first = await g.trainStep(batch, weights);
-        const firstSec = (performance.now() - g0) / 1000;
-        const g1 = performance.now();
-        await g.trainStep(batch, weights);
-        const gsec = (performance.now() - g1) / 1000;
-        const n = g.trainableLayout.total;
-        const resident = 4 * (folder.layout.total + (mode === 'lora' ? n : 0) + 3 * n);
-        console.log(
-          `  ${pad} node+dawn (${gpu.status.vendor || 'adapter'} ${gpu.status.architecture}${gpu.status.isFallbackAdapter ? ', software' : ''}): ` +
-            `${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(1)} s; first step ${firstSec.toFixed(1)} s), ` +
-            `Dawn / CPU ${(sec / gsec).toFixed(2)}; |Δ loss| vs CPU ${Math.abs(first.loss - s.loss).toExponential(2)}, ` +
-            `|Δ grad norm| / norm ${(Math.abs(first.gradNorm - s.gradNorm) / s.gradNorm).toExponential(2)}; ` +
-            `buffers resident ${mib(resident)} MiB (weights + ${mode === 'lora' ? 'adapter + ' : ''}grads + AdamW)`,
-        );
-        g.dispose();
       }
     } finally {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
