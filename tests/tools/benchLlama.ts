@@ -25,8 +25,10 @@ import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { headName } from '../../src/engine/llama/model';
 import { onnxTargets } from '../../src/engine/onnx/export';
-import { exportLlamaOnnx, llamaOnnxUnfit } from '../../src/engine/onnx/exportLlama';
+import { exportLlamaHfFolder, exportLlamaOnnx } from '../../src/engine/onnx/exportLlama';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
+import { mapReader } from '../../src/engine/onnx/hfFolder';
+import { TransformersCausalLm } from '../../src/engine/onnx/transformersLm';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
 
@@ -160,6 +162,7 @@ export async function benchLlama(argv: string[]): Promise<number> {
       );
       const pad = ''.padEnd(14);
       console.log(`${pad} ${await benchOrt(folder, batch, reps, logp, peer)}`);
+      console.log(`${pad} ${await benchTransformers(folder, ids, engine)}`);
       if (gpu instanceof Error) console.log(`${pad} node+dawn: not run: ${gpu.message.split('\n')[0]}`);
       else {
         const where = `node+dawn (${gpu.status.description || gpu.status.vendor})`;
@@ -217,15 +220,24 @@ async function benchOrt(
 ): Promise<string> {
   const ort = await import('onnxruntime-web');
   const where = `onnxruntime-web ${ort.env.versions.web} (wasm EP, 1 thread)`;
-  const unfit = llamaOnnxUnfit(folder.layout);
-  if (unfit) return `${where}: not run: ${unfit}`;
   const { batchSize: B, seqLen: T, tokens } = batch;
   ort.env.wasm.numThreads = 1;
   const t0 = performance.now();
-  const session = await ort.InferenceSession.create(
-    exportLlamaOnnx(folder.config, folder.layout, folder.params, B, T),
-    { executionProviders: ['wasm'] },
+  let files: ReturnType<typeof exportLlamaOnnx> | null = exportLlamaOnnx(
+    folder.config,
+    folder.layout,
+    folder.params,
+    B,
+    T,
   );
+  const weights = files.data
+    ? `external data ${mb(files.data.length)} MiB`
+    : `inline ${mb(files.model.length)} MiB`;
+  const session = await ort.InferenceSession.create(files.model, {
+    executionProviders: ['wasm'],
+    ...(files.data && files.location ? { externalData: [{ path: files.location, data: files.data }] } : {}),
+  });
+  files = null;
   const load = (performance.now() - t0) / 1000;
   const feeds = {
     tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
@@ -250,9 +262,55 @@ async function benchOrt(
     if (peer) vsPeer = Math.max(vsPeer, Math.abs(got[t] - peer.logprobs[0][t]));
   }
   return (
-    `${where}: log-prob ${(T / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s; export + session ${load.toFixed(1)} s)` +
+    `${where}, weights ${weights}: log-prob ${(T / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s; export + session ${load.toFixed(1)} s)` +
     (peer ? `, / PyTorch ${(T / sec / peer.tokens_per_s).toFixed(3)}` : '') +
     `; max |Δ log-prob| vs our CPU ${vsCpu.toExponential(2)}` +
     (peer ? `, vs PyTorch ${vsPeer.toExponential(2)}` : '')
   );
+}
+
+/**
+ * The transformers.js row: the folder exported in HF's ONNX decoder layout (exportLlamaHfFolder; external data
+ * past 2 GiB) in transformers.js's generate() on onnxruntime-node's CPU EP, seeded sampling of `new` tokens after
+ * the first half of the ids; decode tokens/s and the log-prob gap of the sampled tokens against our CPU engine's
+ * log-probs of the same sequence (the trainer's recompute).
+ */
+async function benchTransformers(
+  folder: Awaited<ReturnType<typeof readLlamaFolder>>,
+  ids: number[],
+  engine: LlamaCpuPolicy,
+): Promise<string> {
+  const t = await import('@huggingface/transformers');
+  const where = `transformers.js ${t.env.version} (onnxruntime-node CPU EP)`;
+  const t0 = performance.now();
+  const lm = await TransformersCausalLm.load(mapReader(exportLlamaHfFolder(folder)), { device: 'cpu' });
+  const load = (performance.now() - t0) / 1000;
+  const ext = (lm.folder?.externalData.fp32.length ?? 0) > 0 ? 'external data' : 'inline';
+  const promptIds = ids.slice(0, Math.max(1, Math.floor(ids.length / 2)));
+  const maxTokens = 16;
+  try {
+    const t1 = performance.now();
+    const got = await lm.sample({ promptIds, temperature: 1, topP: 1, maxTokens, seed: 1 });
+    const sec = (performance.now() - t1) / 1000;
+    const seq = [...promptIds, ...got.tokenIds];
+    const lp = (
+      await engine.logProbs({
+        tokens: Uint32Array.from(seq),
+        mask: new Float32Array(seq.length).fill(1),
+        batchSize: 1,
+        seqLen: seq.length,
+      })
+    ).logProbs;
+    let gap = 0;
+    got.logProbs.forEach((v, j) => {
+      gap = Math.max(gap, Math.abs(v - lp[promptIds.length + j]));
+    });
+    return (
+      `${where}, weights ${ext}: generate ${got.tokenIds.length} tokens after ${promptIds.length} ` +
+      `${(got.tokenIds.length / sec).toFixed(2)} tok/s (${sec.toFixed(2)} s incl. prefill; export + load ${load.toFixed(1)} s); ` +
+      `max |Δ log-prob| of the sampled tokens vs our CPU ${gap.toExponential(2)}`
+    );
+  } finally {
+    await lm.dispose();
+  }
 }

@@ -3,9 +3,8 @@ import { join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
-import { llamaLayout } from '../../src/engine/llama/model';
 import { onnxTargets } from '../../src/engine/onnx/export';
-import { exportLlamaOnnx, llamaOnnxUnfit } from '../../src/engine/onnx/exportLlama';
+import { exportLlamaOnnx } from '../../src/engine/onnx/exportLlama';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 
 // onnxruntime-web must compute the committed transformers log-probs from the same folder's weights, or its rows
@@ -20,15 +19,18 @@ interface Reference {
   left_padded: { ids: number[][]; mask: number[][]; logprobs: number[][]; entropy: number[][] };
 }
 
-async function run(name: string, ids: number[][], mask: number[][]) {
+async function run(name: string, ids: number[][], mask: number[][], externalAbove?: number) {
   const folder = await readLlamaFolder(await nodeFolderReader(join(models, name)));
   const [B, T] = [ids.length, ids[0].length];
   const tokens = Uint32Array.from(ids.flat());
   ort.env.wasm.numThreads = 1;
-  const session = await ort.InferenceSession.create(
-    exportLlamaOnnx(folder.config, folder.layout, folder.params, B, T),
-    { executionProviders: ['wasm'] },
-  );
+  const files = exportLlamaOnnx(folder.config, folder.layout, folder.params, B, T, { externalAbove });
+  if (externalAbove !== undefined) expect(files.data?.length).toBeGreaterThan(folder.layout.total * 4);
+  else expect(files.data).toBeNull();
+  const session = await ort.InferenceSession.create(files.model, {
+    executionProviders: ['wasm'],
+    ...(files.data && files.location ? { externalData: [{ path: files.location, data: files.data }] } : {}),
+  });
   const out = await session.run({
     tokens: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [B, T]),
     mask: new ort.Tensor('float32', Float32Array.from(mask.flat()), [B, T]),
@@ -72,7 +74,16 @@ describe('ONNX export of the Llama-family log-prob forward (onnxruntime-web, was
       expect(gap(r.entropy, lpRef.entropy, lpRef.mask, r.T).m).toBeLessThan(1e-4);
     });
 
-  it('refuses a bad batch, a parameter buffer of the wrong size and a model too large to write inline', async () => {
+  it('qwen3 with its weights in external data (model.onnx_data) gives the same log-probs as inline', async () => {
+    const ref: Reference = JSON.parse(readFileSync(join(models, 'qwen3', 'reference.json'), 'utf8'));
+    const lpRef = ref.left_padded;
+    const inline = await run('qwen3', lpRef.ids, lpRef.mask);
+    const ext = await run('qwen3', lpRef.ids, lpRef.mask, 0);
+    expect(Array.from(ext.logp)).toEqual(Array.from(inline.logp));
+    expect(gap(ext.logp, lpRef.logprobs, lpRef.mask, ext.T).m).toBeLessThan(1e-4);
+  });
+
+  it('refuses a bad batch and a parameter buffer of the wrong size', async () => {
     const folder = await readLlamaFolder(await nodeFolderReader(join(models, 'qwen3')));
     const { config: cfg, layout, params } = folder;
     expect(() => exportLlamaOnnx(cfg, layout, params, 0, 4)).toThrow(
@@ -80,21 +91,6 @@ describe('ONNX export of the Llama-family log-prob forward (onnxruntime-web, was
     );
     expect(() => exportLlamaOnnx(cfg, layout, params.subarray(1), 1, 4)).toThrow(
       `llama onnx export: ${layout.total - 1} parameters for a layout of ${layout.total}`,
-    );
-    expect(llamaOnnxUnfit(layout)).toBeNull();
-    // Qwen3-0.6B's shape: 596M f32 weights, 2.3 GiB
-    const big = llamaLayout({
-      ...cfg,
-      vocabSize: 151936,
-      hidden: 1024,
-      intermediate: 3072,
-      layers: 28,
-      heads: 16,
-      kvHeads: 8,
-      headDim: 128,
-    });
-    expect(llamaOnnxUnfit(big)).toMatch(
-      /^its f32 weights \(\d+ MiB\) exceed what one ONNX protobuf can hold inline/,
     );
   });
 });

@@ -4,6 +4,10 @@
  *
  * Element types (TensorProto.DataType): FLOAT 1, INT8 3, INT64 7, BOOL 9, FLOAT16 10.
  * Attribute types (AttributeProto.AttributeType): FLOAT 1, INT 2, INTS 7.
+ *
+ * External data (onnx.proto's `data_location = EXTERNAL` with `location` / `offset` / `length` entries): a
+ * protobuf message cannot exceed 2 GiB, so a larger model keeps its big initializers in one file beside the
+ * model (`model.onnx_data`, as Hugging Face exports name it) and `encodeModelFiles` returns both.
  */
 
 import protobuf from 'protobufjs';
@@ -62,6 +66,9 @@ export const onnxSchema = {
             data_type: { type: 'int32', id: 2 },
             name: { type: 'string', id: 8 },
             raw_data: { type: 'bytes', id: 9 },
+            external_data: { rule: 'repeated', type: 'StringStringEntryProto', id: 13 },
+            // DataLocation: DEFAULT 0, EXTERNAL 1
+            data_location: { type: 'int32', id: 14 },
           },
         },
         ValueInfoProto: { fields: { name: { type: 'string', id: 1 }, type: { type: 'TypeProto', id: 2 } } },
@@ -124,6 +131,11 @@ export class GraphBuilder {
     return this.raw(name, dims, DT.FLOAT, new Uint8Array(new Float32Array(data).buffer));
   }
 
+  /** float32 data referenced, not copied (the caller keeps it unchanged until the model is encoded) */
+  f32View(name: string, dims: number[], data: Float32Array): string {
+    return this.raw(name, dims, DT.FLOAT, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  }
+
   f16(name: string, dims: number[], data: Float32Array): string {
     const bits = new Uint16Array(data.length);
     for (let i = 0; i < data.length; i++) bits[i] = f32ToF16Bits(data[i]);
@@ -170,17 +182,59 @@ export interface ValueInfo {
   dims: Dim[];
 }
 
-/** Encodes a graph as an ONNX ModelProto (IR 8, default-domain opset `opset`). */
-export function encodeModel(
+export interface EncodeOptions {
+  name: string;
+  inputs: ValueInfo[];
+  outputs: ValueInfo[];
+  opset?: number;
+  metadata?: Record<string, string>;
+}
+
+/** Bytes of an inline model's protobuf, less room for the graph itself (the 2 GiB message limit). */
+export const ONNX_INLINE_LIMIT = 2 ** 31 - 2 ** 24;
+
+/** Where large initializers go when a model is written with external data. */
+export interface ExternalDataOptions {
+  /** the data file's name relative to the model file (HF: `model.onnx_data`) */
+  location: string;
+  /** initializers of at least this many bytes go to the file (onnx's convert_model_to_external_data: 1024) */
+  minTensorBytes?: number;
+  /** external data only when the initializers exceed this many bytes (default ONNX_INLINE_LIMIT; 0: always) */
+  above?: number;
+}
+
+/** An encoded model and, when written with external data, the data file its initializers point into. */
+export interface OnnxFiles {
+  model: Uint8Array;
+  /** the external data file (`location`) or null when every initializer is inline */
+  data: Uint8Array | null;
+  location: string | null;
+}
+
+/** Offsets of external tensors are multiples of this (ORT maps aligned regions directly). */
+const EXTERNAL_ALIGN = 4096;
+
+/** Encodes a graph as an ONNX ModelProto (IR 8, default-domain opset `opset`), every initializer inline. */
+export function encodeModel(g: GraphBuilder, opts: EncodeOptions): Uint8Array {
+  const inline = g.inits.reduce((s, i) => s + i.raw_data.length, 0);
+  if (inline > ONNX_INLINE_LIMIT)
+    throw new Error(
+      `onnx export: ${(inline / 2 ** 20).toFixed(0)} MiB of initializers exceed what one ONNX protobuf can ` +
+        `hold inline (${(ONNX_INLINE_LIMIT / 2 ** 20).toFixed(0)} MiB; write it with external data)`,
+    );
+  return encodeModelFiles(g, opts, null).model;
+}
+
+/**
+ * Encodes a graph as an ONNX ModelProto; with `external`, initializers of at least `minTensorBytes` are written
+ * to one data file instead (when the initializers exceed `above`), each tensor's entry naming its `location`,
+ * `offset` and `length` in it, as onnx.proto's external data specifies.
+ */
+export function encodeModelFiles(
   g: GraphBuilder,
-  opts: {
-    name: string;
-    inputs: ValueInfo[];
-    outputs: ValueInfo[];
-    opset?: number;
-    metadata?: Record<string, string>;
-  },
-): Uint8Array {
+  opts: EncodeOptions,
+  external: ExternalDataOptions | null,
+): OnnxFiles {
   const info = (v: ValueInfo) => ({
     name: v.name,
     type: {
@@ -190,6 +244,44 @@ export function encodeModel(
       },
     },
   });
+  const minBytes = external?.minTensorBytes ?? 1024;
+  const total = g.inits.reduce((s, i) => s + i.raw_data.length, 0);
+  const useExternal = external !== null && total > (external.above ?? ONNX_INLINE_LIMIT);
+  let data: Uint8Array | null = null;
+  let initializer: object[] = g.inits;
+  if (useExternal) {
+    const offsets: number[] = [];
+    let size = 0;
+    for (const t of g.inits) {
+      if (t.raw_data.length < minBytes) {
+        offsets.push(-1);
+        continue;
+      }
+      size = Math.ceil(size / EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+      offsets.push(size);
+      size += t.raw_data.length;
+    }
+    data = new Uint8Array(size);
+    initializer = g.inits.map((t, i) => {
+      const offset = offsets[i];
+      if (offset < 0) return t;
+      (data as Uint8Array).set(t.raw_data, offset);
+      return {
+        name: t.name,
+        dims: t.dims,
+        data_type: t.data_type,
+        data_location: 1,
+        external_data: [
+          { key: 'location', value: external.location },
+          { key: 'offset', value: String(offset) },
+          { key: 'length', value: String(t.raw_data.length) },
+        ],
+      };
+    });
+    const inline = g.inits.reduce((s, t, i) => s + (offsets[i] < 0 ? t.raw_data.length : 0), 0);
+    if (inline > ONNX_INLINE_LIMIT)
+      throw new Error(`onnx export: ${inline} bytes of small initializers still exceed the inline limit`);
+  }
   const root = protobuf.Root.fromJSON(onnxSchema);
   const Model = root.lookupType('onnx.ModelProto');
   const model = {
@@ -200,12 +292,16 @@ export function encodeModel(
     graph: {
       name: opts.name,
       node: g.nodes,
-      initializer: g.inits,
+      initializer,
       input: opts.inputs.map(info),
       output: opts.outputs.map(info),
     },
   };
   const err = Model.verify(model);
   if (err) throw new Error(`onnx export: ${err}`);
-  return Model.encode(Model.fromObject(model)).finish();
+  return {
+    model: Model.encode(Model.fromObject(model)).finish(),
+    data,
+    location: useExternal ? (external as ExternalDataOptions).location : null,
+  };
 }
