@@ -108,7 +108,10 @@ describe('Llama-family ONNX causal LM with KV cache (HF layout)', () => {
           for (let t = 1; t < T; t++) {
             if (!lp.mask[b][t] || !lp.mask[b][t - 1]) continue;
             const o = (b * T + t - 1) * V;
-            m = Math.max(m, Math.abs(vocabLogSoftmax(logits.subarray(o, o + V), 1)[row[t]] - lp.logprobs[b][t]));
+            m = Math.max(
+              m,
+              Math.abs(vocabLogSoftmax(logits.subarray(o, o + V), 1)[row[t]] - lp.logprobs[b][t]),
+            );
             n++;
           }
         });
