@@ -10,7 +10,10 @@ import { rolloutToJsonlLine } from '../../core/trace/io';
 import type { Rollout } from '../../core/trace/types';
 import { loadCheckpointFile } from '../../engine/checkpoint';
 import { defaultConfig } from '../../engine/model';
+import { exportLlamaHfFolder } from '../../engine/onnx/exportLlama';
+import { mapReader } from '../../engine/onnx/hfFolder';
 import { createPolicyEngine } from '../../engine/policy';
+import { annotateEngineGap, engineGapLine, engineGapOf } from '../../harness/engineGap';
 import { type ChatEngine, expertEngine, RandomEngine, RemoteEngine } from '../../harness/engines';
 import { BEHAVIOURS, type Split } from '../../harness/harness';
 import { serveChannel } from '../../harness/http';
@@ -19,6 +22,7 @@ import { WorkerPool } from '../../harness/pool';
 import { LlmProxy } from '../../harness/proxy';
 import { getHarness, HARNESSES, isHarnessName } from '../../harness/registry';
 import { planRollouts, type RunSpec, runRollouts } from '../../harness/runner';
+import { createTransformersFolderEngine } from '../../harness/transformersEngine';
 import { CommandError, EXIT, parseArgs, UsageError } from '../args';
 import { behaviourFlag, seedFlag, splitFlag } from '../harnessFlags';
 import type { Command } from '../lab';
@@ -33,11 +37,11 @@ const MAX_GROUP = 1024;
 const MAX_ROLLOUTS = 1_000_000;
 const MAX_WORKERS = 64;
 
-const usage = `lab rollout --harness ${HARNESSES.names().join('|')} --engine scripted|random|policy|URL --out FILE
+const usage = `lab rollout --harness ${HARNESSES.names().join('|')} --engine scripted|random|policy|transformers.js|URL --out FILE
     [--n TASKS=8] [--group-size K=1] [--split train|val] [--behaviour NAME[,NAME]]... [--seed S=0] [--workers W=4]
     [--tokenizer qwen3|DIR] [--model NAME] [--max-turns T] [--max-tokens M=1024] [--max-context C=32768]
     [--timeout-ms MS=60000] [--max-retry-wait-ms MS=60000] [--fixed-clock] [--checkpoint FILE.safetensors]
-    [--model DIR (with --engine policy)]
+    [--model DIR (with --engine policy or transformers.js)]
   --timeout-ms: per request to a URL engine (and per rollout); --max-retry-wait-ms: all Retry-After waits of
   one request to a URL engine answering 429 together, then the call fails.
   --n is the number of tasks; each runs --group-size times (n × K rollouts, at most ${MAX_ROLLOUTS}).
@@ -49,6 +53,10 @@ const usage = `lab rollout --harness ${HARNESSES.names().join('|')} --engine scr
     freshly initialised policy sized for the policy tokenizer); --tokenizer defaults to 'policy' then.
     With --model DIR (a Hugging Face llama / qwen2 / qwen3 folder) it samples from our engine on that
     folder's weights, with the folder's tokenizer and chat template.
+  --engine transformers.js --model DIR samples the same folder in transformers.js (its generate() on
+    onnxruntime-node's CPU EP; the folder exported as an HF ONNX decoder with KV cache, external data past
+    2 GiB) and our CPU engine scores every response: each call keeps both log-probs (trainer_log_probs: the
+    Trace view's log-prob gap) and the run prints max / mean |Δ log-prob|.
   behaviours: ${BEHAVIOURS.join(', ')}`;
 
 function posInt(v: unknown, flag: string, dflt: number, min = 1, max = 2 ** 31 - 1): number {
@@ -113,13 +121,19 @@ export const command: Command = {
       throw new UsageError(`--harness must be one of ${HARNESSES.names().join(', ')}, got '${harness}'`);
     const engineSpec = flags.engine as string | undefined;
     if (!engineSpec) throw new UsageError('--engine is required');
-    if (!['scripted', 'random', 'policy'].includes(engineSpec) && !/^https?:\/\//.test(engineSpec))
+    if (
+      !['scripted', 'random', 'policy', 'transformers.js'].includes(engineSpec) &&
+      !/^https?:\/\//.test(engineSpec)
+    )
       throw new UsageError(
-        `--engine must be scripted, random, policy or an http(s) URL, got '${engineSpec}'`,
+        `--engine must be scripted, random, policy, transformers.js or an http(s) URL, got '${engineSpec}'`,
       );
+    const second = engineSpec === 'transformers.js';
+    if (second && flags.model === undefined)
+      throw new UsageError('--engine transformers.js needs --model DIR (a llama / qwen2 / qwen3 folder)');
     if (flags.checkpoint !== undefined && engineSpec !== 'policy')
       throw new UsageError('--checkpoint only applies to --engine policy');
-    const modelDir = engineSpec === 'policy' ? (flags.model as string | undefined) : undefined;
+    const modelDir = engineSpec === 'policy' || second ? (flags.model as string | undefined) : undefined;
     if (modelDir !== undefined && flags.checkpoint !== undefined)
       throw new UsageError('--engine policy takes --checkpoint or --model DIR, not both');
     if (modelDir !== undefined && flags.tokenizer !== undefined)
@@ -171,7 +185,16 @@ export const command: Command = {
     let engine: ChatEngine;
     try {
       if (engineSpec === 'scripted') engine = expertEngine(tokenizer, h, taskOf, seed);
-      else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
+      else if (second && brought) {
+        const loaded = brought;
+        const made = await createTransformersFolderEngine(mapReader(exportLlamaHfFolder(loaded.folder)), {
+          device: 'cpu',
+          seed,
+          model: `transformers.js/${loaded.folder.config.modelType}/${basename(loaded.dir)}`,
+          tokenizer: () => loaded.tokenizer,
+        });
+        engine = made.engine;
+      } else if (engineSpec === 'random') engine = new RandomEngine(tokenizer, seed);
       else if (brought)
         engine = new PolicyChatEngine(brought.engine, tokenizer, {
           seed,
@@ -218,7 +241,10 @@ export const command: Command = {
     // every queued rollout listens on it
     setMaxListeners(plan.length + 16, stop.signal);
     let interrupted: NodeJS.Signals | null = null;
-    const write = (r: Rollout) => {
+    // With a second engine, our engine scores each finished rollout before it is written (in finishing order).
+    let scoring: Promise<void> = Promise.resolve();
+    const ours = second ? brought?.engine : undefined;
+    const writeNow = (r: Rollout) => {
       if (writeError) return;
       // Interrupted: a rollout cut short keeps what it recorded (failed, with the reason); one that never
       // started has nothing to keep.
@@ -233,6 +259,19 @@ export const command: Command = {
         writeError = (e as Error).message;
         stop.abort();
       }
+    };
+    const write = (r: Rollout) => {
+      if (!ours) return writeNow(r);
+      scoring = scoring.then(async () => {
+        try {
+          await annotateEngineGap([r], ours);
+        } catch (e) {
+          writeError ??= `scoring ${r.rolloutId} with our engine: ${(e as Error).message}`;
+          stop.abort();
+          return;
+        }
+        writeNow(r);
+      });
     };
     let interruptedAt = 0;
     const onSignal = (sig: NodeJS.Signals) => {
@@ -261,6 +300,7 @@ export const command: Command = {
       ]);
       t0 = performance.now();
       rollouts = await runRollouts(spec, plan, proxy, pool, { signal: stop.signal, onRollout: write });
+      await scoring;
     } finally {
       pool.close();
       closeSync(fd);
@@ -286,6 +326,7 @@ export const command: Command = {
         `${secs.toFixed(2)} s, ${(rollouts.length / secs).toFixed(1)} rollouts/s ` +
         `(+${((t0 - tStart) / 1000).toFixed(2)} s worker start-up) → ${out}`,
     );
+    if (ours) console.log(`  transformers.js vs our CPU engine: ${engineGapLine(engineGapOf(rollouts))}`);
     for (const f of failed.slice(0, 5)) console.log(`  failed ${f.rolloutId}: ${f.error}`);
     return 0;
   },
