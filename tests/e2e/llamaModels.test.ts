@@ -101,6 +101,64 @@ describe('a Hugging Face qwen3 folder in the Models tab runs on our engine', () 
         expect(Math.abs(lp[k] - (ref.responseLogProbs?.[k] ?? Number.NaN))).toBeLessThan(1e-4);
     }
     expect(tokens).toBeGreaterThan(0);
+
     await page.close();
   });
+
+  it('runs the folder in transformers.js (wasm) with our engine scoring the responses: the gap is shown and kept', async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}#tab=models`);
+    await page.getByTestId('model-folder-input').waitFor();
+    await page.getByTestId('model-folder-input').setInputFiles(dir);
+    await expect
+      .poll(() => page.getByTestId('model-info').textContent(), { timeout: 30_000 })
+      .toMatch(/our engine/);
+    await page.getByTestId('model-harness').selectOption('instruction-short');
+    await page.getByTestId('model-n').fill('2');
+    await page.getByTestId('model-group').fill('1');
+    await page.getByTestId('model-seed').fill('5');
+    await page.getByTestId('model-max-tokens').fill('12');
+    await page.getByTestId('model-engine-choice').selectOption('transformers.js');
+    await page.getByTestId('model-device').selectOption('wasm');
+    await page.getByTestId('model-run').click();
+    // the run ends in the Trace view (its trace imported), or with the error the Models tab shows
+    const outcome = async () =>
+      (await page.getByTestId('model-error').count())
+        ? `error: ${await page.getByTestId('model-error').textContent()}`
+        : ((await page
+            .getByTestId('import-summary')
+            .textContent({ timeout: 100 })
+            .catch(() => '')) ?? '');
+    await expect
+      .poll(outcome, { timeout: 150_000 })
+      .toMatch(/qwen3-instruction-short-s5\.jsonl.*2 rollouts · 2 calls/);
+    await page.getByRole('tab', { name: 'Models' }).click();
+    expect(await page.getByTestId('model-gap').textContent()).toMatch(
+      /^log-prob gap max \|Δ log-prob\| \S+, mean \S+ over \d+ tokens \(2 \/ 2 calls scored\)$/,
+    );
+    expect(await page.getByTestId('model-engine').textContent()).toMatch(
+      /^transformers\.js, wasm \(scored by ours/,
+    );
+    const [download2] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByTestId('model-trace-download').click(),
+    ]);
+    const trace2 = parseJsonlTrace(readFileSync(await download2.path(), 'utf8'));
+    expect(trace2.issues).toEqual([]);
+    let scored = 0;
+    for (const r of trace2.rollouts) {
+      const c = r.calls[0];
+      expect(c.engine?.model).toMatch(/^transformers\.js\/qwen3\//);
+      const lp = c.responseLogProbs ?? new Float32Array(0);
+      expect(c.trainerLogProbs?.length).toBe(lp.length);
+      for (let k = 0; k < lp.length; k++) {
+        expect(Math.abs(lp[k] - (c.trainerLogProbs?.[k] ?? Number.NaN))).toBeLessThan(1e-4);
+        scored++;
+      }
+    }
+    expect(scored).toBeGreaterThan(0);
+    await screenshot(page, 'models-llama-transformers');
+    await page.close();
+  }, 240_000);
 });

@@ -75,6 +75,7 @@ export function ModelsPanel() {
     device: 'wasm',
     dtype: null,
     workers: 2,
+    engine: 'ours',
   });
   const set = (patch: Partial<typeof opts>) => setOpts({ ...opts, ...patch });
   const dtype =
@@ -157,19 +158,35 @@ export function ModelsPanel() {
                 <Options values={HARNESS_NAMES} />
               </select>
             </span>
-            {info && (
+            {llama && (
+              <span className="field">
+                <label htmlFor="model-engine-choice">Engine</label>
+                <select
+                  id="model-engine-choice"
+                  data-testid="model-engine-choice"
+                  value={opts.engine}
+                  onChange={(e) => set({ engine: e.target.value as ModelRunOptions['engine'] })}
+                >
+                  <option value="ours">ours</option>
+                  <option value="transformers.js">transformers.js (gap vs ours)</option>
+                </select>
+              </span>
+            )}
+            {(info || (llama && opts.engine === 'transformers.js')) && (
               <>
-                <span className="field">
-                  <label htmlFor="model-dtype">ONNX variant</label>
-                  <select
-                    id="model-dtype"
-                    data-testid="model-dtype"
-                    value={dtype}
-                    onChange={(e) => set({ dtype: e.target.value })}
-                  >
-                    <Options values={info?.dtypes ?? []} />
-                  </select>
-                </span>
+                {info && (
+                  <span className="field">
+                    <label htmlFor="model-dtype">ONNX variant</label>
+                    <select
+                      id="model-dtype"
+                      data-testid="model-dtype"
+                      value={dtype}
+                      onChange={(e) => set({ dtype: e.target.value })}
+                    >
+                      <Options values={info?.dtypes ?? []} />
+                    </select>
+                  </span>
+                )}
                 <span className="field">
                   <label htmlFor="model-device">Device</label>
                   <select
@@ -243,6 +260,11 @@ export function ModelsPanel() {
           {summary.rollouts} rollouts ({summary.failed} failed) · {summary.calls} calls ·{' '}
           {summary.responseTokens} response tokens · {summary.seconds.toFixed(1)} s ·{' '}
           <span data-testid="model-engine">{summary.engine}</span> ·{' '}
+          {summary.gap && (
+            <>
+              <span data-testid="model-gap">log-prob gap {summary.gap}</span> ·{' '}
+            </>
+          )}
           <a href={traceUrl} download={traceName} data-testid="model-trace-download">
             download {traceName}
           </a>{' '}

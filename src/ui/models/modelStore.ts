@@ -3,17 +3,22 @@
  * and runs of a harness against it — harness agents in Web Workers, the proxy and the engine in the page. A
  * Llama-family folder (config.json `llama` / `qwen2` / `qwen3` with safetensors weights) samples from our own
  * engine (WebGPU where an adapter can hold it, else the CPU engine) and is kept in OPFS so a reload finds it;
- * an ONNX folder runs in transformers.js on onnxruntime-web, loaded with the first run. Each run's trace (engine ids and log-probs, JSONL) opens in the Trace view with
+ * an ONNX folder runs in transformers.js on onnxruntime-web, loaded with the first run. A Llama-family folder
+ * can also run in transformers.js (engine 'transformers.js': the folder exported as an HF ONNX decoder with KV
+ * cache, engine/onnx/exportLlama.ts) with our engine scoring every response, so the trace carries both log-probs
+ * and the Trace view shows their gap (harness/engineGap.ts). Each run's trace (engine ids and log-probs, JSONL) opens in the Trace view with
  * the model's own tokenizer. Not view state: a local folder cannot live in the URL.
  */
 import { create } from 'zustand';
 import { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { toJsonlTrace } from '../../core/trace/io';
 import { isLlamaFamily, type LlamaFolder, readLlamaFolder } from '../../engine/llama/hfFolder';
-import { type ModelFolder, readModelFolder } from '../../engine/onnx/hfFolder';
+import { type ModelFolder, mapReader, readModelFolder } from '../../engine/onnx/hfFolder';
 import type { TransformersDevice } from '../../engine/onnx/transformersLm';
 import { createPolicyEngine } from '../../engine/policy';
+import type { PolicyEngine } from '../../engine/policy/types';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
+import { annotateEngineGap, engineGapLine } from '../../harness/engineGap';
 import type { ChatEngine } from '../../harness/engines';
 import { serveChannel } from '../../harness/http';
 import { PolicyChatEngine } from '../../harness/policyEngine';
@@ -37,6 +42,8 @@ export interface ModelRunOptions {
   device: TransformersDevice;
   dtype: string;
   workers: number;
+  /** a Llama-family folder: sample on our engine, or in transformers.js with our engine scoring (the gap) */
+  engine?: 'ours' | 'transformers.js';
 }
 
 export interface RunSummary {
@@ -47,6 +54,8 @@ export interface RunSummary {
   seconds: number;
   /** the engine that sampled (e.g. `ours, webgpu`, `transformers.js`) */
   engine: string;
+  /** transformers.js on a Llama-family folder: its |Δ log-prob| against our engine (engineGapLine) */
+  gap: string | null;
 }
 
 interface ModelsState {
@@ -77,6 +86,8 @@ let loaded: {
   tokenizer: ChatTokenizer;
   contextLength: number;
   label: string;
+  /** our engine scoring a second engine's responses (transformers.js on a Llama-family folder) */
+  scorer?: PolicyEngine;
 } | null = null;
 /** our engine's context in the page (the folder's max_position_embeddings when smaller) */
 const PAGE_CONTEXT = 4096;
@@ -84,8 +95,10 @@ let folderSerial = 0;
 
 async function dropEngine() {
   const e = loaded?.engine;
+  const scorer = loaded?.scorer;
   loaded = null;
   await e?.dispose?.();
+  scorer?.dispose();
 }
 
 /** Whether config.json names a Llama-family architecture (our engine's), read before the full check. */
@@ -149,10 +162,39 @@ export const useModels = create<ModelsState>((set, get) => ({
     const t0 = performance.now();
     let pool: WorkerPool | null = null;
     try {
-      const key = llama
-        ? `${folderSerial}:ours:${opts.seed}`
-        : `${folderSerial}:${opts.device}:${opts.dtype}`;
-      if (loaded?.key !== key && llama) {
+      const second = llama !== null && opts.engine === 'transformers.js';
+      const key =
+        llama && !second
+          ? `${folderSerial}:ours:${opts.seed}`
+          : llama
+            ? `${folderSerial}:tjs:${opts.device}:${opts.seed}`
+            : `${folderSerial}:${opts.device}:${opts.dtype}`;
+      if (loaded?.key !== key && llama && second) {
+        await dropEngine();
+        const contextLength = Math.min(PAGE_CONTEXT, llama.config.maxPositions);
+        // ORT, transformers.js and the exporter load with the first such run, not with the page
+        const [{ pageTransformers }, { createTransformersFolderEngine }, { exportLlamaHfFolder }] =
+          await Promise.all([
+            import('../../engine/onnx/ortWeb'),
+            import('../../harness/transformersEngine'),
+            import('../../engine/onnx/exportLlama'),
+          ]);
+        await pageTransformers();
+        const { engine: scorer } = await createPolicyEngine({ llama, contextLength });
+        const made = await createTransformersFolderEngine(mapReader(exportLlamaHfFolder(llama)), {
+          device: opts.device,
+          seed: opts.seed,
+          model: `transformers.js/${llama.config.modelType}/${folder.name}`,
+          tokenizer: (f) => new ChatTokenizer(`model:${folder.name}`, f.tokenizerJson, f.tokenizerConfig),
+        });
+        loaded = {
+          key,
+          ...made,
+          contextLength: Math.min(contextLength, made.engine.sampler.contextLength),
+          label: `transformers.js, ${opts.device} (scored by ours, ${scorer.backend})`,
+          scorer,
+        };
+      } else if (loaded?.key !== key && llama) {
         await dropEngine();
         const contextLength = Math.min(PAGE_CONTEXT, llama.config.maxPositions);
         const { engine: policy, fallbackReason } = await createPolicyEngine({ llama, contextLength });
@@ -191,7 +233,7 @@ export const useModels = create<ModelsState>((set, get) => ({
           label: 'transformers.js',
         };
       }
-      const { engine, tokenizer, contextLength, label } = loaded;
+      const { engine, tokenizer, contextLength, label, scorer } = loaded;
       const proxy = new LlmProxy({
         engine,
         tokenizer,
@@ -219,6 +261,11 @@ export const useModels = create<ModelsState>((set, get) => ({
       const rollouts = await runRollouts(spec, plan, proxy, pool, {
         onRollout: () => set({ status: `rollouts ${++done}/${plan.length}` }),
       });
+      let gap: string | null = null;
+      if (scorer) {
+        set({ status: 'scoring the responses with our engine…' });
+        gap = engineGapLine(await annotateEngineGap(rollouts, scorer));
+      }
       const text = toJsonlTrace(rollouts);
       const name = `${folder.name}-${opts.harness}-s${opts.seed}.jsonl`;
       const blob = new Blob([text], { type: 'application/x-ndjson' });
@@ -236,6 +283,7 @@ export const useModels = create<ModelsState>((set, get) => ({
           responseTokens: calls.reduce((s, c) => s + (c.responseTokenIds?.length ?? 0), 0),
           seconds: (performance.now() - t0) / 1000,
           engine: label,
+          gap,
         },
       });
       const tj = (llama ?? (info as ModelFolder)).tokenizer;
