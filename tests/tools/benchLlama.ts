@@ -11,7 +11,11 @@
  * the pipelines and records the programs), and its max |Δ log-prob| against our CPU engine and PyTorch. And
  * onnxruntime-web (wasm EP, 1 thread, in this process) on the same weights: the folder exported by
  * engine/onnx/exportLlama.ts, its log-prob forward timed the same way (median of --reps after one untimed run),
- * the export + session-creation time, and its max |Δ log-prob| against our CPU engine and PyTorch.
+ * the export + session-creation time, and its max |Δ log-prob| against our CPU engine and PyTorch (weights past
+ * 2 GiB, e.g. qwen3-0.6b in f32, go through external data: the session option `externalData`). And
+ * transformers.js (onnxruntime-node CPU EP) on the folder exported in HF's ONNX decoder layout with KV cache
+ * (exportLlamaHfFolder): 16 seeded tokens after the first half of the ids, their tokens/s (prefill included) and the
+ * max |Δ log-prob| of the sampled tokens against our CPU engine's recompute of the same sequence.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
