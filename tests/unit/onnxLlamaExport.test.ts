@@ -6,6 +6,7 @@ import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { onnxTargets } from '../../src/engine/onnx/export';
 import { exportLlamaOnnx } from '../../src/engine/onnx/exportLlama';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
+import { DT, encodeModel, encodeModelFiles, GraphBuilder } from '../../src/engine/onnx/proto';
 
 // onnxruntime-web must compute the committed transformers log-probs from the same folder's weights, or its rows
 // in bench:engine compare runtimes on different models.
@@ -92,5 +93,25 @@ describe('ONNX export of the Llama-family log-prob forward (onnxruntime-web, was
     expect(() => exportLlamaOnnx(cfg, layout, params.subarray(1), 1, 4)).toThrow(
       `llama onnx export: ${layout.total - 1} parameters for a layout of ${layout.total}`,
     );
+  });
+
+  it('encodeModel refuses initializers past the inline limit; encodeModelFiles puts them in the data file', () => {
+    // 2 GiB of zero pages the encoder never touches before it refuses
+    const g = new GraphBuilder();
+    g.raw('big', [2 ** 31], DT.INT8, new Uint8Array(2 ** 31));
+    const io = { name: 'm', inputs: [], outputs: [] };
+    expect(() => encodeModel(g, io)).toThrow(
+      /^onnx export: 2048 MiB of initializers exceed what one ONNX protobuf can hold inline \(2032 MiB; write it with external data\)$/,
+    );
+    const small = new GraphBuilder();
+    small.f32('w', [300], new Float32Array(300).fill(2));
+    small.f32('b', [3], Float32Array.of(1, 2, 3));
+    small.f32('v', [500], new Float32Array(500).fill(3));
+    const files = encodeModelFiles(small, io, { location: 'model.onnx_data', above: 0 });
+    expect(files.location).toBe('model.onnx_data');
+    // w at 0, v at the next 4 KiB boundary; b (12 bytes) stays inline
+    expect(files.data?.length).toBe(4096 + 2000);
+    expect(new Float32Array((files.data as Uint8Array).buffer, 4096, 500)[499]).toBe(3);
+    expect(encodeModelFiles(small, io, { location: 'model.onnx_data' }).data).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 /**
  * transformers.js (`@huggingface/transformers` 4.x) as a rollout engine over a model folder in the HF layout:
- * our exported policy (hfFolder.ts) or any ONNX chat model a user brings. It loads with
+ * our exported policy (hfFolder.ts), a Llama-family safetensors folder exported in HF's ONNX decoder layout
+ * (exportLlama.ts `exportLlamaHfFolder`, external data past 2 GiB), or any ONNX chat model a user brings. It loads with
  * `AutoModelForCausalLM.from_pretrained` and generates with its own `generate()` loop (its KV cache, position
  * ids, stopping criteria); the token at each step is chosen by a LogitsProcessor that applies our seeded host-side
  * choice (sampling.ts) to the step's raw logits and masks every other id, so the greedy step that follows takes
