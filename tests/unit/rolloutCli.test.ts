@@ -14,7 +14,7 @@ describe('lab rollout', () => {
       [['--harness', 'chess', '--engine', 'scripted', '--out', 'x'], /--harness must be one of/],
       [
         ['--harness', 'search', '--engine', 'gpt', '--out', 'x'],
-        /--engine must be scripted, random, policy or an http/,
+        /--engine must be scripted, random, policy, transformers.js or an http/,
       ],
       [['--harness', 'search', '--engine', 'random'], /--out is required/],
       [
