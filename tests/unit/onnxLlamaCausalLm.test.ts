@@ -16,8 +16,9 @@ import { vocabLogSoftmax } from '../../src/engine/sampling';
 // give what a recompute gives, and transformers.js's generate() on it must sample the tokens our CPU engine
 // samples with the log-probs our CPU engine computes for them.
 const models = resolve(__dirname, '../models');
-// llama: llama3 rope scaling, tied head; qwen2: q/k/v biases, untied head; qwen3: q_norm / k_norm, head_dim
-const FOLDERS = ['llama', 'qwen2', 'qwen3'];
+// llama: llama3 rope scaling, tied head; llama-linear-bf16: linear scaling, untied head, bf16 storage;
+// qwen2: q/k/v biases, untied head; qwen3: q_norm / k_norm, head_dim
+const FOLDERS = ['llama', 'llama-linear-bf16', 'qwen2', 'qwen3'];
 /** |Δ log-prob| allowed between two f32 runtimes on these 2-layer folders (measured: below 1e-5) */
 const TOL = 1e-4;
 
