@@ -57,7 +57,12 @@ export class MinHeap {
     return this.ids[0];
   }
 
-  /** Removes the smallest; returns its id. */
+  /**
+   * Removes the smallest; returns its id. Bottom-up: the hole at the root moves down along the smaller children
+   * to a leaf (one comparison a level), then the last entry rises from there to the first position whose parent
+   * is smaller. Along that path the keys only grow, so the entry lands where a sift-down from the root would
+   * have stopped (above equal keys, as it does), and the heap comes out the same.
+   */
   pop(): number {
     const keys = this.keys;
     const ids = this.ids;
@@ -72,10 +77,16 @@ export class MinHeap {
         let c = 2 * i + 1;
         if (c >= n) break;
         if (c + 1 < n && keys[c + 1] < keys[c]) c++;
-        if (keys[c] >= key) break;
         keys[i] = keys[c];
         ids[i] = ids[c];
         i = c;
+      }
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (keys[p] < key) break;
+        keys[i] = keys[p];
+        ids[i] = ids[p];
+        i = p;
       }
       keys[i] = key;
       ids[i] = id;

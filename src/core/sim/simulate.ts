@@ -164,19 +164,23 @@ export function simulate(cfg: SimConfig): SimResult {
   const nRep = Math.max(1, Math.floor(rolloutGpus / C.tp));
   const n = W.rollout_n;
   const rand = mulberry32(cfg.seed);
-  // Box–Muller, both values used (the spare kept in a typed array: writing it allocates nothing)
-  const spare = new Float64Array([Number.NaN]);
-  const gauss = () => {
-    if (!Number.isNaN(spare[0])) {
-      const z = spare[0];
-      spare[0] = Number.NaN;
-      return z;
+  // Box–Muller, both values used in order (cosine, then sine), drawn a block at a time into a typed array: the
+  // same sequence as one pair per two calls, without a call and a branch per value
+  const normals = new Float64Array(4096);
+  let nextNormal = normals.length;
+  const refillNormals = () => {
+    for (let i = 0; i < normals.length; i += 2) {
+      const u = 1 - rand();
+      const v = 2 * Math.PI * rand();
+      const m = Math.sqrt(-2 * Math.log(u));
+      normals[i] = m * Math.cos(v);
+      normals[i + 1] = m * Math.sin(v);
     }
-    const u = 1 - rand();
-    const v = 2 * Math.PI * rand();
-    const m = Math.sqrt(-2 * Math.log(u));
-    spare[0] = m * Math.sin(v);
-    return m * Math.cos(v);
+    nextNormal = 0;
+  };
+  const gauss = () => {
+    if (nextNormal === normals.length) refillNormals();
+    return normals[nextNormal++];
   };
   const base = C.decode_base_s;
   const perSeq = C.decode_per_seq_s;
@@ -425,37 +429,56 @@ export function simulate(cfg: SimConfig): SimResult {
     if (running === 0) poke();
   };
   /**
-   * Step-bound modes between admissions: the replicas share nothing until the next timer (a trainer phase's
-   * end) or, when the trainer waits for the batch, until the batch is done, so each replica runs through its
-   * own finishes in a loop instead of one queue round trip per finish. The arithmetic per replica is the same
-   * as one event at a time; the trainer's wait is resolved at the last finish, as the queue would.
+   * Between admissions the replicas share nothing until the next timer (a trainer phase's end) when nothing
+   * waits on a finish: no call is queued, a call's end starts no tool timer (single-turn), no trace is recorded,
+   * and either the trainer does not wait for samples (its waiter is unset) or, in the step-bound modes, it waits
+   * for the whole batch. Then each replica runs through its own finishes in a loop instead of one queue round
+   * trip per finish. The arithmetic per replica is the same as one event at a time; a batch wait is resolved at
+   * the last finish, as the queue would.
    */
   let draining = false;
   let pokeDue = false;
   const drainable = () =>
-    stepBound && pending.size === 0 && !recording && !traceOpen && (waiter === null || liveTimers === 0);
+    pending.size === 0 &&
+    !recording &&
+    !traceOpen &&
+    (waiter === null ? W.turns === 1 : stepBound && liveTimers === 0);
   /** Runs every replica's finishes before `bound` (the next timer), each replica in a loop of its own. */
   const drain = (bound: number) => {
     let last = acc.now;
     draining = true;
     for (let r = 0; r < nRep; r++) {
       if (!(rNext[r] < bound)) continue;
-      // nothing joins the replica while it drains, so its calls finish in key order: one sort, then a walk
       const heap = heaps[r];
-      heap.sort();
-      let head = 0;
-      while (rNext[r] < bound) {
-        acc.now = rNext[r];
-        if (acc.now > last) last = acc.now;
-        // replicaStep then nextFinish, with the sorted entries read in place of pops (nothing is pending here)
-        advance(r, acc.now);
-        const V = rV[r];
-        while (rC[r] > 0 && heap.keyAt(head) <= V + 1e-6) finishCall(heap.idAt(head++), r);
-        if (rC[r] === 0) rSumA[r] = 0;
-        nextFinish(r, rC[r] > 0 ? heap.keyAt(head) : 0);
-        if (running === 0) poke();
+      if (stepBound || heap.sorted) {
+        // nothing joins the replica while it drains, so its calls finish in key order: one sort (a step-bound
+        // batch drains whole), then a walk over the sorted entries in place of pops
+        heap.sort();
+        let head = 0;
+        while (rNext[r] < bound) {
+          acc.now = rNext[r];
+          if (acc.now > last) last = acc.now;
+          advance(r, acc.now);
+          const V = rV[r];
+          while (rC[r] > 0 && heap.keyAt(head) <= V + 1e-6) finishCall(heap.idAt(head++), r);
+          if (rC[r] === 0) rSumA[r] = 0;
+          nextFinish(r, rC[r] > 0 ? heap.keyAt(head) : 0);
+          if (running === 0) poke();
+        }
+        heap.dropSorted(head);
+      } else {
+        // a streaming mode drains a few finishes per replica between timers: pops, as the queue's events would
+        while (rNext[r] < bound) {
+          acc.now = rNext[r];
+          if (acc.now > last) last = acc.now;
+          advance(r, acc.now);
+          const V = rV[r];
+          while (rC[r] > 0 && heap.peekKey() <= V + 1e-6) finishCall(heap.pop(), r);
+          if (rC[r] === 0) rSumA[r] = 0;
+          nextFinish(r, heap.peekKey());
+          if (running === 0) poke();
+        }
       }
-      heap.dropSorted(head);
       if (rC[r] > 0) events.push(rNext[r], r);
     }
     draining = false;

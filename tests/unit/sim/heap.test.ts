@@ -61,3 +61,55 @@ describe('MinHeap.sort', () => {
     expect(popAll(h).map(([k]) => k)).toEqual([4, 5, 9, 9, 12]);
   });
 });
+
+describe('MinHeap.pop', () => {
+  /** The textbook pop (sift the last entry down from the root), on plain arrays. */
+  const reference = (keys: number[], ids: number[]) => {
+    const top = ids[0];
+    const key = keys.pop() as number;
+    const id = ids.pop() as number;
+    const n = keys.length;
+    if (n === 0) return top;
+    let i = 0;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && keys[c + 1] < keys[c]) c++;
+      if (keys[c] >= key) break;
+      keys[i] = keys[c];
+      ids[i] = ids[c];
+      i = c;
+    }
+    keys[i] = key;
+    ids[i] = id;
+    return top;
+  };
+  it('leaves the same heap as a sift-down from the root, ties included', () => {
+    const rand = mulberry32(3);
+    const h = new MinHeap(4);
+    const keys: number[] = [];
+    const ids: number[] = [];
+    for (let step = 0; step < 4000; step++) {
+      if (h.size === 0 || rand() < 0.52) {
+        // few distinct keys: many exact ties
+        const k = Math.floor(rand() * 40) / 4;
+        h.push(k, step);
+        // the push is the heap's own (shared by both): copy its layout
+        keys.length = 0;
+        ids.length = 0;
+        for (let i = 0; i < h.size; i++) {
+          keys.push(h.keyAt(i));
+          ids.push(h.idAt(i));
+        }
+      } else {
+        expect(h.pop()).toBe(reference(keys, ids));
+        const layout: number[][] = [[], []];
+        for (let i = 0; i < h.size; i++) {
+          layout[0].push(h.keyAt(i));
+          layout[1].push(h.idAt(i));
+        }
+        expect(layout).toEqual([keys, ids]);
+      }
+    }
+  });
+});

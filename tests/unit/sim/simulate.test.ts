@@ -22,6 +22,16 @@ describe('simulate', () => {
     expect(c.summary.total_s).not.toBe(a.summary.total_s);
   });
 
+  it('replicas run through their finishes in loops of their own with the same numbers as one event at a time', () => {
+    // a recorded trace turns the loops off from a few steps before the traced step: the steps after that point
+    // come out of the event queue one finish at a time, the untraced run's out of the loops
+    for (const mode of ['sync', 'one_step_off', 'fully_async', 'separate_async', 'colocate_async'] as const) {
+      const cfg = { ...getScenario('verl-fully-async-7b-32').config(mode), steps: 10 };
+      const loops = simulate(cfg);
+      const events = simulate({ ...cfg, trace_step: 10 });
+      expect(events.steps, mode).toEqual(loops.steps);
+    }
+  });
   it('every mode runs its steps; utilisations lie in [0, 1]; the step is its phases where the trainer is serial', () => {
     for (const mode of SIM_MODES) {
       const r = simulate(small(mode));
