@@ -25,7 +25,12 @@ import { type BaseDtype, baseBytes, checkBaseDtype } from '../../src/engine/cpu/
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
-import { trainStepFit, WEBGPU_BUDGET_NOTE, webgpuLimits } from '../../src/engine/llama/memoryFit';
+import {
+  trainStepFit,
+  WEBGPU_BUDGET_ESTIMATE,
+  WEBGPU_BUDGET_NOTE,
+  webgpuLimits,
+} from '../../src/engine/llama/memoryFit';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
@@ -158,7 +163,7 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         if (!(gpu instanceof Error))
           for (const dtype of mode === 'lora' ? baseDtypes : (['f32'] as BaseDtype[]))
             targets.push(
-              `Dawn, ${dtype} base (maxBufferSize ${mib(gpu.status.limits.maxBufferSize)}, binding ${mib(gpu.status.limits.maxStorageBufferBindingSize)} MiB, total ${WEBGPU_BUDGET_NOTE}): ` +
+              `Dawn, ${dtype} base (maxBufferSize ${mib(gpu.status.limits.maxBufferSize)} MiB, maxStorageBufferBindingSize ${mib(gpu.status.limits.maxStorageBufferBindingSize)} MiB, total ${mib(WEBGPU_BUDGET_ESTIMATE)} MiB, ${WEBGPU_BUDGET_NOTE}): ` +
                 verdict(
                   trainStepFit(cfg, fitLora, fitShape, webgpuLimits(gpu.status.limits, 'the adapter'), dtype),
                 ),
