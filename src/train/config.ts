@@ -154,6 +154,8 @@ export interface TrainConfig {
     vocab_mismatch: boolean;
     /** a LoRA run's frozen base in f16 / bf16 (packed on WebGPU), or f32 (exact) */
     lora_base_dtype: 'f32' | 'f16' | 'bf16';
+    /** what one step of a Hugging Face folder run may hold in all, in MiB (0: the platform's figure or estimate) */
+    memory_limit_mib: number;
   };
 }
 

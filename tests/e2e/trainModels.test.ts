@@ -160,13 +160,54 @@ describe('the Train tab on a Hugging Face folder', () => {
     await expect.poll(() => refusal.textContent(), { timeout: 30_000 }).toContain('cannot fit');
     const said = (await refusal.textContent()) ?? '';
     expect(said).toMatch(/one full fine-tuning step \(\d+\.\d MiB; largest term: optimizer \d+\.\d MiB\)/);
-    expect(said).toContain("exceeds the page's CPU budget (4096.0 MiB)");
+    expect(said).toContain(
+      "exceeds the page's CPU budget (4096.0 MiB, an estimate: the browser states no memory limit for a page)",
+    );
     expect(said).toContain(`by ${overMiB} MiB`);
+    // the setting that would make it fit, found by the same fit
+    expect(said).toContain(
+      '. It would fit with actor_rollout_ref.model.lora_rank 16 (LoRA instead of full fine-tuning)',
+    );
+    expect(await page.getByTestId('train-model-memory').locator('caption').textContent()).toContain(
+      'on the CPU engine',
+    );
     expect(await page.getByTestId('train-start').isDisabled()).toBe(true);
     await screenshot(page, 'train-model-refused');
     // LoRA on the same shape fits: the refusal goes and the run may start
     await page.getByTestId('cfg-actor_rollout_ref.model.lora_rank').fill('16');
     await page.getByTestId('cfg-actor_rollout_ref.model.lora_rank').press('Enter');
+    await expect.poll(() => refusal.count(), { timeout: 10_000 }).toBe(0);
+    expect(await page.getByTestId('train-start').isDisabled()).toBe(false);
+    await page.close();
+  });
+
+  it('lab.memory_limit_mib states a tighter limit: the page refuses the tiny folder, naming the limit and the fix', async () => {
+    const tight = { ...CONFIG, 'lab.memory_limit_mib': '2' };
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}${hash(tight)}`);
+    await page.getByTestId('train-tab').waitFor();
+    await page.getByTestId('train-model-folder').setInputFiles(llama);
+    const refusal = page.getByTestId('train-model-refusal');
+    await expect.poll(() => refusal.textContent(), { timeout: 30_000 }).toContain('cannot fit');
+    const said = (await refusal.textContent()) ?? '';
+    expect(said).toMatch(
+      /^cannot fit: one LoRA step \(\d+\.\d MiB; largest term: \w+ \d+\.\d MiB\) exceeds the page's CPU budget \(2\.0 MiB, lab\.memory_limit_mib\) by \d+\.\d MiB\. It would fit with /,
+    );
+    expect(said).toContain('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu');
+    expect(await page.getByTestId('train-start').isDisabled()).toBe(true);
+    // the table states the limit in force and the largest single array
+    const memory = page.getByTestId('train-model-memory');
+    expect(await memory.locator('tr[data-term=total]').textContent()).toContain(
+      "of 2.0 MiB (page's CPU budget; lab.memory_limit_mib)",
+    );
+    expect(await memory.locator('tr[data-term=largest-buffer]').textContent()).toMatch(
+      /^largest bufferthe flat f32 weight array: \d+\.\d MiB$/,
+    );
+    await screenshot(page, 'train-model-memory-limit');
+    // the platform's figure again (0): the run may start
+    await page.getByTestId('cfg-lab.memory_limit_mib').fill('0');
+    await page.getByTestId('cfg-lab.memory_limit_mib').press('Enter');
     await expect.poll(() => refusal.count(), { timeout: 10_000 }).toBe(0);
     expect(await page.getByTestId('train-start').isDisabled()).toBe(false);
     await page.close();

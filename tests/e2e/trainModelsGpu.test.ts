@@ -1,10 +1,14 @@
-import { resolve } from 'node:path';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launch } from './browser';
 
 // The Train tab on a Hugging Face folder with lab.backend webgpu: the trainer worker requests its own WebGPU
-// device (Chromium's SwiftShader adapter here) and trains one LoRA step on a bf16-packed base on it.
+// device (Chromium's SwiftShader adapter here) and trains one LoRA step on a bf16-packed base on it; a folder
+// whose step this adapter cannot hold is refused before start, naming the buffer, the adapter's limit and the
+// fix.
 
 const CONFIG: Record<string, string> = {
   'lab.backend': 'webgpu',
@@ -37,10 +41,68 @@ describe('the Train tab on a Hugging Face folder with lab.backend webgpu', () =>
   beforeAll(async () => {
     browser = await launch({ webgpu: true });
   });
+  const tmp = mkdtempSync(join(tmpdir(), 'train-models-gpu-'));
   afterAll(async () => {
     await browser?.close();
+    rmSync(tmp, { recursive: true, force: true });
     expect(errors).toEqual([]);
   });
+
+  it("checks the step against this browser's adapter: a Qwen3-0.6B-shaped f32 base is refused by the stated total, a buffer over the limit named", async () => {
+    const qwen3 = resolve(__dirname, '../models/qwen3');
+    const big = join(tmp, 'qwen3-0.6b-shape');
+    const cfg = JSON.parse(readFileSync(join(qwen3, 'config.json'), 'utf8'));
+    Object.assign(cfg, {
+      hidden_size: 1024,
+      intermediate_size: 3072,
+      num_hidden_layers: 28,
+      num_attention_heads: 16,
+      num_key_value_heads: 8,
+      head_dim: 128,
+      vocab_size: 151936,
+      max_position_embeddings: 40960,
+      layer_types: Array(28).fill('full_attention'),
+    });
+    mkdirSync(big, { recursive: true });
+    writeFileSync(join(big, 'config.json'), JSON.stringify(cfg));
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(qwen3, f), join(big, f));
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    // f32 base, 8 rows of 128 tokens: over the 4 GiB stated for WebGPU
+    await page.goto(
+      `${baseUrl}${hash({ ...CONFIG, 'lab.lora_base_dtype': 'f32', 'actor_rollout_ref.actor.ppo_mini_batch_size': '4', 'data.train_batch_size': '4' })}`,
+    );
+    await page.getByTestId('train-tab').waitFor();
+    const limits = await page.evaluate(async () => {
+      const a = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+      return a ? { maxBufferSize: a.limits.maxBufferSize, bind: a.limits.maxStorageBufferBindingSize } : null;
+    });
+    expect(limits).not.toBeNull();
+    await page.getByTestId('train-model-folder').setInputFiles(big);
+    const refusal = page.getByTestId('train-model-refusal');
+    await expect.poll(() => refusal.textContent(), { timeout: 30_000 }).toContain('cannot fit');
+    const said = (await refusal.textContent()) ?? '';
+    expect(said).toMatch(
+      /^cannot fit: one LoRA step \(\d+\.\d MiB; largest term: activations \d+\.\d MiB\) exceeds this WebGPU adapter's memory \(4096\.0 MiB, an estimate: WebGPU reports no memory size\) by /,
+    );
+    // the flat f32 weights (2273.8 MiB) against the smaller of the adapter's two limits, named where over
+    const { maxBufferSize, bind } = limits as { maxBufferSize: number; bind: number };
+    const limit = Math.min(maxBufferSize, bind);
+    const which = maxBufferSize <= bind ? 'maxBufferSize' : 'maxStorageBufferBindingSize';
+    const weights = `the flat f32 weight buffer (2273.8 MiB) exceeds this WebGPU adapter's ${which} (${(limit / 2 ** 20).toFixed(1)} MiB)`;
+    if (limit < 2273.8 * 2 ** 20) expect(said).toContain(weights);
+    else expect(said).not.toContain('weight buffer');
+    expect(said).toMatch(/\. It (would fit with|does not fit even with) /);
+    expect(await page.getByTestId('train-start').isDisabled()).toBe(true);
+    const memory = page.getByTestId('train-model-memory');
+    expect(await memory.locator('caption').textContent()).toContain(
+      'on the WebGPU engine (this WebGPU adapter)',
+    );
+    expect(await memory.locator('tr[data-term=largest-buffer]').textContent()).toBe(
+      `largest bufferthe flat f32 weight buffer: 2273.8 MiB of ${(limit / 2 ** 20).toFixed(1)} MiB (${which})`,
+    );
+    await page.close();
+  }, 120_000);
 
   it("trains one LoRA step on the worker's WebGPU device", async () => {
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });

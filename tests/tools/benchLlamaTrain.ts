@@ -5,8 +5,10 @@
  * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
  * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
  * run. Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
- * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), and
- * the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
+ * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), the
+ * step's fit against the limits a run is checked with before it starts (memoryFit.ts: this machine's memory and
+ * V8's longest typed array; the Dawn adapter's maxBufferSize / maxStorageBufferBindingSize and the stated 4 GiB
+ * total estimate, per base dtype), and the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
  * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
  * second one timed, the loss and gradient norm against our CPU engine's first step (the same seeded adapter), and
  * the bytes its buffers hold (weights, adapter, gradient, AdamW); with LoRA, one such row per `--base-dtypes`
@@ -15,13 +17,20 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { nodeCpuLimits } from '../../src/cli/commands/train';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
 import { type BaseDtype, baseBytes, checkBaseDtype } from '../../src/engine/cpu/half';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
+import {
+  trainStepFit,
+  WEBGPU_BUDGET_ESTIMATE,
+  WEBGPU_BUDGET_NOTE,
+  webgpuLimits,
+} from '../../src/engine/llama/memoryFit';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
@@ -143,6 +152,23 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
           `  ${''.padEnd(20)} memory stated: weights ${mib(mem.weights)} + activations ${mib(mem.activations)} + adapter ${mib(mem.adapter)} + ` +
             `grads ${mib(mem.grads)} + AdamW ${mib(mem.optimizer)} = ${mib(mem.total)} MiB`,
         );
+        // the same step against the limits a run is checked with before it starts (engine/llama/memoryFit.ts)
+        const fitLora = mode === 'lora' ? lora : null;
+        const fitShape = { rows: 1, tokens: ids.length };
+        const verdict = (f: ReturnType<typeof trainStepFit>) =>
+          f.problems.length ? `refused: ${f.problems.map((p) => p.message).join('; ')}` : 'fits';
+        const targets = [
+          `CPU (${mib(os.totalmem())} MiB, os.totalmem): ${verdict(trainStepFit(cfg, fitLora, fitShape, nodeCpuLimits()))}`,
+        ];
+        if (!(gpu instanceof Error))
+          for (const dtype of mode === 'lora' ? baseDtypes : (['f32'] as BaseDtype[]))
+            targets.push(
+              `Dawn, ${dtype} base (maxBufferSize ${mib(gpu.status.limits.maxBufferSize)} MiB, maxStorageBufferBindingSize ${mib(gpu.status.limits.maxStorageBufferBindingSize)} MiB, total ${mib(WEBGPU_BUDGET_ESTIMATE)} MiB, ${WEBGPU_BUDGET_NOTE}): ` +
+                verdict(
+                  trainStepFit(cfg, fitLora, fitShape, webgpuLimits(gpu.status.limits, 'the adapter'), dtype),
+                ),
+            );
+        for (const t of targets) console.log(`  ${''.padEnd(20)} fit against ${t}`);
         const pm = peer?.modes[mode];
         if (pm)
           console.log(

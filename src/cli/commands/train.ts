@@ -5,12 +5,22 @@
  * `--async`, …) and also takes Hydra-style `key=value` overrides with the full upstream path. Writes the run
  * folder: metrics.jsonl (verl's file-logger format), traces/step_*.jsonl, checkpoints/, config.json.
  */
+import { constants as bufferConstants } from 'node:buffer';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GpuContext } from '../../engine/gpu/device';
-import { broughtModel } from '../../train/broughtModel';
+import { LlamaConfigError, parseLlamaConfig } from '../../engine/llama/config';
+import type { MemoryLimits } from '../../engine/llama/memoryFit';
+import {
+  broughtModel,
+  runAdapterLimits,
+  runCpuLimits,
+  runMemoryRefusal,
+  runTarget,
+} from '../../train/broughtModel';
 import { decodeTrainCheckpoint, type TrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import {
   applyDotlist,
@@ -165,6 +175,12 @@ async function llamaRunPolicy(
     gpu = null;
   }
   try {
+    // the step's memory against where it will train, from config.json alone: refused before any weight is read
+    const limits = folderRunLimits(cfg, m.path, gpu);
+    if (gpu && limits.kind === 'cpu') {
+      gpu.destroy();
+      gpu = null;
+    }
     const loaded = await loadLlamaModel(m.path, {
       contextLength: cfg.actor_rollout_ref.rollout.max_model_len,
     });
@@ -174,6 +190,7 @@ async function llamaRunPolicy(
       tokenizerName: loaded.tokenizer.name,
       resume,
       gpu,
+      limits,
     });
     return { ...run.model, checkpoint: run.checkpoint };
   } catch (e) {
@@ -182,6 +199,42 @@ async function llamaRunPolicy(
       throw new UsageError(`--${fieldByPath(e.path)?.flag ?? e.path}: ${e.detail}`);
     throw e;
   }
+}
+
+/**
+ * The CLI's CPU engine limits: the machine's memory (os.totalmem) for the whole step, and V8's longest typed
+ * array (buffer.constants.MAX_LENGTH elements: 2^32 on Node 20) for each single array; lab.memory_limit_mib
+ * replaces the total where set.
+ */
+export function nodeCpuLimits(): Extract<MemoryLimits, { kind: 'cpu' }> {
+  return {
+    kind: 'cpu',
+    budget: totalmem(),
+    label: "machine's memory",
+    budgetNote: 'os.totalmem()',
+    maxArrayLength: bufferConstants.MAX_LENGTH,
+  };
+}
+
+/**
+ * A folder run's target and limits (train/broughtModel.ts runTarget: Dawn's adapter with lab.backend webgpu, or
+ * auto where it holds the step; else the CPU engine), its step checked from config.json alone: a step that
+ * cannot fit is a RunLaunchError naming what does not fit, the limit and the setting that would make it fit.
+ */
+function folderRunLimits(cfg: TrainConfig, dir: string, gpu: GpuContext | null): MemoryLimits {
+  let model: ReturnType<typeof parseLlamaConfig>;
+  try {
+    model = parseLlamaConfig(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
+  } catch (e) {
+    const why = e instanceof LlamaConfigError ? `${e.field}: ${e.detail}` : (e as Error).message;
+    throw new RunLaunchError('actor_rollout_ref.model.path', `${join(dir, 'config.json')}: ${why}`);
+  }
+  const cpu = runCpuLimits(cfg, nodeCpuLimits());
+  const adapter = gpu ? runAdapterLimits(cfg, gpu.status.limits, 'Dawn adapter') : null;
+  const limits = runTarget(cfg, model, adapter, cpu);
+  const refused = runMemoryRefusal(cfg, model, limits);
+  if (refused) throw new RunLaunchError('actor_rollout_ref.model.path', `${dir}: ${refused}`);
+  return limits;
 }
 
 /** A training checkpoint from a run folder (its checkpoints/latest) or a file. */

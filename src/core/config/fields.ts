@@ -571,6 +571,16 @@ export const CONFIG_TABLE: readonly ConfigFieldDef[] = [
     scopes: R,
   },
   {
+    key: 'lab.memory_limit_mib',
+    flag: 'memory-limit-mib',
+    kind: 'int',
+    default: 0,
+    min: 0,
+    label: 'Step memory limit (MiB)',
+    help: "what one training step of a Hugging Face folder may hold in all, in MiB, checked before the run starts; 0: the platform's figure (the machine's memory for the CLI's CPU engine, else a stated estimate: 4 GiB for a page's CPU engine or for WebGPU, which reports no memory size)",
+    scopes: R,
+  },
+  {
     key: 'actor_rollout_ref.actor.ppo_mini_batch_size',
     flag: 'ppo-mini-batch-size',
     kind: 'int',

@@ -1,11 +1,15 @@
 /**
  * Whether one training step of a Llama-family model fits where it would run: the step's memory by term
- * (`trainStepMemory`: weights, activations, adapter, gradients, AdamW) for the run's rows and tokens, against a
- * WebGPU adapter's buffer limits (each of the step's single buffers — the flat weights, the adapter, the gradient
- * and each AdamW moment — must fit `maxBufferSize` and `maxStorageBufferBindingSize`) or a stated CPU budget (the
- * whole step). Pure: only the config's shape is needed, so a page can refuse a run before it reads the weights.
- * A LoRA run's base in f16 / bf16 (`baseDtype`) counts as the WebGPU engine stores it: packed halves (half the
- * flat buffer) plus the norm weights and biases in f32; the CPU engine holds the rounded values in f32.
+ * (`trainStepMemory`: weights, activations, adapter, gradients, AdamW) for the run's rows and tokens, against the
+ * target's limits (`MemoryLimits`): the whole step against a budget (the machine's memory where the platform
+ * states it, else a stated estimate: a page's CPU budget, `WEBGPU_BUDGET_ESTIMATE`), and each of the step's
+ * single allocations (`stepBuffers`: the flat weights, the adapter, the gradient, each AdamW moment) against a
+ * WebGPU adapter's `maxBufferSize` / `maxStorageBufferBindingSize` or the runtime's longest Float32Array. Each
+ * problem names the term, the limit, the need and the excess. Pure: only the config's shape is needed, so a
+ * page can refuse a run before it reads the weights. A LoRA run's base in f16 / bf16 (`baseDtype`) counts as
+ * the WebGPU engine stores it: packed halves (half the flat buffer) plus the norm weights and biases in f32; the
+ * CPU engine holds the rounded values in f32. Which config setting would make a refused step fit is the run's
+ * business (train/broughtModel.ts memoryRemedies), found by asking this module again.
  */
 import { type BaseDtype, baseBytes } from '../cpu/half';
 import type { LlamaConfig } from './config';
@@ -21,9 +25,54 @@ export const MEMORY_TERMS: readonly MemoryTerm[] = [
   'optimizer',
 ];
 
+/**
+ * Where a step runs and what it may hold. `budget` is the whole step's limit; where the platform states none
+ * (a page's worker, WebGPU, which reports no memory size) it is an estimate, and `budgetNote` says so in the
+ * refusal ("an estimate: …"). WebGPU adds the adapter's two per-buffer limits; the CPU engine the runtime's
+ * longest typed array (`maxArrayLength`, elements), where known. `label` names the target in messages.
+ */
 export type MemoryLimits =
-  | { kind: 'cpu'; budget: number; label: string }
-  | { kind: 'webgpu'; maxBufferSize: number; maxStorageBufferBindingSize: number; label: string };
+  | {
+      kind: 'cpu';
+      budget: number;
+      label: string;
+      budgetNote?: string;
+      /** the longest Float32Array the runtime makes (Node: buffer.constants.MAX_LENGTH); unset: not checked */
+      maxArrayLength?: number;
+    }
+  | {
+      kind: 'webgpu';
+      maxBufferSize: number;
+      maxStorageBufferBindingSize: number;
+      label: string;
+      /** the whole step's limit (WebGPU states none: an estimate, `budgetNote` saying so); unset: not checked */
+      budget?: number;
+      budgetNote?: string;
+    };
+
+/**
+ * What a WebGPU step is checked against when nothing better is known: 4 GiB in all. WebGPU reports no memory
+ * size; 4 GiB is the smallest common discrete GPU and about what an integrated GPU may share. Stated in every
+ * refusal it causes; `lab.memory_limit_mib` replaces it with the real figure.
+ */
+export const WEBGPU_BUDGET_ESTIMATE = 4 * 2 ** 30;
+export const WEBGPU_BUDGET_NOTE = 'an estimate: WebGPU reports no memory size';
+
+/** A WebGPU adapter's limits (its two buffer limits; the total `budget`, else the stated estimate). */
+export function webgpuLimits(
+  adapter: { maxBufferSize: number; maxStorageBufferBindingSize: number },
+  label: string,
+  budget?: { bytes: number; note: string },
+): MemoryLimits {
+  return {
+    kind: 'webgpu',
+    maxBufferSize: adapter.maxBufferSize,
+    maxStorageBufferBindingSize: adapter.maxStorageBufferBindingSize,
+    label,
+    budget: budget?.bytes ?? WEBGPU_BUDGET_ESTIMATE,
+    budgetNote: budget ? budget.note : WEBGPU_BUDGET_NOTE,
+  };
+}
 
 export interface StepShape {
   /** rows of one forward + backward (the micro-batch) */
@@ -35,6 +84,8 @@ export interface StepShape {
 /** One term over its limit: by how much, in bytes, and the sentence the page shows. */
 export interface MemoryProblem {
   term: MemoryTerm | 'total';
+  /** the limit it is over: the step's budget, an adapter's buffer limit or the runtime's longest array */
+  limitName: 'budget' | 'maxBufferSize' | 'maxStorageBufferBindingSize' | 'maxArrayLength';
   need: number;
   limit: number;
   over: number;
@@ -77,6 +128,29 @@ export function stepMemory(
   return { ...one, activations, total: one.total - one.activations + activations };
 }
 
+/**
+ * The step's single allocations (one buffer or typed array each), largest first: the flat weights (in `stored`,
+ * packed halves on WebGPU), the adapter, the gradient and each AdamW moment. The saved activations are many
+ * smaller arrays and are counted in the total only.
+ */
+export function stepBuffers(
+  cfg: LlamaConfig,
+  memory: TrainStepMemory,
+  stored: BaseDtype,
+): { term: MemoryTerm; what: string; bytes: number }[] {
+  const list = [
+    {
+      term: 'weights' as const,
+      what: `the flat ${stored} weight buffer`,
+      bytes: baseBytes(llamaLayout(cfg).total, stored),
+    },
+    { term: 'adapter' as const, what: 'the adapter buffer', bytes: memory.adapter },
+    { term: 'grads' as const, what: 'the gradient buffer', bytes: memory.grads },
+    { term: 'optimizer' as const, what: 'each AdamW moment buffer', bytes: memory.optimizer / 2 },
+  ];
+  return list.filter((b) => b.bytes > 0).sort((a, b) => b.bytes - a.bytes);
+}
+
 export function trainStepFit(
   cfg: LlamaConfig,
   lora: LoraConfig | null,
@@ -90,6 +164,7 @@ export function trainStepFit(
   const problems: MemoryProblem[] = [];
   const over = (
     term: MemoryTerm | 'total',
+    limitName: MemoryProblem['limitName'],
     what: string,
     need: number,
     limit: number,
@@ -99,34 +174,46 @@ export function trainStepFit(
     if (need > limit)
       problems.push({
         term,
+        limitName,
         need,
         limit,
         over: need - limit,
-        message: `${what} (${mib(need)}${note}) exceeds ${of} (${mib(limit)}) by ${mib(need - limit)}`,
+        message: `${what} (${mib(need)}${note}) exceeds ${of} by ${mib(need - limit)}`,
       });
   };
-  if (limits.kind === 'cpu') {
+  const buffers = stepBuffers(cfg, memory, stored);
+  if (limits.budget !== undefined) {
     const largest = MEMORY_TERMS.reduce((a, t) => (memory[t] > memory[a] ? t : a), MEMORY_TERMS[0]);
+    const note = limits.budgetNote ? `, ${limits.budgetNote}` : '';
     over(
       'total',
+      'budget',
       `one ${lora ? 'LoRA' : 'full fine-tuning'} step`,
       memory.total,
       limits.budget,
-      `the ${limits.label}`,
+      `${limits.kind === 'webgpu' ? `${limits.label}'s memory` : `the ${limits.label}`} (${mib(limits.budget)}${note})`,
       `; largest term: ${largest} ${mib(memory[largest])}`,
     );
+  }
+  if (limits.kind === 'cpu') {
+    if (limits.maxArrayLength !== undefined)
+      for (const b of buffers)
+        over(
+          b.term,
+          'maxArrayLength',
+          b.what.replace('buffer', 'array'),
+          b.bytes,
+          4 * limits.maxArrayLength,
+          `the ${limits.label}'s longest Float32Array (${limits.maxArrayLength} values, ${mib(4 * limits.maxArrayLength)})`,
+        );
   } else {
     const bind = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
     const which =
       limits.maxBufferSize <= limits.maxStorageBufferBindingSize
         ? 'maxBufferSize'
         : 'maxStorageBufferBindingSize';
-    const of = `${limits.label}'s ${which}`;
-    const flat = baseBytes(llamaLayout(cfg).total, stored);
-    over('weights', `the flat ${stored} weight buffer`, flat, bind, of);
-    over('adapter', 'the adapter buffer', memory.adapter, bind, of);
-    over('grads', 'the gradient buffer', memory.grads, bind, of);
-    over('optimizer', 'each AdamW moment buffer', memory.optimizer / 2, bind, of);
+    for (const b of buffers)
+      over(b.term, which, b.what, b.bytes, bind, `${limits.label}'s ${which} (${mib(bind)})`);
   }
   return { memory, limits, problems };
 }

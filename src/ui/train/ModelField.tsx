@@ -2,20 +2,23 @@
  * The Train tab's model field: actor_rollout_ref.model.path as a choice of the GPT-2 policy's starts ('sft',
  * 'init'), the Hugging Face folders the app ships (`shipped:<name>`) and a brought folder (picked or dropped,
  * kept in OPFS: `opfs:<name>`). For a folder it shows the model's shape and the memory one training step needs
- * by term (the LoRA keys of the form decide adapter, gradients and AdamW) against the page's CPU budget, and
- * reports a step that cannot fit, which the form refuses to start.
+ * by term (the LoRA keys of the form decide adapter, gradients and AdamW), its largest single buffer, against
+ * where the run will train (modelFit.ts pageLimits: this browser's WebGPU adapter's limits, or the page's CPU
+ * budget), and reports a step that cannot fit — naming the buffer or total, the limit and which setting would
+ * make it fit — which the form refuses to start.
  */
 import { useEffect, useState } from 'react';
 import type { LlamaConfig } from '../../engine/llama/config';
 import { MEMORY_TERMS, mib } from '../../engine/llama/memoryFit';
-import { memoryRefusal, runStepShape } from '../../train/broughtModel';
+import { largestBuffer, runMemoryRefusal, runStepShape } from '../../train/broughtModel';
 import type { TrainConfig } from '../../train/config';
+import { useGpu } from '../gpuStatus';
 import { FolderInput } from '../models/FolderInput';
 import type { PickedFolder } from '../models/folderInput';
 import { cachedFolder, cacheFolder } from '../models/opfsCache';
 import { pageModelFolder, pageModelOf, shippedModelNames } from '../models/shippedModels';
 import { useFolderPick } from '../models/useFolderPick';
-import { folderLlamaConfig, pageMemoryFit } from './modelFit';
+import { folderLlamaConfig, pageLimits, pageMemoryFit } from './modelFit';
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
@@ -32,6 +35,7 @@ export function ModelField(props: {
   const [error, setError] = useState<string | null>(null);
   const [model, setModel] = useState<{ path: string; config: LlamaConfig } | null>(null);
   const named = pageModelOf(path);
+  const gpu = useGpu((s) => s.status);
 
   useEffect(() => {
     void cachedFolder()
@@ -63,16 +67,23 @@ export function ModelField(props: {
 
   const shown = model?.path === path ? model.config : null;
   const shape = shown && config ? runStepShape(config, shown.maxPositions) : null;
-  const fit = shown && config ? pageMemoryFit(config, shown) : null;
-  const refusal = named
-    ? error
-      ? error
-      : fit instanceof Error
-        ? fit.message
-        : fit
-          ? memoryRefusal(fit)
-          : 'reading the model folder…'
-    : null;
+  const limits = shown && config ? pageLimits(config, shown, gpu) : null;
+  const fit =
+    shown && config && limits && !(limits instanceof Error) ? pageMemoryFit(config, shown, limits) : null;
+  const stated = (): string | null => {
+    if (!shown || !config) return 'reading the model folder…';
+    if (limits instanceof Error) return limits.message;
+    if (!limits || !fit) return 'probing WebGPU…';
+    if (fit instanceof Error) return fit.message;
+    try {
+      return runMemoryRefusal(config, shown, limits);
+    } catch (e) {
+      return message(e);
+    }
+  };
+  const refusal = named ? (error ?? stated()) : null;
+  const largest =
+    fit && !(fit instanceof Error) && config && shown ? largestBuffer(config, shown, fit) : null;
   useEffect(() => onRefusal(refusal), [refusal, onRefusal]);
 
   const bring = async (folder: PickedFolder) => {
@@ -149,7 +160,8 @@ export function ModelField(props: {
       {fit && !(fit instanceof Error) && (
         <table className="train-model-memory" data-testid="train-model-memory">
           <caption className="muted">
-            one step, {shape?.rows} rows × {shape?.tokens} tokens
+            one step, {shape?.rows} rows × {shape?.tokens} tokens, on{' '}
+            {fit.limits.kind === 'webgpu' ? `the WebGPU engine (${fit.limits.label})` : 'the CPU engine'}
           </caption>
           <tbody>
             {MEMORY_TERMS.map((t) => (
@@ -161,14 +173,25 @@ export function ModelField(props: {
             <tr data-term="total">
               <th scope="row">total</th>
               <td>
-                {mib(fit.memory.total)} of {mib(fit.limits.kind === 'cpu' ? fit.limits.budget : 0)} (
-                {fit.limits.label})
+                {mib(fit.memory.total)}
+                {fit.limits.budget !== undefined
+                  ? ` of ${mib(fit.limits.budget)} (${fit.limits.label}${fit.limits.budgetNote ? `; ${fit.limits.budgetNote}` : ''})`
+                  : ''}
               </td>
             </tr>
+            {largest && (
+              <tr data-term="largest-buffer">
+                <th scope="row">largest buffer</th>
+                <td>
+                  {largest.what}: {mib(largest.bytes)}
+                  {largest.limit !== null ? ` of ${mib(largest.limit)} (${largest.limitName})` : ''}
+                </td>
+              </tr>
+            )}
           </tbody>
         </table>
       )}
-      {named && refusal && fit && (
+      {named && refusal && (fit || limits instanceof Error) && (
         <p className="error" role="alert" data-testid="train-model-refusal">
           {refusal}
         </p>
@@ -181,6 +204,7 @@ export function ModelField(props: {
 function engineNote(backend: 'cpu' | 'webgpu' | 'auto', baseDtype: 'f32' | 'f16' | 'bf16'): string {
   const base = baseDtype === 'f32' ? '' : `, ${baseDtype} base`;
   if (backend === 'cpu') return 'CPU engine';
-  if (backend === 'webgpu') return `WebGPU engine${base} (the adapter's limits checked when the run starts)`;
+  if (backend === 'webgpu')
+    return `WebGPU engine${base} (this browser's adapter limits; the trainer checks its own again)`;
   return `WebGPU engine${base} on a hardware adapter that holds the step, else the CPU engine`;
 }

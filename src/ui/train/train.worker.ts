@@ -12,9 +12,14 @@ import { parseJsonlTrace } from '../../core/trace/io';
 import { formatIssue } from '../../core/trace/types';
 import { createGpuContext, type GpuContext, type Unavailable } from '../../engine/gpu/device';
 import { readLlamaFolder } from '../../engine/llama/hfFolder';
-import type { MemoryLimits } from '../../engine/llama/memoryFit';
 import { spawnBrowserHarnessWorker } from '../../harness/browserWorker';
-import { type BroughtRun, broughtModel, runMemoryFit } from '../../train/broughtModel';
+import {
+  type BroughtRun,
+  broughtModel,
+  runAdapterLimits,
+  runCpuLimits,
+  runTarget,
+} from '../../train/broughtModel';
 import { decodeTrainCheckpoint, trainCheckpointConfig } from '../../train/checkpoint';
 import type { TrainConfig } from '../../train/config';
 import type { TrainEvent } from '../../train/events';
@@ -25,7 +30,7 @@ import type { TrainStorage } from '../../train/storage';
 import { fileLoggerLine } from '../../train/verlLog';
 import { loadPolicyTokenizer } from '../lab/tokenizerLoader';
 import { pageModelFolder, pageModelOf } from '../models/shippedModels';
-import { PAGE_CPU_LIMITS } from './modelFit';
+import { PAGE_ADAPTER_LABEL, PAGE_CPU_LIMITS } from './modelFit';
 import { type FromTrainWorker, parseToTrainWorker, type ToTrainWorker } from './protocol';
 import { eventsOfStep, metricsUpTo, PRESET_METRICS_FILE } from './runData';
 import { eventsPath, removeRunFile, runFiles, runStorage, stepOfPath } from './runFiles';
@@ -131,17 +136,12 @@ async function pageModelGpu(backend: TrainConfig['lab']['backend']): Promise<Gpu
   return got;
 }
 
-/** The adapter's buffer limits, what a folder run on the WebGPU engine is checked against. */
-function adapterLimits(gpu: GpuContext): MemoryLimits {
-  const { maxBufferSize, maxStorageBufferBindingSize } = gpu.status.limits;
-  return { kind: 'webgpu', maxBufferSize, maxStorageBufferBindingSize, label: 'this WebGPU adapter' };
-}
-
 /**
  * A Hugging Face folder the run names (`shipped:<name>` or `opfs:<name>`, ui/models/shippedModels.ts), read and
  * built into the run's engines (train/broughtModel.ts): on the WebGPU engine where lab.backend asks for it and
- * the adapter holds the step (its buffer limits; auto falls back to the CPU engine), else on the CPU engine
- * against the page's CPU budget; null for the GPT-2 policy.
+ * the adapter holds the step (its buffer limits and the stated total; auto falls back to the CPU engine), else
+ * on the CPU engine against the page's CPU budget (train/broughtModel.ts runTarget, as the page checks it);
+ * a step that cannot fit is refused before the engine is built; null for the GPT-2 policy.
  */
 async function pageModel(
   cfg: TrainConfig,
@@ -152,11 +152,11 @@ async function pageModel(
   let gpu = await pageModelGpu(cfg.lab.backend);
   try {
     const folder = await readLlamaFolder(await pageModelFolder(named));
-    if (
-      gpu &&
-      cfg.lab.backend === 'auto' &&
-      runMemoryFit(cfg, folder.config, adapterLimits(gpu)).problems.length
-    ) {
+    // the same target and limits as the page's check (ui/train/modelFit.ts pageLimits), on this worker's adapter
+    const cpu = runCpuLimits(cfg, PAGE_CPU_LIMITS);
+    const adapter = gpu ? runAdapterLimits(cfg, gpu.status.limits, PAGE_ADAPTER_LABEL) : null;
+    const limits = runTarget(cfg, folder.config, adapter, cpu);
+    if (gpu && limits === cpu) {
       gpu.destroy();
       gpu = null;
     }
@@ -164,7 +164,7 @@ async function pageModel(
     return await broughtModel(cfg, folder, {
       name: named.name,
       tokenizerName: `model:${named.name}`,
-      limits: gpu ? adapterLimits(gpu) : PAGE_CPU_LIMITS,
+      limits,
       resume,
       gpu,
     });

@@ -81,6 +81,17 @@ describe('lab train --model DIR (a Hugging Face folder) with LoRA', () => {
     );
   });
 
+  it('refuses, from config.json alone, a step over the stated memory limit, naming the limit and the fix', async () => {
+    const err = await train.run([...lora, '--memory-limit-mib', '4']).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    const said = (err as Error).message;
+    expect(said.startsWith(`--model: ${model}: cannot fit: one LoRA step (`), said).toBe(true);
+    expect(said).toMatch(
+      /; largest term: \w+ \d+\.\d MiB\) exceeds the machine's memory \(4\.0 MiB, lab\.memory_limit_mib\) by \d+\.\d MiB\. It would fit with /,
+    );
+    expect(said).toContain('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu');
+  });
+
   it('three RL steps: finite metrics, the KL against the frozen base grows, checkpoints hold the adapter (PEFT folder too) and AdamW state; resume reproduces step 3', async () => {
     const full = join(dir, 'full');
     const cut = join(dir, 'cut');
