@@ -1,10 +1,11 @@
 /**
- * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--base-dtypes f32,bf16,f16]`: one
- * training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
+ * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--repeat R]
+ * [--threads N] [--base-dtypes f32,bf16,f16]`: a training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
  * alpha, all seven projections; the base frozen) and with full fine-tuning. A SHAPE (`smollm2-135m`,
  * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
  * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
- * run. Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
+ * run (R steps in a row on each side, the first included, timed by their median; N: the peer's torch threads,
+ * ours runs on one). Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
  * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), and
  * the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
  * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
@@ -52,6 +53,8 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
   let alpha = 32;
   let modes = ['lora', 'full'];
   let baseDtypes: BaseDtype[] = ['f32'];
+  let repeat = 1;
+  let threads = 1;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -61,14 +64,18 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
     else if (flag === '--r') r = Number(value);
     else if (flag === '--alpha') alpha = Number(value);
     else if (flag === '--modes') modes = value.split(',');
+    else if (flag === '--repeat') repeat = Number(value);
+    else if (flag === '--threads') threads = Number(value);
     else if (flag === '--base-dtypes')
       baseDtypes = value.split(',').map((d) => checkBaseDtype(d, '--base-dtypes'));
     else
       throw new Error(
-        `unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes, --base-dtypes)`,
+        `unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes, --repeat, --threads, --base-dtypes)`,
       );
   }
   if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
+  if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be a positive integer');
+  if (!Number.isInteger(threads) || threads < 1) throw new Error('--threads must be a positive integer');
   for (const m of modes)
     if (m !== 'lora' && m !== 'full') throw new Error(`--modes: '${m}' is not lora or full`);
   const lora = checkLoraConfig({ r, alpha, targetModules: [...LORA_TARGETS] });
@@ -102,6 +109,7 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         String(seq),
       ];
       args.push('--r', String(r), '--alpha', String(alpha), '--modes', modes.join(','));
+      args.push('--repeat', String(repeat), '--threads', String(threads));
       const p = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
       if (p.status !== 0)
         throw new Error(
@@ -129,9 +137,18 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
       for (const mode of modes) {
         const opts = mode === 'lora' ? { lora: { config: lora, seed: 0 } } : {};
         const engine = new LlamaCpuPolicy(cfg, folder.params, hyper, opts);
-        const t0 = performance.now();
-        const s = await engine.trainStep(batch, weights);
-        const sec = (performance.now() - t0) / 1000;
+        // --repeat steps in a row, the first included (as the peer): the median time, the first step's loss
+        const times: number[] = [];
+        let s: Awaited<ReturnType<typeof engine.trainStep>> | undefined;
+        for (let k = 0; k < repeat; k++) {
+          const t0 = performance.now();
+          const step = await engine.trainStep(batch, weights);
+          times.push((performance.now() - t0) / 1000);
+          s ??= step;
+        }
+        if (!s) throw new Error('no step ran');
+        times.sort((a, b) => a - b);
+        const sec = times[Math.floor(times.length / 2)];
         const rss = process.resourceUsage().maxRSS * 1024;
         const mem = trainStepMemory(cfg, mode === 'lora' ? lora : null, ids.length, folder.layout.total);
         const name = mode === 'lora' ? `LoRA r=${r} alpha=${alpha}` : 'full';
