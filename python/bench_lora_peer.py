@@ -8,7 +8,8 @@ torch.optim.AdamW over the trainable parameters.
     bench_lora_peer.py --shape smollm2-135m|qwen3-0.6b --out DIR [--seq T] [--r 16] [--alpha 32] [--modes lora,full]
                        [--repeat R] [--threads N]
 
-Prints one JSON line: per mode the step seconds (median of --repeat steps in a row, the first included), tokens/s,
+Prints one JSON line: per mode the step seconds and process CPU seconds (medians of --repeat steps
+in a row, the first included), tokens/s,
 the first step's loss and gradient norm, and the peak RSS after the steps.
 """
 
@@ -71,9 +72,9 @@ def main(argv):
         opt = torch.optim.AdamW(params, lr=1e-5, weight_decay=0.01)
         m.train()
         # --repeat steps in a row, the first included; the loss and norm are the first step's
-        times, first = [], None
+        times, cpu, first = [], [], None
         for _ in range(args.repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             logits = m(input_ids=ids).logits
             lp = torch.gather(torch.log_softmax(logits[:, :-1].float(), -1), 2, ids[:, 1:, None])
             loss = -lp.sum()
@@ -82,9 +83,11 @@ def main(argv):
             opt.step()
             opt.zero_grad(set_to_none=True)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
             first = first or (float(loss), float(norm))
         sec = statistics.median(times)
-        out["modes"][mode] = {"seconds": sec, "tokens_per_s": args.seq / sec, "loss": first[0],
+        out["modes"][mode] = {"seconds": sec, "cpu_seconds": statistics.median(cpu),
+                              "tokens_per_s": args.seq / sec, "loss": first[0],
                               "grad_norm": first[1], "trainable": sum(q.numel() for q in params),
                               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
         del opt

@@ -1,18 +1,20 @@
 /**
  * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--repeat R]
- * [--threads N] [--base-dtypes f32,bf16,f16]`: a training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
- * alpha, all seven projections; the base frozen) and with full fine-tuning. A SHAPE (`smollm2-135m`,
- * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
- * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
- * run (R steps in a row on each side, the first included, timed by their median; N: the peer's torch threads,
- * ours runs on one). Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
- * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), and
- * the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
- * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
- * second one timed, the loss and gradient norm against our CPU engine's first step (the same seeded adapter), and
- * the bytes its buffers hold (weights, adapter, gradient, AdamW); with LoRA, one such row per `--base-dtypes`
- * entry (default f32: the frozen base packed as 16-bit halves for f16 / bf16, its |Δ loss| against the f32 CPU step); "not run" with the reason where the adapter
- * cannot hold the model.
+ * [--threads N] [--base-dtypes f32,bf16,f16]`: training steps of the Llama-family CPU engine (forward, backward
+ * of −Σ logp, clipping, AdamW) with LoRA (r, alpha, all seven projections; the base frozen) and with full
+ * fine-tuning. A SHAPE (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in
+ * HARNESS_LAB_PEER_PYTHON, else python/.venv-peer) make the folder with seeded random weights and time the same
+ * steps in PyTorch + PEFT on the CPU in the same run (R steps in a row on each side, the first included, timed
+ * by their median; N: the peer's torch threads, ours runs on one). Per row: step tokens/s, the ratio to PyTorch
+ * (by wall time, and by each process's CPU time over the same steps), |Δ loss| of the first step against it
+ * (the same step must be computed), the memory the step needs by part (lora.ts trainStepMemory: weights,
+ * activations, adapter, gradient, AdamW), and the process's peak RSS after the steps (ours; the peer's). Then
+ * the same step on the WebGPU engine (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline
+ * compiles and program recording) and a second one timed, the loss and gradient norm against our CPU engine's
+ * first step (the same seeded adapter), and the bytes its buffers hold (weights, adapter, gradient, AdamW);
+ * with LoRA, one such row per `--base-dtypes` entry (default f32: the frozen base packed as 16-bit halves for
+ * f16 / bf16, its |Δ loss| against the f32 CPU step); "not run" with the reason where the adapter cannot hold
+ * the model.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,12 +28,14 @@ import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
+import { cpuSeconds } from './benchLlama';
 
 const root = resolve(import.meta.dirname, '../..');
 const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
 
 interface PeerMode {
   seconds: number;
+  cpu_seconds: number;
   tokens_per_s: number;
   loss: number;
   grad_norm: number;
@@ -45,6 +49,7 @@ interface Peer {
 }
 
 const mib = (b: number) => (b / 2 ** 20).toFixed(1);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export async function benchLlamaTrain(argv: string[]): Promise<number> {
   let models: string[] = [];
@@ -139,16 +144,19 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         const engine = new LlamaCpuPolicy(cfg, folder.params, hyper, opts);
         // --repeat steps in a row, the first included (as the peer): the median time, the first step's loss
         const times: number[] = [];
+        const cpuTimes: number[] = [];
         let s: Awaited<ReturnType<typeof engine.trainStep>> | undefined;
         for (let k = 0; k < repeat; k++) {
           const t0 = performance.now();
+          const c0 = process.cpuUsage();
           const step = await engine.trainStep(batch, weights);
           times.push((performance.now() - t0) / 1000);
+          cpuTimes.push(cpuSeconds(process.cpuUsage(c0)));
           s ??= step;
         }
         if (!s) throw new Error('no step ran');
-        times.sort((a, b) => a - b);
-        const sec = times[Math.floor(times.length / 2)];
+        const sec = median(times);
+        const cpuSec = median(cpuTimes);
         const rss = process.resourceUsage().maxRSS * 1024;
         const mem = trainStepMemory(cfg, mode === 'lora' ? lora : null, ids.length, folder.layout.total);
         const name = mode === 'lora' ? `LoRA r=${r} alpha=${alpha}` : 'full';
@@ -164,7 +172,8 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         if (pm)
           console.log(
             `  ${''.padEnd(20)} ${peer?.peer}: ${pm.tokens_per_s.toFixed(2)} tok/s (${pm.seconds.toFixed(2)} s), trainable ${pm.trainable}, ` +
-              `peak RSS ${pm.peak_rss_mb.toFixed(0)} MiB; ours / PyTorch ${(ids.length / sec / pm.tokens_per_s).toFixed(3)}; ` +
+              `peak RSS ${pm.peak_rss_mb.toFixed(0)} MiB; ours / PyTorch ${(ids.length / sec / pm.tokens_per_s).toFixed(3)} ` +
+              `(by process CPU time ${(pm.cpu_seconds / cpuSec).toFixed(3)}: ours ${cpuSec.toFixed(2)} s, PyTorch ${pm.cpu_seconds.toFixed(2)} s); ` +
               `|Δ loss| ${Math.abs(s.loss - pm.loss).toExponential(2)}, ` +
               (mode === 'lora'
                 ? `grad norm ${pm.grad_norm.toExponential(3)} (A is drawn by another generator, so only the loss is the same)`
