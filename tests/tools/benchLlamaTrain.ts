@@ -136,7 +136,7 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
       const weights = new Float32Array(ids.length).fill(1);
       const label = isShape ? m : dir;
       console.log(
-        `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, one step on ${ids.length} tokens`,
+        `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, ${repeat === 1 ? 'one step' : `${repeat} steps in a row (median)`} on ${ids.length} tokens`,
       );
       const hyper = { lr: 1e-5, weightDecay: 0.01, beta2: 0.999 };
       for (const mode of modes) {
