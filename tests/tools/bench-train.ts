@@ -14,8 +14,9 @@
  *   4. peer     one update step of the same model on the same batch in PyTorch on the CPU
  *               (python/bench_train_peer.py, HARNESS_LAB_PEER_PYTHON or --peer): tokens/s and the ratio, and the
  *               peer's loss and gradient norm against ours (it must compute the same step).
- *   --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full]: one training step of the
- *               Llama-family CPU engine with LoRA and with full fine-tuning against PyTorch + PEFT (benchLlamaTrain.ts)
+ *   --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--repeat R (1)] [--threads N (1)]:
+ *               training steps of the Llama-family CPU engine with LoRA and with full fine-tuning against PyTorch +
+ *               PEFT, the median of R in a row (benchLlamaTrain.ts)
  * Flags: --harness LIST (learning; default instruction-short) --steps N (learning, default 20) --val-every K (5)
  *   --seeds LIST (0) --phase-steps N (3) --backends cpu,dawn --sections phases,rollout,async,learning,peer
  *   --phase-harness H (instruction-short) --peer PYTHON --repeat R (peer, 3) --threads N (the peer's torch threads, 1;

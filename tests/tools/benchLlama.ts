@@ -4,7 +4,8 @@
  * (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_llama_peer.py in HARNESS_LAB_PEER_PYTHON, else
  * python/.venv-peer) make a folder of that shape with seeded random weights and
  * time the same forward in PyTorch on the CPU in the same run; a DIR is benchmarked on our engine alone.
- * Per row: tokens/s (median of --reps), the process's peak RSS, the ratio to PyTorch, max |Δ log-prob| against
+ * Per row: tokens/s (median of --reps), the process's peak RSS, the ratio to PyTorch (by wall time, and by each
+ * process's CPU time over the same calls: on a shared machine the two sides may get different shares of it), max |Δ log-prob| against
  * it, and the fused output head's memory: the measured ArrayBuffer growth of one head pass over the T rows
  * against the (T·V) logits it avoids. Then the WebGPU engine (LlamaGpuPolicy) on Dawn in the same process, on the
  * same folder and ids: tokens/s of the log-prob forward (median of --reps after one untimed call that compiles
@@ -42,6 +43,8 @@ const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
 interface Peer {
   peer: string;
   seconds: number;
+  /** the peer process's CPU seconds over the same calls (median) */
+  cpu_seconds: number;
   tokens_per_s: number;
   peak_rss_mb: number;
   ids: number[][];
@@ -49,6 +52,9 @@ interface Peer {
 }
 
 const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** user + system seconds of a process.cpuUsage() difference */
+export const cpuSeconds = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
 
 export async function benchLlama(argv: string[]): Promise<number> {
   let models: string[] = [];
@@ -121,14 +127,17 @@ export async function benchLlama(argv: string[]): Promise<number> {
         seqLen: ids.length,
       };
       const times: number[] = [];
+      const cpuTimes: number[] = [];
       let logp: Float32Array = new Float32Array(0);
       for (let r = 0; r < reps; r++) {
         const t0 = performance.now();
+        const c0 = process.cpuUsage();
         logp = (await engine.logProbs(batch)).logProbs;
         times.push((performance.now() - t0) / 1000);
+        cpuTimes.push(cpuSeconds(process.cpuUsage(c0)));
       }
-      times.sort((a, b) => a - b);
-      const sec = times[Math.floor(times.length / 2)];
+      const sec = median(times);
+      const cpuSec = median(cpuTimes);
       const rss = process.resourceUsage().maxRSS * 1024;
       // the fused head alone over the T final rows: ArrayBuffer growth of one pass vs the logits it avoids
       const C = cfg.hidden;
@@ -157,7 +166,8 @@ export async function benchLlama(argv: string[]): Promise<number> {
       if (peer)
         console.log(
           `${''.padEnd(14)} ${peer.peer}: ${peer.tokens_per_s.toFixed(2)} tok/s, peak RSS ${peer.peak_rss_mb.toFixed(1)} MiB; ` +
-            `ours / PyTorch ${(ids.length / sec / peer.tokens_per_s).toFixed(3)}; max |Δ log-prob| ${diff.toExponential(2)}`,
+            `ours / PyTorch ${(ids.length / sec / peer.tokens_per_s).toFixed(3)} (by process CPU time ${(peer.cpu_seconds / cpuSec).toFixed(3)}: ` +
+            `ours ${cpuSec.toFixed(2)} s, PyTorch ${peer.cpu_seconds.toFixed(2)} s); max |Δ log-prob| ${diff.toExponential(2)}`,
         );
       console.log(
         `${''.padEnd(14)} fused head (V ${V}, Vc ${Math.min(4096, V)}, R 32): tile ${mb(head.tileFloats * 4)} MiB; measured ` +

@@ -1,19 +1,22 @@
 /**
- * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--base-dtypes f32,bf16,f16]`: one
- * training step of the Llama-family CPU engine (forward, backward of −Σ logp, clipping, AdamW) with LoRA (r,
- * alpha, all seven projections; the base frozen) and with full fine-tuning. A SHAPE (`smollm2-135m`,
- * `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in HARNESS_LAB_PEER_PYTHON, else python/.venv-peer)
- * make the folder with seeded random weights and time the same step in PyTorch + PEFT on the CPU in the same
- * run. Per row: step tokens/s, the ratio to PyTorch, |Δ loss| against it (the same step must be computed), the
- * memory the step needs by part (lora.ts trainStepMemory: weights, activations, adapter, gradient, AdamW), the
- * step's fit against the limits a run is checked with before it starts (memoryFit.ts: this machine's memory and
- * V8's longest typed array; the Dawn adapter's maxBufferSize / maxStorageBufferBindingSize and the stated 4 GiB
- * total estimate, per base dtype), and the process's peak RSS after the step (ours; the peer's). Then the same step on the WebGPU engine
- * (LlamaGpuPolicy) on Dawn in the same process: the first step (pipeline compiles and program recording) and a
- * second one timed, the loss and gradient norm against our CPU engine's first step (the same seeded adapter), and
- * the bytes its buffers hold (weights, adapter, gradient, AdamW); with LoRA, one such row per `--base-dtypes`
- * entry (default f32: the frozen base packed as 16-bit halves for f16 / bf16, its |Δ loss| against the f32 CPU step); "not run" with the reason where the adapter
- * cannot hold the model.
+ * `npm run bench:train -- --model SHAPE|DIR[,…] [--seq T] [--r 16] [--alpha 32] [--modes lora,full] [--repeat R]
+ * [--threads N] [--base-dtypes f32,bf16,f16]`: training steps of the Llama-family CPU engine (forward, backward
+ * of −Σ logp, clipping, AdamW) with LoRA (r, alpha, all seven projections; the base frozen) and with full
+ * fine-tuning. A SHAPE (`smollm2-135m`, `qwen3-0.6b`) has the peer (python/bench_lora_peer.py in
+ * HARNESS_LAB_PEER_PYTHON, else python/.venv-peer) make the folder with seeded random weights and time the same
+ * steps in PyTorch + PEFT on the CPU in the same run (R steps in a row on each side, the first included, timed
+ * by their median; N: the peer's torch threads, ours runs on one). Per row: step tokens/s, the ratio to PyTorch
+ * (by wall time, and by each process's CPU time over the same steps), |Δ loss| of the first step against it
+ * (the same step must be computed), the memory the step needs by part (lora.ts trainStepMemory: weights,
+ * activations, adapter, gradient, AdamW), the step's fit against the limits a run is checked with before it
+ * starts (memoryFit.ts: this machine's memory and V8's longest typed array; the Dawn adapter's maxBufferSize /
+ * maxStorageBufferBindingSize and the stated 4 GiB total estimate, per base dtype), and the process's peak RSS
+ * after the steps (ours; the peer's). Then the same step on the WebGPU engine (LlamaGpuPolicy) on Dawn in the
+ * same process: the first step (pipeline compiles and program recording) and a second one timed, the loss and
+ * gradient norm against our CPU engine's first step (the same seeded adapter), and the bytes its buffers hold
+ * (weights, adapter, gradient, AdamW); with LoRA, one such row per `--base-dtypes` entry (default f32: the frozen
+ * base packed as 16-bit halves for f16 / bf16, its |Δ loss| against the f32 CPU step); "not run" with the reason
+ * where the adapter cannot hold the model.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -34,12 +37,14 @@ import {
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { LlamaGpuPolicy } from '../../src/engine/policy/llamaGpuPolicy';
+import { cpuSeconds } from './benchLlama';
 
 const root = resolve(import.meta.dirname, '../..');
 const SHAPES = ['smollm2-135m', 'qwen3-0.6b'];
 
 interface PeerMode {
   seconds: number;
+  cpu_seconds: number;
   tokens_per_s: number;
   loss: number;
   grad_norm: number;
@@ -53,6 +58,7 @@ interface Peer {
 }
 
 const mib = (b: number) => (b / 2 ** 20).toFixed(1);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export async function benchLlamaTrain(argv: string[]): Promise<number> {
   let models: string[] = [];
@@ -61,6 +67,8 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
   let alpha = 32;
   let modes = ['lora', 'full'];
   let baseDtypes: BaseDtype[] = ['f32'];
+  let repeat = 1;
+  let threads = 1;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = inline ?? argv[++i];
@@ -70,14 +78,18 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
     else if (flag === '--r') r = Number(value);
     else if (flag === '--alpha') alpha = Number(value);
     else if (flag === '--modes') modes = value.split(',');
+    else if (flag === '--repeat') repeat = Number(value);
+    else if (flag === '--threads') threads = Number(value);
     else if (flag === '--base-dtypes')
       baseDtypes = value.split(',').map((d) => checkBaseDtype(d, '--base-dtypes'));
     else
       throw new Error(
-        `unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes, --base-dtypes)`,
+        `unknown flag ${flag} with --model (known: --model, --seq, --r, --alpha, --modes, --repeat, --threads, --base-dtypes)`,
       );
   }
   if (!Number.isInteger(seq) || seq < 2) throw new Error('--seq must be an integer ≥ 2');
+  if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be a positive integer');
+  if (!Number.isInteger(threads) || threads < 1) throw new Error('--threads must be a positive integer');
   for (const m of modes)
     if (m !== 'lora' && m !== 'full') throw new Error(`--modes: '${m}' is not lora or full`);
   const lora = checkLoraConfig({ r, alpha, targetModules: [...LORA_TARGETS] });
@@ -111,6 +123,7 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         String(seq),
       ];
       args.push('--r', String(r), '--alpha', String(alpha), '--modes', modes.join(','));
+      args.push('--repeat', String(repeat), '--threads', String(threads));
       const p = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
       if (p.status !== 0)
         throw new Error(
@@ -132,15 +145,27 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
       const weights = new Float32Array(ids.length).fill(1);
       const label = isShape ? m : dir;
       console.log(
-        `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, one step on ${ids.length} tokens`,
+        `${label}: ${cfg.modelType}, ${folder.layout.total} parameters, ${repeat === 1 ? 'one step' : `${repeat} steps in a row (median)`} on ${ids.length} tokens`,
       );
       const hyper = { lr: 1e-5, weightDecay: 0.01, beta2: 0.999 };
       for (const mode of modes) {
         const opts = mode === 'lora' ? { lora: { config: lora, seed: 0 } } : {};
         const engine = new LlamaCpuPolicy(cfg, folder.params, hyper, opts);
-        const t0 = performance.now();
-        const s = await engine.trainStep(batch, weights);
-        const sec = (performance.now() - t0) / 1000;
+        // --repeat steps in a row, the first included (as the peer): the median time, the first step's loss
+        const times: number[] = [];
+        const cpuTimes: number[] = [];
+        let s: Awaited<ReturnType<typeof engine.trainStep>> | undefined;
+        for (let k = 0; k < repeat; k++) {
+          const t0 = performance.now();
+          const c0 = process.cpuUsage();
+          const step = await engine.trainStep(batch, weights);
+          times.push((performance.now() - t0) / 1000);
+          cpuTimes.push(cpuSeconds(process.cpuUsage(c0)));
+          s ??= step;
+        }
+        if (!s) throw new Error('no step ran');
+        const sec = median(times);
+        const cpuSec = median(cpuTimes);
         const rss = process.resourceUsage().maxRSS * 1024;
         const mem = trainStepMemory(cfg, mode === 'lora' ? lora : null, ids.length, folder.layout.total);
         const name = mode === 'lora' ? `LoRA r=${r} alpha=${alpha}` : 'full';
@@ -173,7 +198,8 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
         if (pm)
           console.log(
             `  ${''.padEnd(20)} ${peer?.peer}: ${pm.tokens_per_s.toFixed(2)} tok/s (${pm.seconds.toFixed(2)} s), trainable ${pm.trainable}, ` +
-              `peak RSS ${pm.peak_rss_mb.toFixed(0)} MiB; ours / PyTorch ${(ids.length / sec / pm.tokens_per_s).toFixed(3)}; ` +
+              `peak RSS ${pm.peak_rss_mb.toFixed(0)} MiB; ours / PyTorch ${(ids.length / sec / pm.tokens_per_s).toFixed(3)} ` +
+              `(by process CPU time ${(pm.cpu_seconds / cpuSec).toFixed(3)}: ours ${cpuSec.toFixed(2)} s, PyTorch ${pm.cpu_seconds.toFixed(2)} s); ` +
               `|Δ loss| ${Math.abs(s.loss - pm.loss).toExponential(2)}, ` +
               (mode === 'lora'
                 ? `grad norm ${pm.grad_norm.toExponential(3)} (A is drawn by another generator, so only the loss is the same)`

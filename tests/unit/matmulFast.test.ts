@@ -61,8 +61,9 @@ describe('fast CPU matmul vs the reference', () => {
     expect(['simd', 'relaxed-simd']).toContain(fastKernel());
   });
 
-  // Shapes not multiples of the 4×8 blocks, single rows (decode), both loop orders (M above and below the
-  // padded N), and a 'tn' a large enough to be transposed into rows first (M·K ≥ 2^18).
+  // Shapes not multiples of the 4×8 blocks, single rows (decode), 'nt' on both kernels (M below and above
+  // NT_ROWS), both loop orders (M above and below the padded N), and a 'tn' a large enough to be transposed
+  // into rows first (M·K ≥ 2^18).
   const shapes: [number, number, number][] = [
     [600, 24, 512],
     [5, 256, 300],

@@ -9,7 +9,10 @@ export interface AdamWHyper {
   maxGradNorm: number;
 }
 
-/** One step (step counts from 1); elements below decayEnd get weight decay. Returns the pre-clip norm. */
+/**
+ * One step (step counts from 1); elements below decayEnd get weight decay. Returns the pre-clip norm (`norm`:
+ * the gradient's global norm when the caller has it already, else it is computed here).
+ */
 export function adamwStepCpu(
   params: Float32Array,
   grads: Float32Array,
@@ -18,23 +21,38 @@ export function adamwStepCpu(
   step: number,
   decayEnd: number,
   h: AdamWHyper,
+  norm: number = gradNormCpu(grads),
 ): number {
-  let sq = 0;
-  for (let i = 0; i < grads.length; i++) sq += grads[i] * grads[i];
-  const norm = Math.sqrt(sq);
   const scale = h.maxGradNorm > 0 ? Math.min(1, h.maxGradNorm / (norm + 1e-6)) : 1;
-  const bc1 = 1 - h.beta1 ** step;
-  const bc2 = 1 - h.beta2 ** step;
-  for (let i = 0; i < params.length; i++) {
-    const g = grads[i] * scale;
-    m[i] = h.beta1 * m[i] + (1 - h.beta1) * g;
-    v[i] = h.beta2 * v[i] + (1 - h.beta2) * g * g;
-    const mhat = m[i] / bc1;
-    const vhat = v[i] / bc2;
-    const wd = i < decayEnd ? h.weightDecay : 0;
-    params[i] = params[i] - h.lr * (mhat / (Math.sqrt(vhat) + h.eps) + wd * params[i]);
+  const { beta1, beta2, lr, eps } = h;
+  const bc1 = 1 - beta1 ** step;
+  const bc2 = 1 - beta2 ** step;
+  const c1 = 1 - beta1;
+  const c2 = 1 - beta2;
+  // two ranges, with and without decay, the same arithmetic per element
+  const end = Math.min(decayEnd, params.length);
+  for (const [lo, hi, wd] of [
+    [0, end, h.weightDecay],
+    [end, params.length, 0],
+  ]) {
+    for (let i = lo; i < hi; i++) {
+      const g = grads[i] * scale;
+      const mi = beta1 * m[i] + c1 * g;
+      const vi = beta2 * v[i] + c2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      const p = params[i];
+      params[i] = p - lr * (Math.fround(mi) / bc1 / (Math.sqrt(Math.fround(vi) / bc2) + eps) + wd * p);
+    }
   }
   return norm;
+}
+
+/** √Σ g² (summed in doubles). */
+export function gradNormCpu(grads: Float32Array): number {
+  let sq = 0;
+  for (let i = 0; i < grads.length; i++) sq += grads[i] * grads[i];
+  return Math.sqrt(sq);
 }
 
 /** What a CPU engine's optimizer owns: the flat parameters, their gradient, the two moments and the step count. */
@@ -55,15 +73,13 @@ export function cpuOptimizerStep(
   decayEnd: number,
   hyper: AdamWHyper,
 ): { gradNorm: number; step: number; skipped: boolean } {
-  let sq = 0;
-  for (let i = 0; i < s.grads.length; i++) sq += s.grads[i] * s.grads[i];
-  const norm = Math.sqrt(sq);
+  const norm = gradNormCpu(s.grads);
   if (!Number.isFinite(norm)) {
     s.grads.fill(0);
     return { gradNorm: norm, step: s.step, skipped: true };
   }
   s.step++;
-  adamwStepCpu(s.params, s.grads, s.m, s.v, s.step, decayEnd, hyper);
+  adamwStepCpu(s.params, s.grads, s.m, s.v, s.step, decayEnd, hyper, norm);
   s.grads.fill(0);
   return { gradNorm: norm, step: s.step, skipped: false };
 }

@@ -129,3 +129,11 @@ export function gqaBackwardCpu(
       }
     }
 }
+
+/** The forward and backward an engine runs: the reference loops here, or gqaFast.ts's SIMD ones. */
+export interface GqaKernels {
+  forward: typeof gqaForwardCpu;
+  backward: typeof gqaBackwardCpu;
+}
+
+export const gqaReference: GqaKernels = { forward: gqaForwardCpu, backward: gqaBackwardCpu };

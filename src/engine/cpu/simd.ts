@@ -16,6 +16,18 @@ export interface SimdKernels {
   memory: WebAssembly.Memory;
   gemm: (...args: number[]) => void;
   transpose: (src: number, R: number, C: number, dst: number, ldd: number) => void;
+  /** c (M, N) = a (M, K) · bᵀ for b stored (N, K); strides in bytes */
+  gemm_nt: (
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+  ) => void;
   softmax_stats: (z: number, R: number, V: number, inv: number, out: number) => void;
   softmax_grad: (
     z: number,

@@ -13,7 +13,7 @@
  * (B·T·V) logits are materialised in the forward or the backward.
  */
 import { fusedHeadBackwardCpu, fusedHeadForwardCpu } from '../cpu/fusedLogprob';
-import { type GqaShape, gqaBackwardCpu, gqaForwardCpu } from '../cpu/gqa';
+import { type GqaKernels, type GqaShape, gqaReference } from '../cpu/gqa';
 import { matmulModeCpu } from '../cpu/matmul';
 import { rmsnormBackwardCpu, rmsnormForwardCpu } from '../cpu/rmsnorm';
 import { ropeApplyCpu, ropeTables } from '../cpu/rope';
@@ -142,6 +142,8 @@ export interface LlamaForwardOptions {
   topk?: { positions: number[]; k: number };
   /** a LoRA adapter added to the targeted projections (lora.ts); without it, the base model */
   lora?: LoraAdapter;
+  /** the attention kernels (default: the reference loops of cpu/gqa.ts) */
+  attention?: GqaKernels;
 }
 
 /** One block's attention and MLP on N = B·T rows in place on x, keeping what the backward needs. */
@@ -156,8 +158,9 @@ function blockForward(
   keyMask: Float32Array | null,
   shape: GqaShape,
   mm: MatmulFn,
-  kv?: { k: Float32Array; v: Float32Array },
-  lora?: LoraAdapter,
+  kv: { k: Float32Array; v: Float32Array } | undefined,
+  lora: LoraAdapter | undefined,
+  attn: GqaKernels,
 ): LayerActs {
   const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D, rmsEps: eps } = cfg;
   const N = shape.B * shape.Tq;
@@ -202,7 +205,7 @@ function blockForward(
   }
   const probs = new Float32Array(shape.B * H * shape.Tq * shape.Tk);
   const y = new Float32Array(N * H * D);
-  gqaForwardCpu(q, K, Vv, keyMask, probs, y, shape);
+  attn.forward(q, K, Vv, keyMask, probs, y, shape);
   mm('nt', y, par('self_attn.o_proj.weight'), x, N, C, H * D, {
     bias: opt('self_attn.o_proj.bias'),
     accumulate: true,
@@ -251,7 +254,21 @@ export function llamaForwardCpu(
   const layers: LayerActs[] = [];
   for (let l = 0; l < cfg.layers; l++)
     layers.push(
-      blockForward(cfg, layout, flat, l, x, pos, rope, batch.mask, shape, mm, undefined, opts.lora),
+      blockForward(
+        cfg,
+        layout,
+        flat,
+        l,
+        x,
+        pos,
+        rope,
+        batch.mask,
+        shape,
+        mm,
+        undefined,
+        opts.lora,
+        opts.attention ?? gqaReference,
+      ),
     );
   const hf = new Float32Array(N * C);
   const rf = new Float32Array(N);
@@ -316,6 +333,7 @@ export function llamaBackwardCpu(
     accumulate?: boolean;
     lora?: LoraAdapter;
     loraGrads?: Float32Array;
+    attention?: GqaKernels;
   } = {},
 ): void {
   const mm = opts.mm ?? matmulModeCpu;
@@ -416,7 +434,7 @@ export function llamaBackwardCpu(
     wgrad('tn', dx, a.y, grad(`${p}self_attn.o_proj.weight`), C, H * D, N, { accumulate: true });
     const gob = opt('self_attn.o_proj.bias');
     if (gob) colsum(dx, N, C, gob);
-    gqaBackwardCpu(a.q, a.k, a.v, a.probs, dy, dq, dk, dv, shape);
+    (opts.attention ?? gqaReference).backward(a.q, a.k, a.v, a.probs, dy, dq, dk, dv, shape);
     ropeApplyCpu(dq, pos, rope.cos, rope.sin, N, H, D, true);
     ropeApplyCpu(dk, pos, rope.cos, rope.sin, N, KV, D, true);
     let dqRaw = dq;
@@ -513,6 +531,7 @@ export class LlamaKvCache {
     readonly capacity: number,
     readonly mm: MatmulFn = matmulModeCpu,
     readonly lora?: LoraAdapter,
+    readonly attention: GqaKernels = gqaReference,
   ) {
     const w = capacity * cfg.kvHeads * cfg.headDim;
     this.k = Array.from({ length: cfg.layers }, () => new Float32Array(w));
@@ -551,6 +570,7 @@ export class LlamaKvCache {
         this.mm,
         { k: this.k[l], v: this.v[l] },
         this.lora,
+        this.attention,
       );
     this.length += n;
     const last = x.subarray((n - 1) * C, n * C);

@@ -11,6 +11,9 @@
  * reference policy for a KL term is the base itself (`referenceLogProbs`: the adapter switched off), so no
  * second copy of the weights is held.
  */
+
+import { type GqaKernels, gqaReference } from '../cpu/gqa';
+import { gqaFast } from '../cpu/gqaFast';
 import { matmulModeCpu } from '../cpu/matmul';
 import { matmulModeFast } from '../cpu/matmulFast';
 import type { LlamaConfig } from '../llama/config';
@@ -45,7 +48,7 @@ import type {
 } from './types';
 
 export interface LlamaCpuPolicyOptions {
-  /** 'fast' (default): blocked matmuls; 'reference': the reference loops */
+  /** 'fast' (default): the WebAssembly SIMD matmuls and attention; 'reference': the reference loops */
   kernels?: 'fast' | 'reference';
   /** vocabulary chunk of the fused head (default 4096) */
   chunk?: number;
@@ -109,6 +112,7 @@ export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
   /** the model's weights (frozen with LoRA) */
   params: Float32Array;
   private readonly mm: MatmulFn;
+  private readonly attention: GqaKernels;
   private readonly chunk?: number;
   private readonly baseModel?: string;
 
@@ -139,6 +143,7 @@ export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
     this.adapter = adapter;
     this.trainableLayout = adapter ? adapter.layout : layout;
     this.mm = opts.kernels === 'reference' ? matmulModeCpu : matmulModeFast;
+    this.attention = opts.kernels === 'reference' ? gqaReference : gqaFast;
     this.chunk = opts.chunk;
     this.baseModel = opts.baseModel;
   }
@@ -147,6 +152,7 @@ export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
     checkBatch(this.config, batch);
     return llamaForwardCpu(this.llama, this.layout, this.params, batch, {
       mm: this.mm,
+      attention: this.attention,
       chunk: this.chunk,
       lora: base ? undefined : this.adapter,
       ...extra,
@@ -244,6 +250,7 @@ export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
     const grads = this.adapter ? null : this.grads;
     llamaBackwardCpu(this.llama, this.layout, this.params, batch, acts, w, grads, {
       mm: this.mm,
+      attention: this.attention,
       chunk: this.chunk,
       accumulate,
       lora: this.adapter,
@@ -261,7 +268,7 @@ export class LlamaCpuPolicy extends CpuTrainer implements PolicyEngine {
       ? new LoraAdapter(this.llama, this.adapter.config, new Float32Array(this.adapter.params))
       : undefined;
     const capacity = Math.min(T, req.promptIds.length + req.maxTokens);
-    const cache = new LlamaKvCache(this.llama, this.layout, flat, capacity, this.mm, adapter);
+    const cache = new LlamaKvCache(this.llama, this.layout, flat, capacity, this.mm, adapter, this.attention);
     let logits: Float32Array = new Float32Array(0);
     return decodeLoop(
       req,

@@ -182,6 +182,107 @@
         (local.set $r0 (i32.add (local.get $r0) (i32.const 8)))
         (br $r0Loop))))
 
+  ;; gemm_nt(M, N, K, a, lda, b, ldb, c, ldc): c[i, j] = Σ_k a[i, k]·b[j, k] for a (M, K) and b (N, K), each
+  ;; row-major with its own row stride (bytes; rows of a head inside a wider row are read in place), c too.
+  ;; Vectorised over k: a 2 × 4 block of c keeps eight f32x4 partial sums (lane l sums k ≡ l mod 4, in k
+  ;; order), reduced across lanes at the end, then the K mod 4 tail is added in k order. Columns run in blocks
+  ;; of 4 (outer: the four b rows stay in L1 while a streams), rows in pairs; a short block repeats its last
+  ;; row or column and stores only the real ones.
+  (func $ntTile (param $a0 i32) (param $a1 i32) (param $b0 i32) (param $ldb i32) (param $nb i32)
+    (param $c0 i32) (param $c1 i32) (param $two i32)
+    (local $b1 i32) (local $b2 i32) (local $b3 i32) (local $o i32) (local $end4 i32) (local $end i32)
+    (local $x0 v128) (local $x1 v128) (local $y v128)
+    (local $s00 v128) (local $s01 v128) (local $s02 v128) (local $s03 v128)
+    (local $s10 v128) (local $s11 v128) (local $s12 v128) (local $s13 v128)
+    (local $t00 f32) (local $t01 f32) (local $t02 f32) (local $t03 f32)
+    (local $t10 f32) (local $t11 f32) (local $t12 f32) (local $t13 f32) (local $u0 f32) (local $u1 f32)
+    (local.set $b1 (select (i32.add (local.get $b0) (local.get $ldb)) (local.get $b0) (i32.gt_u (local.get $nb) (i32.const 1))))
+    (local.set $b2 (select (i32.add (local.get $b1) (local.get $ldb)) (local.get $b1) (i32.gt_u (local.get $nb) (i32.const 2))))
+    (local.set $b3 (select (i32.add (local.get $b2) (local.get $ldb)) (local.get $b2) (i32.gt_u (local.get $nb) (i32.const 3))))
+    (local.set $end (i32.shl (global.get $K) (i32.const 2)))
+    (local.set $end4 (i32.and (local.get $end) (i32.const -16)))
+    (block $kDone
+      (loop $kLoop
+        (br_if $kDone (i32.ge_u (local.get $o) (local.get $end4)))
+        (local.set $x0 (v128.load (i32.add (local.get $a0) (local.get $o))))
+        (local.set $x1 (v128.load (i32.add (local.get $a1) (local.get $o))))
+        (local.set $y (v128.load (i32.add (local.get $b0) (local.get $o))))
+        (local.set $s00 (MADD (local.get $x0) (local.get $y) (local.get $s00)))
+        (local.set $s10 (MADD (local.get $x1) (local.get $y) (local.get $s10)))
+        (local.set $y (v128.load (i32.add (local.get $b1) (local.get $o))))
+        (local.set $s01 (MADD (local.get $x0) (local.get $y) (local.get $s01)))
+        (local.set $s11 (MADD (local.get $x1) (local.get $y) (local.get $s11)))
+        (local.set $y (v128.load (i32.add (local.get $b2) (local.get $o))))
+        (local.set $s02 (MADD (local.get $x0) (local.get $y) (local.get $s02)))
+        (local.set $s12 (MADD (local.get $x1) (local.get $y) (local.get $s12)))
+        (local.set $y (v128.load (i32.add (local.get $b3) (local.get $o))))
+        (local.set $s03 (MADD (local.get $x0) (local.get $y) (local.get $s03)))
+        (local.set $s13 (MADD (local.get $x1) (local.get $y) (local.get $s13)))
+        (local.set $o (i32.add (local.get $o) (i32.const 16)))
+        (br $kLoop)))
+    (local.set $t00 (call $hsum (local.get $s00)))
+    (local.set $t01 (call $hsum (local.get $s01)))
+    (local.set $t02 (call $hsum (local.get $s02)))
+    (local.set $t03 (call $hsum (local.get $s03)))
+    (local.set $t10 (call $hsum (local.get $s10)))
+    (local.set $t11 (call $hsum (local.get $s11)))
+    (local.set $t12 (call $hsum (local.get $s12)))
+    (local.set $t13 (call $hsum (local.get $s13)))
+    (block $tDone
+      (loop $tLoop
+        (br_if $tDone (i32.ge_u (local.get $o) (local.get $end)))
+        (local.set $u0 (f32.load (i32.add (local.get $a0) (local.get $o))))
+        (local.set $u1 (f32.load (i32.add (local.get $a1) (local.get $o))))
+        (local.set $t00 (f32.add (local.get $t00) (f32.mul (local.get $u0) (f32.load (i32.add (local.get $b0) (local.get $o))))))
+        (local.set $t01 (f32.add (local.get $t01) (f32.mul (local.get $u0) (f32.load (i32.add (local.get $b1) (local.get $o))))))
+        (local.set $t02 (f32.add (local.get $t02) (f32.mul (local.get $u0) (f32.load (i32.add (local.get $b2) (local.get $o))))))
+        (local.set $t03 (f32.add (local.get $t03) (f32.mul (local.get $u0) (f32.load (i32.add (local.get $b3) (local.get $o))))))
+        (local.set $t10 (f32.add (local.get $t10) (f32.mul (local.get $u1) (f32.load (i32.add (local.get $b0) (local.get $o))))))
+        (local.set $t11 (f32.add (local.get $t11) (f32.mul (local.get $u1) (f32.load (i32.add (local.get $b1) (local.get $o))))))
+        (local.set $t12 (f32.add (local.get $t12) (f32.mul (local.get $u1) (f32.load (i32.add (local.get $b2) (local.get $o))))))
+        (local.set $t13 (f32.add (local.get $t13) (f32.mul (local.get $u1) (f32.load (i32.add (local.get $b3) (local.get $o))))))
+        (local.set $o (i32.add (local.get $o) (i32.const 4)))
+        (br $tLoop)))
+    (f32.store offset=0 (local.get $c0) (local.get $t00))
+    (if (i32.gt_u (local.get $nb) (i32.const 1)) (then (f32.store offset=4 (local.get $c0) (local.get $t01))))
+    (if (i32.gt_u (local.get $nb) (i32.const 2)) (then (f32.store offset=8 (local.get $c0) (local.get $t02))))
+    (if (i32.gt_u (local.get $nb) (i32.const 3)) (then (f32.store offset=12 (local.get $c0) (local.get $t03))))
+    (if (local.get $two)
+      (then
+        (f32.store offset=0 (local.get $c1) (local.get $t10))
+        (if (i32.gt_u (local.get $nb) (i32.const 1)) (then (f32.store offset=4 (local.get $c1) (local.get $t11))))
+        (if (i32.gt_u (local.get $nb) (i32.const 2)) (then (f32.store offset=8 (local.get $c1) (local.get $t12))))
+        (if (i32.gt_u (local.get $nb) (i32.const 3)) (then (f32.store offset=12 (local.get $c1) (local.get $t13)))))))
+
+  (func (export "gemm_nt")
+    (param $M i32) (param $N i32) (param $K i32) (param $a i32) (param $lda i32) (param $b i32) (param $ldb i32)
+    (param $c i32) (param $ldc i32)
+    (local $j i32) (local $i i32) (local $nb i32) (local $two i32) (local $a0 i32) (local $c0 i32)
+    (global.set $K (local.get $K))
+    (block $jDone
+      (loop $jLoop
+        (br_if $jDone (i32.ge_u (local.get $j) (local.get $N)))
+        (local.set $nb (select (i32.const 4) (i32.sub (local.get $N) (local.get $j))
+          (i32.le_u (i32.add (local.get $j) (i32.const 4)) (local.get $N))))
+        (local.set $i (i32.const 0))
+        (block $iDone
+          (loop $iLoop
+            (br_if $iDone (i32.ge_u (local.get $i) (local.get $M)))
+            (local.set $two (i32.lt_u (i32.add (local.get $i) (i32.const 1)) (local.get $M)))
+            (local.set $a0 (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $lda))))
+            (local.set $c0 (i32.add (i32.add (local.get $c) (i32.mul (local.get $i) (local.get $ldc)))
+              (i32.shl (local.get $j) (i32.const 2))))
+            (call $ntTile
+              (local.get $a0)
+              (select (i32.add (local.get $a0) (local.get $lda)) (local.get $a0) (local.get $two))
+              (i32.add (local.get $b) (i32.mul (local.get $j) (local.get $ldb)))
+              (local.get $ldb) (local.get $nb)
+              (local.get $c0) (i32.add (local.get $c0) (local.get $ldc)) (local.get $two))
+            (local.set $i (i32.add (local.get $i) (i32.const 2)))
+            (br $iLoop)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $jLoop))))
+
   ;; ── exp and the kernels built on it ─────────────────────────────────────────────────────────────────────
   ;; exp(x) per lane, Cephes expf (S. Moshier): x clamped to [−87.34, 88.38], n = round(x·log2 e),
   ;; r = x − n·ln 2 (in two parts), exp r by a degree-7 polynomial, times 2^n through the exponent bits.
