@@ -428,6 +428,8 @@ export interface TrainerViewInput {
   tokenizer?: ChatTokenizer;
   /** rows already built with the same sample-building options (the page caches them) */
   build?: BuildResult;
+  /** steps 1–4 already done on `build` with the same `prepareKey` options (the page caches them) */
+  prepared?: TrainerBatch;
   /** the trainer's old log-probs per trained token (see prepareTrainerBatch); default: the engine's */
   oldLogProbs?: Float32Array;
 }
@@ -463,6 +465,18 @@ export function buildKey(o: TrainerOptions): string {
   ]);
 }
 
+/** The options steps 2–4 read (prepareTrainerBatch): its result can be reused while they and the rows stay the same. */
+export function prepareKey(o: TrainerOptions): string {
+  return JSON.stringify([
+    o.rewardFillnaValue,
+    o.rewardDtype,
+    o.ppoMiniBatchSize,
+    o.maxPpoUpdateTimes,
+    o.trimSeed,
+    o.balanceBatch,
+  ]);
+}
+
 /**
  * What the trainer does with these rollouts: steps 1–10 with the given options (upstream names and defaults,
  * see options.ts), every loss mode's per-token ∂L/∂logπ at ratio 1. The page's worker and `lab analyze` both
@@ -472,7 +486,10 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
   const o = resolveTrainerOptions(input.options);
   checkEstimator(o);
   const build = input.build ?? buildRows(input.rollouts, o, input.tokenizer);
-  const tb = prepareTrainerBatch(input.rollouts, build, o);
+  const tb =
+    input.prepared && input.prepared.build === build
+      ? input.prepared
+      : prepareTrainerBatch(input.rollouts, build, o);
   const all = build.batch;
   const nTok = all.offsets[all.nRows];
   const adv = computeTrainerAdvantages(tb, { oldLogProbs: input.oldLogProbs });
@@ -528,30 +545,8 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
       absTotal,
     };
   });
-  const selected = modes.find((m) => m.name === o.lossMode) as ModeView;
-  // groups of the trained rows, in row order of `batch`
-  const keys: string[] = [];
-  const gid = new Map<string, number>();
-  for (let r = 0; r < all.nRows; r++) {
-    if (trainPosition[r] < 0) continue;
-    if (!gid.has(all.dataIds[r])) {
-      gid.set(all.dataIds[r], keys.length);
-      keys.push(all.dataIds[r]);
-    }
-  }
-  const sums = new Float64Array(keys.length);
-  const negative = new Float64Array(keys.length);
-  const positive = new Float64Array(keys.length);
-  for (let r = 0; r < all.nRows; r++) {
-    if (trainPosition[r] < 0) continue;
-    const g = gid.get(all.dataIds[r]) as number;
-    sums[g] += selected.rowSums[r];
-    for (let t = all.offsets[r]; t < all.offsets[r + 1]; t++) {
-      const w = selected.weights[t];
-      if (w < 0) negative[g] += w;
-      else positive[g] += w;
-    }
-  }
+  const selected = selectedMode(modes, o.lossMode);
+  const groups = groupTotals(all, trainPosition, selected);
   return {
     options: o,
     reference: referenceStackOf(o),
@@ -569,6 +564,80 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
     advantagesDType: adv.dtype,
     modes,
     selected,
-    groups: { keys, sums, negative, positive },
+    groups,
+  };
+}
+
+function selectedMode(modes: ModeView[], lossMode: string): ModeView {
+  const m = modes.find((x) => x.name === lossMode);
+  if (!m)
+    throw new TrainerOptionError(
+      getOptionSpec('lossAggMode'),
+      `no loss mode ${JSON.stringify(lossMode)} on this stack`,
+    );
+  return m;
+}
+
+/** Per group (data id) of the trained rows, first-appearance order in `all`: the selected mode's sums. */
+function groupTotals(
+  all: TrainingBatch,
+  trainPosition: Int32Array,
+  selected: ModeView,
+): TrainerView['groups'] {
+  const keys: string[] = [];
+  const gid = new Map<string, number>();
+  const rowGroup = new Int32Array(all.nRows).fill(-1);
+  for (let r = 0; r < all.nRows; r++) {
+    if (trainPosition[r] < 0) continue;
+    let g = gid.get(all.dataIds[r]);
+    if (g === undefined) {
+      g = keys.length;
+      gid.set(all.dataIds[r], g);
+      keys.push(all.dataIds[r]);
+    }
+    rowGroup[r] = g;
+  }
+  const sums = new Float64Array(keys.length);
+  const negative = new Float64Array(keys.length);
+  const positive = new Float64Array(keys.length);
+  const w = selected.weights;
+  for (let r = 0; r < all.nRows; r++) {
+    const g = rowGroup[r];
+    if (g < 0) continue;
+    sums[g] += selected.rowSums[r];
+    let neg = negative[g];
+    let pos = positive[g];
+    for (let t = all.offsets[r]; t < all.offsets[r + 1]; t++) {
+      const x = w[t];
+      if (x < 0) neg += x;
+      else pos += x;
+    }
+    negative[g] = neg;
+    positive[g] = pos;
+  }
+  return { keys, sums, negative, positive };
+}
+
+/** The options except those that choose the loss mode: views that agree on it differ only in `selected` and `groups`. */
+export function lossModeFreeKey(o: TrainerOptions): string {
+  const { lossAggMode: _a, policyLossMode: _p, lossMode: _m, ...rest } = o;
+  return JSON.stringify(rest);
+}
+
+/**
+ * The view `computeTrainerView` gives for `options` when `view` was computed with the same options but another
+ * loss mode (loss_agg_mode, policy_loss.loss_mode): every mode is computed either way, so the loss mode only picks
+ * the selected one and the group totals under it.
+ */
+export function withLossMode(view: TrainerView, options: Partial<TrainerOptions>): TrainerView {
+  const o = resolveTrainerOptions(options);
+  if (lossModeFreeKey(view.options) !== lossModeFreeKey(o))
+    throw new Error('withLossMode: the options differ from the view options in more than the loss mode');
+  const selected = selectedMode(view.modes, o.lossMode);
+  return {
+    ...view,
+    options: o,
+    selected,
+    groups: groupTotals(view.batch, view.trainPosition, selected),
   };
 }

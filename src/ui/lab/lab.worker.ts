@@ -12,7 +12,7 @@ import { renameDuplicateIds } from '../../core/trace/dedupe';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { type ParsedTrace, TraceReader, tokenizeTextOnly } from '../../core/trace/io';
 import { excludeIncomplete, type TraceBatch } from '../../core/trace/types';
-import { combineTraces, compute, newBuildCache, splitResult } from './pipeline';
+import { combineTraces, compute, forTransfer, newBuildCache, splitResult } from './pipeline';
 import {
   checkToWorker,
   type FromWorker,
@@ -20,7 +20,7 @@ import {
   type ImportSummary,
   type ToWorker,
 } from './protocol';
-import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
+import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts, tokenTextsSliced } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -31,6 +31,11 @@ let tok: ChatTokenizer | null = null;
 /** ids whose texts the page already has */
 let known = new Set<number>();
 const cache = newBuildCache();
+/**
+ * ids of the loaded trace whose texts the page does not have yet: decoded after the first weights are posted, so
+ * the first picture does not wait for them (a trace over the whole vocabulary decodes 150k texts)
+ */
+let textsPending: ArrayLike<number>[] = [];
 /** build serial of the rows the page has */
 let sentSerial = -1;
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
@@ -40,8 +45,8 @@ let running = false;
 // with the page fetching the sample list and the sample itself. A failure is reported by the import that needs it.
 loadQwen3Tokenizer().catch(() => {});
 
-function post(m: FromWorker) {
-  self.postMessage(m);
+function post(m: FromWorker, transfer: Transferable[] = []) {
+  self.postMessage(m, transfer);
 }
 
 function message(e: unknown): string {
@@ -55,6 +60,33 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
   for (const id of known) out.delete(id);
   for (const id of out.keys()) known.add(id);
   return out;
+}
+
+/** bumped by each import: a decoding of the texts of an earlier trace stops */
+let textsJob = 0;
+/** the ids the running decoding covers: a newer one (new rows) takes them over */
+let textsInFlight: ArrayLike<number>[] = [];
+
+/**
+ * Posts the texts of the pending ids, decoded a few milliseconds at a time so a toggle that arrives meanwhile is
+ * computed first.
+ */
+async function sendPendingTexts(id: number) {
+  if (textsPending.length === 0 || !tok) return;
+  const arrays = [...textsInFlight, ...textsPending];
+  textsInFlight = arrays;
+  textsPending = [];
+  const job = ++textsJob;
+  const t = tok;
+  const texts = await tokenTextsSliced(t, arrays, async () => {
+    await new Promise((r) => setTimeout(r, 0));
+    return job === textsJob && tok === t;
+  });
+  if (!texts || job !== textsJob) return;
+  textsInFlight = [];
+  for (const k of known) texts.delete(k);
+  for (const k of texts.keys()) known.add(k);
+  post({ type: 'texts', id, tokenText: texts });
 }
 
 /**
@@ -190,14 +222,15 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const shown = report.excludedIncomplete ? excludeIncomplete(combined) : combined;
   // The worker switches to the new trace only once the page has it: a trace that fails to reach the page
   // (too large to copy) leaves both on the previous one.
-  const prevKnown = known;
-  known = new Set();
   try {
-    post({ type: 'imported', id, summary, report, trace: shown, tokenText: newTexts(ids) });
+    post({ type: 'imported', id, summary, report, trace: shown, tokenText: new Map() });
   } catch (e) {
-    known = prevKnown;
     throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
   }
+  known = new Set();
+  textsPending = ids;
+  textsInFlight = [];
+  textsJob++;
   imported = { trace: combined, summary, report };
   trace = shown;
 }
@@ -226,11 +259,11 @@ async function runCompute() {
       const fresh = rows.buildSerial !== sentSerial;
       // the merge view aligns the ids around each break, which may lie outside the rows (retokenized prompts)
       const windows = result.mergeFailures.flatMap((f) => [f.contextWindow, f.promptWindow]);
-      const tokenText = fresh
-        ? newTexts([result.batch.responseIds, result.batch.promptIds, ...windows])
-        : new Map();
+      if (fresh) textsPending.push(result.batch.responseIds, result.batch.promptIds, ...windows);
       sentSerial = rows.buildSerial;
-      post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights, tokenText });
+      const sent = forTransfer(weights);
+      post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights: sent.weights }, sent.transfer);
+      void sendPendingTexts(msg.id);
     } catch (e) {
       post({ type: 'failed', id: msg.id, message: message(e) });
     }
