@@ -20,6 +20,7 @@ import {
   type ImportSummary,
   type ToWorker,
 } from './protocol';
+import { shareTypedArrays } from './shareArrays';
 import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts, tokenTextsSliced } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -219,6 +220,8 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
     }
   }
   summary.tokenizer = ids.length && tok ? tok.name : null;
+  // the page gets the trace's token ids and log-probs as shared memory, not as a copy
+  shareTypedArrays(combined.rollouts);
   const shown = report.excludedIncomplete ? excludeIncomplete(combined) : combined;
   // The worker switches to the new trace only once the page has it: a trace that fails to reach the page
   // (too large to copy) leaves both on the previous one.
@@ -259,6 +262,8 @@ async function runCompute() {
       const fresh = rows.buildSerial !== sentSerial;
       // the merge view aligns the ids around each break, which may lie outside the rows (retokenized prompts)
       const windows = result.mergeFailures.flatMap((f) => [f.contextWindow, f.promptWindow]);
+      // rows are rebuilt rarely and read-only: shared with the page, like the trace
+      if (fresh) shareTypedArrays(rows.batch);
       if (fresh) textsPending.push(result.batch.responseIds, result.batch.promptIds, ...windows);
       sentSerial = rows.buildSerial;
       const sent = forTransfer(weights);
