@@ -146,6 +146,7 @@ export function AdvantagesPanel() {
         data-testid="adv-main"
         data-tokens={res ? res.batch.offsets[res.batch.nRows] : undefined}
         data-result-loss={resOpts?.lossMode}
+        data-result-estimator={resOpts?.advEstimator}
       >
         {!trace ? (
           <NoTrace />

@@ -63,6 +63,9 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
   return out;
 }
 
+/** token texts per `texts` message */
+const TEXTS_PER_MESSAGE = 8192;
+
 /** bumped by each import: a decoding of the texts of an earlier trace stops */
 let textsJob = 0;
 /** the ids the running decoding covers: a newer one (new rows) takes them over */
@@ -85,9 +88,18 @@ async function sendPendingTexts(id: number) {
   });
   if (!texts || job !== textsJob) return;
   textsInFlight = [];
-  for (const k of known) texts.delete(k);
-  for (const k of texts.keys()) known.add(k);
-  post({ type: 'texts', id, tokenText: texts });
+  // in parts, so the page merges each in a short task of its own
+  let part = new Map<number, string>();
+  for (const [k, v] of texts) {
+    if (known.has(k)) continue;
+    known.add(k);
+    part.set(k, v);
+    if (part.size === TEXTS_PER_MESSAGE) {
+      post({ type: 'texts', id, tokenText: part });
+      part = new Map();
+    }
+  }
+  if (part.size > 0) post({ type: 'texts', id, tokenText: part });
 }
 
 /**
