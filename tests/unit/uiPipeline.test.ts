@@ -108,6 +108,11 @@ describe('lab pipeline over core', () => {
       expect([...serials][0]).not.toBe(lastView);
       lastView = [...serials][0];
     }
+    // rollout correction kept across those toggles is computed again when its own options change
+    for (const rolloutIsThreshold of [1.01, 2, 1.01]) {
+      const o = { ...opts, rolloutIs: 'token' as const, rolloutIsThreshold };
+      expect(strip(compute(trace, o, undefined, cache))).toEqual(strip(compute(trace, o)));
+    }
   });
 
   it('selects another loss mode on a view only when nothing else differs', () => {

@@ -32,7 +32,7 @@ import { rowTokenCounts } from '../algos/aggLoss';
 import { type Grouping, indexGroups } from '../algos/groups';
 import { getLossMode, type LossContext, listLossModes } from '../algos/lossModes';
 import { type FloatDType, rounder } from '../algos/numeric';
-import { computeRolloutCorrection } from '../algos/rolloutCorrection';
+import { computeRolloutCorrection, type RolloutCorrectionResult } from '../algos/rolloutCorrection';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout } from '../algos/rolloutLevel';
 import type { ReferenceStack } from '../algos/stacks';
 import { trimBatch } from '../algos/trim';
@@ -195,9 +195,32 @@ export interface TrainerAdvantages {
   metrics: Record<string, number>;
 }
 
+/**
+ * Rollout correction (step 7) already computed on a trainer batch with the engine's log-probs as the old ones and
+ * options of one `correctionKey`: reused while both stay the same (the page's worker keeps it across estimator
+ * toggles).
+ */
+export interface CorrectionMemo {
+  tb: TrainerBatch | null;
+  key: string;
+  result: RolloutCorrectionResult | null;
+}
+
+/** The options rollout correction (step 7) reads. */
+export function correctionKey(o: TrainerOptions): string {
+  return JSON.stringify([
+    o.rolloutIs,
+    o.rolloutIsThreshold,
+    o.rolloutIsBatchNormalize,
+    o.rolloutRs,
+    o.rolloutRsThreshold,
+    o.referenceStack,
+  ]);
+}
+
 export function computeTrainerAdvantages(
   tb: TrainerBatch,
-  extra: { oldLogProbs?: Float32Array } = {},
+  extra: { oldLogProbs?: Float32Array; correction?: CorrectionMemo } = {},
 ): TrainerAdvantages {
   const o = tb.options;
   checkEstimator(o);
@@ -212,14 +235,21 @@ export function computeTrainerAdvantages(
   let mask = batch.mask;
   let rolloutIsWeights: Float32Array | null = null;
   if (batch.responseLogProbs && n > 0) {
-    const rc = computeRolloutCorrection(batch, oldLogProbs, batch.responseLogProbs, {
-      rolloutIs: o.rolloutIs,
-      rolloutIsThreshold: o.rolloutIsThreshold,
-      rolloutIsBatchNormalize: o.rolloutIsBatchNormalize,
-      rolloutRs: o.rolloutRs,
-      rolloutRsThreshold: o.rolloutRsThreshold,
-      stack: o.referenceStack,
-    });
+    // a memo holds only results with the engine's log-probs as the old ones
+    const memo = extra.oldLogProbs ? undefined : extra.correction;
+    const key = memo ? correctionKey(o) : '';
+    const rc =
+      memo?.result && memo.tb === tb && memo.key === key
+        ? memo.result
+        : computeRolloutCorrection(batch, oldLogProbs, batch.responseLogProbs, {
+            rolloutIs: o.rolloutIs,
+            rolloutIsThreshold: o.rolloutIsThreshold,
+            rolloutIsBatchNormalize: o.rolloutIsBatchNormalize,
+            rolloutRs: o.rolloutRs,
+            rolloutRsThreshold: o.rolloutRsThreshold,
+            stack: o.referenceStack,
+          });
+    if (memo) Object.assign(memo, { tb, key, result: rc });
     mask = rc.responseMask;
     rolloutIsWeights = rc.rolloutIsWeights;
     Object.assign(metrics, rc.metrics);
@@ -430,6 +460,8 @@ export interface TrainerViewInput {
   build?: BuildResult;
   /** steps 1–4 already done on `build` with the same `prepareKey` options (the page caches them) */
   prepared?: TrainerBatch;
+  /** step 7's last result, reused when it was computed on `prepared` with the same `correctionKey`; updated */
+  correction?: CorrectionMemo;
   /** the trainer's old log-probs per trained token (see prepareTrainerBatch); default: the engine's */
   oldLogProbs?: Float32Array;
 }
@@ -492,7 +524,7 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
       : prepareTrainerBatch(input.rollouts, build, o);
   const all = build.batch;
   const nTok = all.offsets[all.nRows];
-  const adv = computeTrainerAdvantages(tb, { oldLogProbs: input.oldLogProbs });
+  const adv = computeTrainerAdvantages(tb, { oldLogProbs: input.oldLogProbs, correction: input.correction });
   const trainPosition = new Int32Array(all.nRows).fill(-1);
   const miniBatch = new Int32Array(all.nRows).fill(-1);
   tb.sourceRow.forEach((r, i) => {

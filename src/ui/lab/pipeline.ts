@@ -13,6 +13,7 @@ import type { TrainerOptions } from '../../core/pipeline/options';
 import {
   buildKey,
   buildRows,
+  type CorrectionMemo,
   computeTrainerView,
   lossModeFreeKey,
   prepareKey,
@@ -113,6 +114,8 @@ export interface BuildCache {
   serial: number;
   prepKey: string;
   prepared: TrainerBatch | null;
+  /** rollout correction (step 7) on `prepared`, kept across estimator toggles */
+  correction: CorrectionMemo;
   viewKey: string;
   view: TrainerView | null;
   noRows: NoRowsEntry[];
@@ -128,6 +131,7 @@ export function newBuildCache(): BuildCache {
     serial: 0,
     prepKey: '',
     prepared: null,
+    correction: { tb: null, key: '', result: null },
     viewKey: '',
     view: null,
     noRows: [],
@@ -210,6 +214,7 @@ export function compute(
     tokenizer,
     build: built,
     prepared,
+    correction: cache.correction,
   });
   const noRows = whyNoRows(trace.rollouts, view.options, view, tokenizer);
   Object.assign(cache, { prepKey, prepared, viewKey, view, noRows, viewSerial: cache.viewSerial + 1 });
