@@ -33,8 +33,8 @@ let tok: ChatTokenizer | null = null;
 let known = new Set<number>();
 const cache = newBuildCache();
 /**
- * ids of the loaded trace whose texts the page does not have yet: decoded after the first weights are posted, so
- * the first picture does not wait for them (a trace over the whole vocabulary decodes 150k texts)
+ * ids of rebuilt rows whose texts the page may not have yet (retokenized prompts, merge windows): decoded after
+ * the weights are posted, so a rebuild's picture does not wait for them
  */
 let textsPending: ArrayLike<number>[] = [];
 /** build serial of the rows the page has */
@@ -44,7 +44,21 @@ let running = false;
 
 // Every trace with token ids needs the vocabulary: start loading it as soon as the worker starts, in parallel
 // with the page fetching the sample list and the sample itself. A failure is reported by the import that needs it.
-loadQwen3Tokenizer().catch(() => {});
+loadQwen3Tokenizer().then(warmTexts, () => {});
+
+/**
+ * Decodes the whole vocabulary's token texts into the per-tokenizer cache while the worker is otherwise idle (a
+ * few milliseconds at a time, messages answered in between), so an import later only looks its ids' texts up
+ * (a trace over the whole vocabulary needs 150k decodes).
+ */
+function warmTexts(t: ChatTokenizer): void {
+  const all = new Int32Array(t.vocabSize);
+  for (let i = 0; i < all.length; i++) all[i] = i;
+  void tokenTextsSliced(t, [all], async () => {
+    await new Promise((r) => setTimeout(r, 0));
+    return true;
+  });
+}
 
 function post(m: FromWorker, transfer: Transferable[] = []) {
   self.postMessage(m, transfer);
@@ -237,15 +251,18 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   const shown = report.excludedIncomplete ? excludeIncomplete(combined) : combined;
   // The worker switches to the new trace only once the page has it: a trace that fails to reach the page
   // (too large to copy) leaves both on the previous one.
-  try {
-    post({ type: 'imported', id, summary, report, trace: shown, tokenText: new Map() });
-  } catch (e) {
-    throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
-  }
+  const prevKnown = known;
   known = new Set();
-  textsPending = ids;
+  textsPending = [];
   textsInFlight = [];
   textsJob++;
+  try {
+    // the trace's token texts come with it (lookups once the vocabulary is warm, see warmTexts)
+    post({ type: 'imported', id, summary, report, trace: shown, tokenText: newTexts(ids) });
+  } catch (e) {
+    known = prevKnown;
+    throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
+  }
   imported = { trace: combined, summary, report };
   trace = shown;
 }
