@@ -55,10 +55,19 @@ function warmTexts(t: ChatTokenizer): void {
   const all = new Int32Array(t.vocabSize);
   for (let i = 0; i < all.length; i++) all[i] = i;
   void tokenTextsSliced(t, [all], async () => {
-    await new Promise((r) => setTimeout(r, 0));
+    // an import (reading, parsing) goes first
+    do await new Promise((r) => setTimeout(r, importing ? 20 : 0));
+    while (importing);
     return true;
+  }).then(() => {
+    warmFor = t;
   });
 }
+
+/** the tokenizer whose whole vocabulary is decoded (warmTexts) */
+let warmFor: ChatTokenizer | null = null;
+/** an import is reading or parsing */
+let importing = false;
 
 function post(m: FromWorker, transfer: Transferable[] = []) {
   self.postMessage(m, transfer);
@@ -76,9 +85,6 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
   for (const id of out.keys()) known.add(id);
   return out;
 }
-
-/** token texts per `texts` message */
-const TEXTS_PER_MESSAGE = 8192;
 
 /** bumped by each import: a decoding of the texts of an earlier trace stops */
 let textsJob = 0;
@@ -102,18 +108,10 @@ async function sendPendingTexts(id: number) {
   });
   if (!texts || job !== textsJob) return;
   textsInFlight = [];
-  // in parts, so the page merges each in a short task of its own
-  let part = new Map<number, string>();
-  for (const [k, v] of texts) {
-    if (known.has(k)) continue;
-    known.add(k);
-    part.set(k, v);
-    if (part.size === TEXTS_PER_MESSAGE) {
-      post({ type: 'texts', id, tokenText: part });
-      part = new Map();
-    }
-  }
-  if (part.size > 0) post({ type: 'texts', id, tokenText: part });
+  // one message: the page merges it into its map once
+  for (const k of known) texts.delete(k);
+  for (const k of texts.keys()) known.add(k);
+  if (texts.size > 0) post({ type: 'texts', id, tokenText: texts });
 }
 
 /**
@@ -256,9 +254,19 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
   textsPending = [];
   textsInFlight = [];
   textsJob++;
+  // The trace's token texts come with it once the vocabulary is decoded (lookups, see warmTexts); before that
+  // they follow the first weights, so the first picture does not wait for 150k decodes.
+  const warm = tok !== null && warmFor === tok;
+  if (!warm) textsPending = ids;
   try {
-    // the trace's token texts come with it (lookups once the vocabulary is warm, see warmTexts)
-    post({ type: 'imported', id, summary, report, trace: shown, tokenText: newTexts(ids) });
+    post({
+      type: 'imported',
+      id,
+      summary,
+      report,
+      trace: shown,
+      tokenText: warm ? newTexts(ids) : new Map(),
+    });
   } catch (e) {
     known = prevKnown;
     throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
@@ -317,7 +325,12 @@ self.onmessage = (e: MessageEvent) => {
     return;
   }
   if (msg.type === 'import') {
-    runImport(msg).catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
+    importing = true;
+    runImport(msg)
+      .catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }))
+      .finally(() => {
+        importing = false;
+      });
   } else if (msg.type === 'filter') {
     try {
       runFilter(msg);
