@@ -55,14 +55,27 @@ function warmTexts(t: ChatTokenizer): void {
   const all = new Int32Array(t.vocabSize);
   for (let i = 0; i < all.length; i++) all[i] = i;
   void tokenTextsSliced(t, [all], async () => {
-    // an import (reading, parsing) goes first
-    do await new Promise((r) => setTimeout(r, importing ? 20 : 0));
-    while (importing);
+    await yieldToRequests();
     return true;
   }).then(() => {
     warmFor = t;
   });
 }
+
+/** when the page last asked for something */
+let lastRequestAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * Background decoding gives way: to an import while it reads and parses, and to the page while it keeps asking
+ * (toggles), so on a machine with few cores it never competes with the answers for a core.
+ */
+async function yieldToRequests(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 0));
+  while (importing || performance.now() - lastRequestAt < QUIET_MS)
+    await new Promise((r) => setTimeout(r, 50));
+}
+/** how long after a request background decoding waits */
+const QUIET_MS = 500;
 
 /** the tokenizer whose whole vocabulary is decoded (warmTexts) */
 let warmFor: ChatTokenizer | null = null;
@@ -103,7 +116,7 @@ async function sendPendingTexts(id: number) {
   const job = ++textsJob;
   const t = tok;
   const texts = await tokenTextsSliced(t, arrays, async () => {
-    await new Promise((r) => setTimeout(r, 0));
+    await yieldToRequests();
     return job === textsJob && tok === t;
   });
   if (!texts || job !== textsJob) return;
@@ -316,6 +329,7 @@ async function runCompute() {
 }
 
 self.onmessage = (e: MessageEvent) => {
+  lastRequestAt = performance.now();
   let msg: ToWorker;
   try {
     msg = checkToWorker(e.data);
