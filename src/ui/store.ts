@@ -250,9 +250,10 @@ const URL_WRITE_INTERVAL_MS = 100;
 
 /**
  * Keeps the store and `location.hash` in step both ways. Returns an unsubscribe function. A change is written to
- * the URL at once (a link copied right after a click is the view it shows), except within a burst (keys held
- * down): then the latest state is written when the interval since the last write has passed, and before the page
- * is hidden or left.
+ * the URL right after the frame that shows it (history.replaceState can take tens of milliseconds on a busy
+ * machine, so it does not delay that frame; a link copied right after a click is the view it shows), except within
+ * a burst (keys held down): then the latest state is written when the interval since the last write has passed,
+ * and before the page is hidden or left.
  */
 export function bindViewToUrl(): () => void {
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -267,9 +268,20 @@ export function bindViewToUrl(): () => void {
     }
   };
   const unsub = useView.subscribe(() => {
+    if (timer !== null) return; // a write is due and reads the latest state
     const wait = lastWrite + URL_WRITE_INTERVAL_MS - performance.now();
-    if (wait <= 0) write();
-    else if (timer === null) timer = setTimeout(write, wait);
+    if (wait > 0) {
+      timer = setTimeout(write, wait);
+      return;
+    }
+    // after the next frame; the timer also writes it where no frame comes (a hidden page)
+    const due = setTimeout(write, URL_WRITE_INTERVAL_MS);
+    timer = due;
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        if (timer === due) write();
+      }, 0),
+    );
   });
   const flush = () => {
     if (timer !== null) write();

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { getAdvEstimator, listAdvEstimators, traceUnavailable } from '../../src/core/algos/advantage';
 import { listLossModes } from '../../src/core/algos/lossModes';
 import { DEFAULT_TRAINER_OPTIONS, type TrainerOptions } from '../../src/core/pipeline/options';
-import { computeTrainerView } from '../../src/core/pipeline/trainer';
+import { computeTrainerView, withLossMode } from '../../src/core/pipeline/trainer';
 import { combineTraces } from '../../src/core/trace/combine';
 import { toJsonlTrace } from '../../src/core/trace/io';
+import { AGENT_BATCH_SHAPE, syntheticAgentBatch } from '../../src/core/trace/synthetic';
 import type { ModelCall, Rollout } from '../../src/core/trace/types';
-import { compute, newBuildCache, parseTrace, splitResult } from '../../src/ui/lab/pipeline';
+import { compute, forTransfer, newBuildCache, parseTrace, splitResult } from '../../src/ui/lab/pipeline';
 
 function call(prompt: number[], response: number[]): ModelCall {
   return {
@@ -74,6 +76,72 @@ describe('lab pipeline over core', () => {
     expect(res.groupKeys).toEqual(['g0', 'g1']);
     expect(res.reference).toBe('Agent Lightning 1.0.x + verl 0.8.0');
     expect(res.advantagesDType).toBe('bfloat16');
+  });
+
+  it('gives the uncached numbers from its stage cache, through every loss mode and estimator toggle', () => {
+    // a small agent batch: merges, merge breaks, groups of 4, engine log-probs (rollout correction applies)
+    const agent = syntheticAgentBatch({
+      ...AGENT_BATCH_SHAPE,
+      rollouts: 16,
+      callsPerRollout: 4,
+      groupSize: 4,
+      mismatchRate: 0.2,
+    });
+    const trace = { rollouts: agent, issues: [], counters: {} };
+    const cache = newBuildCache();
+    const estimators = listAdvEstimators()
+      .filter((e) => !traceUnavailable(getAdvEstimator(e.name)))
+      .map((e) => e.name);
+    expect(estimators.length).toBeGreaterThan(2);
+    const strip = ({ buildSerial: _b, viewSerial: _v, ...rest }: ReturnType<typeof compute>) => rest;
+    let lastView = -1;
+    for (const advEstimator of estimators) {
+      const serials = new Set<number>();
+      for (const m of [...listLossModes(), ...listLossModes().reverse()]) {
+        const o = { ...opts, advEstimator, lossMode: m.name, rolloutIs: 'token' as const };
+        const cached = compute(trace, o, undefined, cache);
+        expect(strip(cached)).toEqual(strip(compute(trace, o)));
+        serials.add(cached.viewSerial);
+      }
+      // a loss-mode change reuses the view; an estimator change computes a new one
+      expect(serials.size).toBe(1);
+      expect([...serials][0]).not.toBe(lastView);
+      lastView = [...serials][0];
+    }
+    // rollout correction kept across those toggles is computed again when its own options change
+    for (const rolloutIsThreshold of [1.01, 2, 1.01]) {
+      const o = { ...opts, rolloutIs: 'token' as const, rolloutIsThreshold };
+      expect(strip(compute(trace, o, undefined, cache))).toEqual(strip(compute(trace, o)));
+    }
+  });
+
+  it('selects another loss mode on a view only when nothing else differs', () => {
+    const view = computeTrainerView({ rollouts, options: opts });
+    for (const m of listLossModes()) {
+      const other = computeTrainerView({ rollouts, options: { ...opts, lossMode: m.name } });
+      const moved = withLossMode(view, { ...opts, lossMode: m.name });
+      expect(moved.selected.name).toBe(m.name);
+      expect(moved.options).toEqual(other.options);
+      expect(moved.groups).toEqual(other.groups);
+      expect(Array.from(moved.selected.weights)).toEqual(Array.from(other.selected.weights));
+    }
+    expect(() => withLossMode(view, { ...opts, advEstimator: 'rloo' })).toThrow(/more than the loss mode/);
+  });
+
+  it('hands over copies of the weights, so the cached arrays survive the transfer', () => {
+    const trace = { rollouts, issues: [], counters: {} };
+    const cache = newBuildCache();
+    const res = compute(trace, opts, undefined, cache);
+    const { weights } = splitResult(res);
+    const sent = forTransfer(weights);
+    expect(sent.weights).toEqual(weights);
+    expect(sent.transfer.length).toBeGreaterThan(5);
+    expect(new Set(sent.transfer).size).toBe(sent.transfer.length);
+    const before = Array.from(weights.tokenWeight);
+    structuredClone(sent.weights, { transfer: sent.transfer });
+    expect(sent.weights.tokenWeight.length).toBe(0); // detached: it went over
+    expect(Array.from(weights.tokenWeight)).toEqual(before);
+    expect(Array.from(compute(trace, opts, undefined, cache).tokenWeight)).toEqual(before);
   });
 
   it('reuses built rows when only weight options change, and rebuilds when sample building changes', () => {

@@ -32,7 +32,7 @@ import { rowTokenCounts } from '../algos/aggLoss';
 import { type Grouping, indexGroups } from '../algos/groups';
 import { getLossMode, type LossContext, listLossModes } from '../algos/lossModes';
 import { type FloatDType, rounder } from '../algos/numeric';
-import { computeRolloutCorrection } from '../algos/rolloutCorrection';
+import { computeRolloutCorrection, type RolloutCorrectionResult } from '../algos/rolloutCorrection';
 import { computeRolloutLevelAdvantage, normalizeAdvantagesByRollout } from '../algos/rolloutLevel';
 import type { ReferenceStack } from '../algos/stacks';
 import { trimBatch } from '../algos/trim';
@@ -195,9 +195,32 @@ export interface TrainerAdvantages {
   metrics: Record<string, number>;
 }
 
+/**
+ * Rollout correction (step 7) already computed on a trainer batch with the engine's log-probs as the old ones and
+ * options of one `correctionKey`: reused while both stay the same (the page's worker keeps it across estimator
+ * toggles).
+ */
+export interface CorrectionMemo {
+  tb: TrainerBatch | null;
+  key: string;
+  result: RolloutCorrectionResult | null;
+}
+
+/** The options rollout correction (step 7) reads. */
+export function correctionKey(o: TrainerOptions): string {
+  return JSON.stringify([
+    o.rolloutIs,
+    o.rolloutIsThreshold,
+    o.rolloutIsBatchNormalize,
+    o.rolloutRs,
+    o.rolloutRsThreshold,
+    o.referenceStack,
+  ]);
+}
+
 export function computeTrainerAdvantages(
   tb: TrainerBatch,
-  extra: { oldLogProbs?: Float32Array } = {},
+  extra: { oldLogProbs?: Float32Array; correction?: CorrectionMemo } = {},
 ): TrainerAdvantages {
   const o = tb.options;
   checkEstimator(o);
@@ -212,14 +235,21 @@ export function computeTrainerAdvantages(
   let mask = batch.mask;
   let rolloutIsWeights: Float32Array | null = null;
   if (batch.responseLogProbs && n > 0) {
-    const rc = computeRolloutCorrection(batch, oldLogProbs, batch.responseLogProbs, {
-      rolloutIs: o.rolloutIs,
-      rolloutIsThreshold: o.rolloutIsThreshold,
-      rolloutIsBatchNormalize: o.rolloutIsBatchNormalize,
-      rolloutRs: o.rolloutRs,
-      rolloutRsThreshold: o.rolloutRsThreshold,
-      stack: o.referenceStack,
-    });
+    // a memo holds only results with the engine's log-probs as the old ones
+    const memo = extra.oldLogProbs ? undefined : extra.correction;
+    const key = memo ? correctionKey(o) : '';
+    const rc =
+      memo?.result && memo.tb === tb && memo.key === key
+        ? memo.result
+        : computeRolloutCorrection(batch, oldLogProbs, batch.responseLogProbs, {
+            rolloutIs: o.rolloutIs,
+            rolloutIsThreshold: o.rolloutIsThreshold,
+            rolloutIsBatchNormalize: o.rolloutIsBatchNormalize,
+            rolloutRs: o.rolloutRs,
+            rolloutRsThreshold: o.rolloutRsThreshold,
+            stack: o.referenceStack,
+          });
+    if (memo) Object.assign(memo, { tb, key, result: rc });
     mask = rc.responseMask;
     rolloutIsWeights = rc.rolloutIsWeights;
     Object.assign(metrics, rc.metrics);
@@ -428,6 +458,10 @@ export interface TrainerViewInput {
   tokenizer?: ChatTokenizer;
   /** rows already built with the same sample-building options (the page caches them) */
   build?: BuildResult;
+  /** steps 1–4 already done on `build` with the same `prepareKey` options (the page caches them) */
+  prepared?: TrainerBatch;
+  /** step 7's last result, reused when it was computed on `prepared` with the same `correctionKey`; updated */
+  correction?: CorrectionMemo;
   /** the trainer's old log-probs per trained token (see prepareTrainerBatch); default: the engine's */
   oldLogProbs?: Float32Array;
 }
@@ -463,6 +497,18 @@ export function buildKey(o: TrainerOptions): string {
   ]);
 }
 
+/** The options steps 2–4 read (prepareTrainerBatch): its result can be reused while they and the rows stay the same. */
+export function prepareKey(o: TrainerOptions): string {
+  return JSON.stringify([
+    o.rewardFillnaValue,
+    o.rewardDtype,
+    o.ppoMiniBatchSize,
+    o.maxPpoUpdateTimes,
+    o.trimSeed,
+    o.balanceBatch,
+  ]);
+}
+
 /**
  * What the trainer does with these rollouts: steps 1–10 with the given options (upstream names and defaults,
  * see options.ts), every loss mode's per-token ∂L/∂logπ at ratio 1. The page's worker and `lab analyze` both
@@ -472,10 +518,13 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
   const o = resolveTrainerOptions(input.options);
   checkEstimator(o);
   const build = input.build ?? buildRows(input.rollouts, o, input.tokenizer);
-  const tb = prepareTrainerBatch(input.rollouts, build, o);
+  const tb =
+    input.prepared && input.prepared.build === build
+      ? input.prepared
+      : prepareTrainerBatch(input.rollouts, build, o);
   const all = build.batch;
   const nTok = all.offsets[all.nRows];
-  const adv = computeTrainerAdvantages(tb, { oldLogProbs: input.oldLogProbs });
+  const adv = computeTrainerAdvantages(tb, { oldLogProbs: input.oldLogProbs, correction: input.correction });
   const trainPosition = new Int32Array(all.nRows).fill(-1);
   const miniBatch = new Int32Array(all.nRows).fill(-1);
   tb.sourceRow.forEach((r, i) => {
@@ -528,30 +577,8 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
       absTotal,
     };
   });
-  const selected = modes.find((m) => m.name === o.lossMode) as ModeView;
-  // groups of the trained rows, in row order of `batch`
-  const keys: string[] = [];
-  const gid = new Map<string, number>();
-  for (let r = 0; r < all.nRows; r++) {
-    if (trainPosition[r] < 0) continue;
-    if (!gid.has(all.dataIds[r])) {
-      gid.set(all.dataIds[r], keys.length);
-      keys.push(all.dataIds[r]);
-    }
-  }
-  const sums = new Float64Array(keys.length);
-  const negative = new Float64Array(keys.length);
-  const positive = new Float64Array(keys.length);
-  for (let r = 0; r < all.nRows; r++) {
-    if (trainPosition[r] < 0) continue;
-    const g = gid.get(all.dataIds[r]) as number;
-    sums[g] += selected.rowSums[r];
-    for (let t = all.offsets[r]; t < all.offsets[r + 1]; t++) {
-      const w = selected.weights[t];
-      if (w < 0) negative[g] += w;
-      else positive[g] += w;
-    }
-  }
+  const selected = selectedMode(modes, o.lossMode);
+  const groups = groupTotals(all, trainPosition, selected);
   return {
     options: o,
     reference: referenceStackOf(o),
@@ -569,6 +596,80 @@ export function computeTrainerView(input: TrainerViewInput): TrainerView {
     advantagesDType: adv.dtype,
     modes,
     selected,
-    groups: { keys, sums, negative, positive },
+    groups,
+  };
+}
+
+function selectedMode(modes: ModeView[], lossMode: string): ModeView {
+  const m = modes.find((x) => x.name === lossMode);
+  if (!m)
+    throw new TrainerOptionError(
+      getOptionSpec('lossAggMode'),
+      `no loss mode ${JSON.stringify(lossMode)} on this stack`,
+    );
+  return m;
+}
+
+/** Per group (data id) of the trained rows, first-appearance order in `all`: the selected mode's sums. */
+function groupTotals(
+  all: TrainingBatch,
+  trainPosition: Int32Array,
+  selected: ModeView,
+): TrainerView['groups'] {
+  const keys: string[] = [];
+  const gid = new Map<string, number>();
+  const rowGroup = new Int32Array(all.nRows).fill(-1);
+  for (let r = 0; r < all.nRows; r++) {
+    if (trainPosition[r] < 0) continue;
+    let g = gid.get(all.dataIds[r]);
+    if (g === undefined) {
+      g = keys.length;
+      gid.set(all.dataIds[r], g);
+      keys.push(all.dataIds[r]);
+    }
+    rowGroup[r] = g;
+  }
+  const sums = new Float64Array(keys.length);
+  const negative = new Float64Array(keys.length);
+  const positive = new Float64Array(keys.length);
+  const w = selected.weights;
+  for (let r = 0; r < all.nRows; r++) {
+    const g = rowGroup[r];
+    if (g < 0) continue;
+    sums[g] += selected.rowSums[r];
+    let neg = negative[g];
+    let pos = positive[g];
+    for (let t = all.offsets[r]; t < all.offsets[r + 1]; t++) {
+      const x = w[t];
+      if (x < 0) neg += x;
+      else pos += x;
+    }
+    negative[g] = neg;
+    positive[g] = pos;
+  }
+  return { keys, sums, negative, positive };
+}
+
+/** The options except those that choose the loss mode: views that agree on it differ only in `selected` and `groups`. */
+export function lossModeFreeKey(o: TrainerOptions): string {
+  const { lossAggMode: _a, policyLossMode: _p, lossMode: _m, ...rest } = o;
+  return JSON.stringify(rest);
+}
+
+/**
+ * The view `computeTrainerView` gives for `options` when `view` was computed with the same options but another
+ * loss mode (loss_agg_mode, policy_loss.loss_mode): every mode is computed either way, so the loss mode only picks
+ * the selected one and the group totals under it.
+ */
+export function withLossMode(view: TrainerView, options: Partial<TrainerOptions>): TrainerView {
+  const o = resolveTrainerOptions(options);
+  if (lossModeFreeKey(view.options) !== lossModeFreeKey(o))
+    throw new Error('withLossMode: the options differ from the view options in more than the loss mode');
+  const selected = selectedMode(view.modes, o.lossMode);
+  return {
+    ...view,
+    options: o,
+    selected,
+    groups: groupTotals(view.batch, view.trainPosition, selected),
   };
 }

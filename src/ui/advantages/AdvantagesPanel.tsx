@@ -72,7 +72,10 @@ export function AdvantagesPanel() {
   const changes = previous && res ? changedOptions(previous.options, shownOpts) : [];
   const prev = changes.length > 0 ? previous?.result : null;
   const changeText = describeChanges(changes);
-  const weightScale = useMemo(() => scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign), [res, sign]);
+  const weightScale = useMemo(
+    () => scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign, res?.tokenWeightExtent),
+    [res, sign],
+  );
   const equalGroups = useMemo(() => {
     const out = new Set<string>();
     if (!trace || !res) return out;
@@ -84,23 +87,33 @@ export function AdvantagesPanel() {
     if (!prev) return null;
     return new Map(prev.groupKeys.map((k, g) => [k, prev.groupWeight[g]]));
   }, [prev]);
-  const hist = useMemo(() => {
-    if (!res || !trace) return null;
-    const n = rollouts.length;
-    const sgn = (w: Float64Array, keep: Uint8Array) =>
-      Float64Array.from(w, (v, i) => (keep[i] ? signed(v, sign) : Number.NaN));
-    const keepNow = trainedRollouts(res, n);
+  // the trained tokens' advantages are the same in results of one view (a loss-mode change): binned again only
+  // when they or the ghost's change
+  const advKey = res
+    ? `${res.buildSerial}:${res.viewSerial}|${prev ? `${prev.buildSerial}:${prev.viewSerial}` : ''}`
+    : '';
+  // biome-ignore lint/correctness/useExhaustiveDependencies: advKey names the arrays binned (see above)
+  const advHist = useMemo(() => {
+    if (!res) return null;
     const [adv, advGhost] = binValues([res.tokenAdvantage, prev?.tokenAdvantage], BINS, {
       keep: [res.responseMask, prev?.responseMask],
       symmetric: true,
     });
+    return { adv, advGhost: prev ? advGhost : null };
+  }, [advKey]);
+  const hist = useMemo(() => {
+    if (!res || !trace || !advHist) return null;
+    const n = rollouts.length;
+    const sgn = (w: Float64Array, keep: Uint8Array) =>
+      Float64Array.from(w, (v, i) => (keep[i] ? signed(v, sign) : Number.NaN));
+    const keepNow = trainedRollouts(res, n);
     const [w, wGhost] = binValues(
       [sgn(res.rolloutWeight, keepNow), prev ? sgn(prev.rolloutWeight, trainedRollouts(prev, n)) : null],
       BINS,
       { symmetric: true },
     );
-    return { adv, advGhost: prev ? advGhost : null, w, wGhost: prev ? wGhost : null };
-  }, [res, prev, trace, rollouts.length, sign]);
+    return { ...advHist, w, wGhost: prev ? wGhost : null };
+  }, [res, prev, trace, rollouts.length, sign, advHist]);
   const zeroNote = trace && res ? zeroWeightsReason(trace, res, shownOpts) : null;
   let total = 0;
   if (res) for (const w of res.rolloutWeight) total += w;
@@ -133,6 +146,7 @@ export function AdvantagesPanel() {
         data-testid="adv-main"
         data-tokens={res ? res.batch.offsets[res.batch.nRows] : undefined}
         data-result-loss={resOpts?.lossMode}
+        data-result-estimator={resOpts?.advEstimator}
       >
         {!trace ? (
           <NoTrace />

@@ -44,6 +44,9 @@ export function WeightStrip(props: {
     const perPx = n / width;
     const cols = Math.min(width, n);
     const colW = width / cols;
+    // neighbouring columns mostly share a weight (one advantage per row): its colour string is made once
+    let lastV = Number.NaN;
+    let lastColor = '';
     for (let x = 0; x < cols; x++) {
       const a = Math.floor((x * n) / cols);
       const b = Math.max(a + 1, Math.floor(((x + 1) * n) / cols));
@@ -63,7 +66,12 @@ export function WeightStrip(props: {
         // diagonal hatching every 4 px, drawn as short dashes so it survives any column width
         for (let y = (x0 % 4) - 4; y < height; y += 4) g.fillRect(x0, y, Math.max(1, colW * 0.5), 1);
       } else {
-        g.fillStyle = scale.color(best * factor);
+        const v = best * factor;
+        if (!Object.is(v, lastV)) {
+          lastV = v;
+          lastColor = scale.color(v);
+        }
+        g.fillStyle = lastColor;
         g.fillRect(x0, 0, colW + 0.5, height);
       }
     }

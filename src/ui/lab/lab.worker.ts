@@ -12,7 +12,7 @@ import { renameDuplicateIds } from '../../core/trace/dedupe';
 import { nothingToTrainOn, traceInventory } from '../../core/trace/inventory';
 import { type ParsedTrace, TraceReader, tokenizeTextOnly } from '../../core/trace/io';
 import { excludeIncomplete, type TraceBatch } from '../../core/trace/types';
-import { combineTraces, compute, newBuildCache, splitResult } from './pipeline';
+import { combineTraces, compute, forTransfer, newBuildCache, splitResult } from './pipeline';
 import {
   checkToWorker,
   type FromWorker,
@@ -20,7 +20,8 @@ import {
   type ImportSummary,
   type ToWorker,
 } from './protocol';
-import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts } from './tokenizerLoader';
+import { shareTypedArrays } from './shareArrays';
+import { loadPolicyTokenizer, loadQwen3Tokenizer, tokenTexts, tokenTextsSliced } from './tokenizerLoader';
 
 declare const self: DedicatedWorkerGlobalScope;
 
@@ -31,6 +32,11 @@ let tok: ChatTokenizer | null = null;
 /** ids whose texts the page already has */
 let known = new Set<number>();
 const cache = newBuildCache();
+/**
+ * ids of rebuilt rows whose texts the page may not have yet (retokenized prompts, merge windows): decoded after
+ * the weights are posted, so a rebuild's picture does not wait for them
+ */
+let textsPending: ArrayLike<number>[] = [];
 /** build serial of the rows the page has */
 let sentSerial = -1;
 let pending: Extract<ToWorker, { type: 'compute' }> | null = null;
@@ -38,10 +44,46 @@ let running = false;
 
 // Every trace with token ids needs the vocabulary: start loading it as soon as the worker starts, in parallel
 // with the page fetching the sample list and the sample itself. A failure is reported by the import that needs it.
-loadQwen3Tokenizer().catch(() => {});
+loadQwen3Tokenizer().then(warmTexts, () => {});
 
-function post(m: FromWorker) {
-  self.postMessage(m);
+/**
+ * Decodes the whole vocabulary's token texts into the per-tokenizer cache while the worker is otherwise idle (a
+ * few milliseconds at a time, messages answered in between), so an import later only looks its ids' texts up
+ * (a trace over the whole vocabulary needs 150k decodes).
+ */
+function warmTexts(t: ChatTokenizer): void {
+  const all = new Int32Array(t.vocabSize);
+  for (let i = 0; i < all.length; i++) all[i] = i;
+  void tokenTextsSliced(t, [all], async () => {
+    await yieldToRequests();
+    return true;
+  }).then(() => {
+    warmFor = t;
+  });
+}
+
+/** when the page last asked for something */
+let lastRequestAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * Background decoding gives way: to an import while it reads and parses, and to the page while it keeps asking
+ * (toggles), so on a machine with few cores it never competes with the answers for a core.
+ */
+async function yieldToRequests(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 0));
+  while (importing || performance.now() - lastRequestAt < QUIET_MS)
+    await new Promise((r) => setTimeout(r, 50));
+}
+/** how long after a request background decoding waits */
+const QUIET_MS = 500;
+
+/** the tokenizer whose whole vocabulary is decoded (warmTexts) */
+let warmFor: ChatTokenizer | null = null;
+/** an import is reading or parsing */
+let importing = false;
+
+function post(m: FromWorker, transfer: Transferable[] = []) {
+  self.postMessage(m, transfer);
 }
 
 function message(e: unknown): string {
@@ -55,6 +97,34 @@ function newTexts(arrays: ArrayLike<number>[]): Map<number, string> {
   for (const id of known) out.delete(id);
   for (const id of out.keys()) known.add(id);
   return out;
+}
+
+/** bumped by each import: a decoding of the texts of an earlier trace stops */
+let textsJob = 0;
+/** the ids the running decoding covers: a newer one (new rows) takes them over */
+let textsInFlight: ArrayLike<number>[] = [];
+
+/**
+ * Posts the texts of the pending ids, decoded a few milliseconds at a time so a toggle that arrives meanwhile is
+ * computed first.
+ */
+async function sendPendingTexts(id: number) {
+  if (textsPending.length === 0 || !tok) return;
+  const arrays = [...textsInFlight, ...textsPending];
+  textsInFlight = arrays;
+  textsPending = [];
+  const job = ++textsJob;
+  const t = tok;
+  const texts = await tokenTextsSliced(t, arrays, async () => {
+    await yieldToRequests();
+    return job === textsJob && tok === t;
+  });
+  if (!texts || job !== textsJob) return;
+  textsInFlight = [];
+  // one message: the page merges it into its map once
+  for (const k of known) texts.delete(k);
+  for (const k of texts.keys()) known.add(k);
+  if (texts.size > 0) post({ type: 'texts', id, tokenText: texts });
 }
 
 /**
@@ -187,13 +257,29 @@ async function runImport(msg: Extract<ToWorker, { type: 'import' }>) {
     }
   }
   summary.tokenizer = ids.length && tok ? tok.name : null;
+  // the page gets the trace's token ids and log-probs as shared memory, not as a copy
+  shareTypedArrays(combined.rollouts);
   const shown = report.excludedIncomplete ? excludeIncomplete(combined) : combined;
   // The worker switches to the new trace only once the page has it: a trace that fails to reach the page
   // (too large to copy) leaves both on the previous one.
   const prevKnown = known;
   known = new Set();
+  textsPending = [];
+  textsInFlight = [];
+  textsJob++;
+  // The trace's token texts come with it once the vocabulary is decoded (lookups, see warmTexts); before that
+  // they follow the first weights, so the first picture does not wait for 150k decodes.
+  const warm = tok !== null && warmFor === tok;
+  if (!warm) textsPending = ids;
   try {
-    post({ type: 'imported', id, summary, report, trace: shown, tokenText: newTexts(ids) });
+    post({
+      type: 'imported',
+      id,
+      summary,
+      report,
+      trace: shown,
+      tokenText: warm ? newTexts(ids) : new Map(),
+    });
   } catch (e) {
     known = prevKnown;
     throw new Error(`the trace was read but could not be handed to the page: ${message(e)}`);
@@ -226,11 +312,13 @@ async function runCompute() {
       const fresh = rows.buildSerial !== sentSerial;
       // the merge view aligns the ids around each break, which may lie outside the rows (retokenized prompts)
       const windows = result.mergeFailures.flatMap((f) => [f.contextWindow, f.promptWindow]);
-      const tokenText = fresh
-        ? newTexts([result.batch.responseIds, result.batch.promptIds, ...windows])
-        : new Map();
+      // rows are rebuilt rarely and read-only: shared with the page, like the trace
+      if (fresh) shareTypedArrays(rows.batch);
+      if (fresh) textsPending.push(result.batch.responseIds, result.batch.promptIds, ...windows);
       sentSerial = rows.buildSerial;
-      post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights, tokenText });
+      const sent = forTransfer(weights);
+      post({ type: 'computed', id: msg.id, rows: fresh ? rows : null, weights: sent.weights }, sent.transfer);
+      void sendPendingTexts(msg.id);
     } catch (e) {
       post({ type: 'failed', id: msg.id, message: message(e) });
     }
@@ -241,6 +329,7 @@ async function runCompute() {
 }
 
 self.onmessage = (e: MessageEvent) => {
+  lastRequestAt = performance.now();
   let msg: ToWorker;
   try {
     msg = checkToWorker(e.data);
@@ -250,7 +339,12 @@ self.onmessage = (e: MessageEvent) => {
     return;
   }
   if (msg.type === 'import') {
-    runImport(msg).catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }));
+    importing = true;
+    runImport(msg)
+      .catch((err) => post({ type: 'failed', id: msg.id, message: message(err) }))
+      .finally(() => {
+        importing = false;
+      });
   } else if (msg.type === 'filter') {
     try {
       runFilter(msg);

@@ -103,7 +103,8 @@ function addTexts(texts: Map<number, string>) {
 
 function onReply(m: FromWorker) {
   const set = useLab.setState;
-  if (m.type === 'computed' || m.type === 'retok') addTexts(m.tokenText);
+  if (m.type === 'texts' || m.type === 'retok') addTexts(m.tokenText);
+  if (m.type === 'texts') return;
   if (m.type === 'computed' && m.rows) lastRows = m.rows;
   if (m.id === retokId) {
     if (m.type === 'retok') set({ retok: m.view, retokError: null });

@@ -13,13 +13,20 @@ import type { TrainerOptions } from '../../core/pipeline/options';
 import {
   buildKey,
   buildRows,
+  type CorrectionMemo,
   computeTrainerView,
+  lossModeFreeKey,
+  prepareKey,
+  prepareTrainerBatch,
+  type TrainerBatch,
   type TrainerCounters,
   type TrainerView,
+  withLossMode,
 } from '../../core/pipeline/trainer';
 import type { ChatTokenizer } from '../../core/tokenize/tokenizer';
 import { parseTraceText } from '../../core/trace/io';
 import type { TraceBatch } from '../../core/trace/types';
+import { finiteExtent } from '../tokens/colorScale';
 import type { ImportSummary } from './protocol';
 
 export { combineTraces } from '../../core/trace/combine';
@@ -38,6 +45,11 @@ export interface ModeWeights {
 export interface ComputeResult {
   /** which build of the rows this is (same serial → same batch object on the worker side) */
   buildSerial: number;
+  /**
+   * which computation of steps 2–9 this is: results with the same serial (a loss-mode change) have the same
+   * rows status, mask, advantages and per-mode weights
+   */
+  viewSerial: number;
   batch: TrainingBatch;
   mergeFailures: MergeFailure[];
   counters: BuildCounters;
@@ -55,6 +67,8 @@ export interface ComputeResult {
   advantagesDType: string;
   /** per batch token: ∂L/∂logπ at ratio 1 under the selected mode */
   tokenWeight: Float32Array;
+  /** finite [min, max] of `tokenWeight` over the batch's mask tokens (the weight colour scale's domain) */
+  tokenWeightExtent: [number, number];
   /** per training row / per source rollout, under the selected loss mode */
   rowWeight: Float64Array;
   rolloutWeight: Float64Array;
@@ -87,8 +101,10 @@ export function parseTrace(
 }
 
 /**
- * The last built rows per trace, keyed by the sample-building options: an advantage or loss toggle reuses the
- * rows and only recomputes the rest (sample building dominates on large traces).
+ * The last computation per trace, stage by stage, so a toggle recomputes only the stages the toggled option
+ * reads: rows keyed by the sample-building options (sample building dominates on large traces), the trainer's
+ * batch (steps 2–4) by `prepareKey`, and the whole view by every option but the loss mode (a loss-mode change
+ * only picks another of the modes, all computed).
  */
 export interface BuildCache {
   trace: TraceBatch | null;
@@ -96,10 +112,31 @@ export interface BuildCache {
   built: BuildResult | null;
   /** bumped each time rows are rebuilt */
   serial: number;
+  prepKey: string;
+  prepared: TrainerBatch | null;
+  /** rollout correction (step 7) on `prepared`, kept across estimator toggles */
+  correction: CorrectionMemo;
+  viewKey: string;
+  view: TrainerView | null;
+  noRows: NoRowsEntry[];
+  /** bumped each time the view is recomputed (not on a loss-mode change) */
+  viewSerial: number;
 }
 
 export function newBuildCache(): BuildCache {
-  return { trace: null, key: '', built: null, serial: 0 };
+  return {
+    trace: null,
+    key: '',
+    built: null,
+    serial: 0,
+    prepKey: '',
+    prepared: null,
+    correction: { tb: null, key: '', result: null },
+    viewKey: '',
+    view: null,
+    noRows: [],
+    viewSerial: 0,
+  };
 }
 
 function build(
@@ -120,10 +157,12 @@ export function toComputeResult(
   view: TrainerView,
   buildSerial: number,
   noRows: NoRowsEntry[] = [],
+  viewSerial = 0,
 ): ComputeResult {
   const sel = view.selected;
   return {
     buildSerial,
+    viewSerial,
     batch: view.batch,
     mergeFailures: view.build.mergeFailures,
     counters: view.build.counters,
@@ -135,6 +174,7 @@ export function toComputeResult(
     tokenAdvantage: view.advantages,
     advantagesDType: view.advantagesDType,
     tokenWeight: sel.weights,
+    tokenWeightExtent: finiteExtent(sel.weights, view.batch.mask),
     rowWeight: sel.rowSums,
     rolloutWeight: sel.rolloutSums,
     groupKeys: view.groups.keys,
@@ -154,8 +194,50 @@ export function compute(
   cache?: BuildCache,
 ): ComputeResult {
   const built = build(trace, o, tokenizer, cache);
-  const view = computeTrainerView({ rollouts: trace.rollouts, options: o, tokenizer, build: built });
-  return toComputeResult(view, cache?.serial ?? 0, whyNoRows(trace.rollouts, view.options, view, tokenizer));
+  if (!cache) {
+    const view = computeTrainerView({ rollouts: trace.rollouts, options: o, tokenizer, build: built });
+    return toComputeResult(view, 0, whyNoRows(trace.rollouts, view.options, view, tokenizer));
+  }
+  const viewKey = lossModeFreeKey(o);
+  if (cache.view && cache.view.build === built && cache.viewKey === viewKey) {
+    const view = withLossMode(cache.view, o);
+    return toComputeResult(view, cache.serial, cache.noRows, cache.viewSerial);
+  }
+  const prepKey = prepareKey(o);
+  const prepared =
+    cache.prepared && cache.prepared.build === built && cache.prepKey === prepKey
+      ? cache.prepared
+      : prepareTrainerBatch(trace.rollouts, built, o);
+  const view = computeTrainerView({
+    rollouts: trace.rollouts,
+    options: o,
+    tokenizer,
+    build: built,
+    prepared,
+    correction: cache.correction,
+  });
+  const noRows = whyNoRows(trace.rollouts, view.options, view, tokenizer);
+  Object.assign(cache, { prepKey, prepared, viewKey, view, noRows, viewSerial: cache.viewSerial + 1 });
+  return toComputeResult(view, cache.serial, noRows, cache.viewSerial);
+}
+
+/**
+ * A copy of a weights part whose typed arrays are its own, and their buffers: the worker keeps its cached arrays
+ * and hands the copies over without a second copy on the page's thread (a transfer is O(1) on the receiving side).
+ */
+export function forTransfer(w: WeightsPart): { weights: WeightsPart; transfer: ArrayBuffer[] } {
+  const transfer: ArrayBuffer[] = [];
+  const own = <T>(v: T): T => {
+    if (!ArrayBuffer.isView(v)) return v;
+    const c = (v as unknown as Float32Array).slice();
+    transfer.push(c.buffer as ArrayBuffer);
+    return c as unknown as T;
+  };
+  const out = { ...w } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(w)) out[k] = own(v);
+  const weights = out as unknown as WeightsPart;
+  weights.modes = w.modes.map((m) => ({ ...m, rolloutWeight: own(m.rolloutWeight) }));
+  return { weights, transfer };
 }
 
 /** The rows part of a result: sent to the page only when it was rebuilt. */

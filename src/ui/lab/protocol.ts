@@ -67,8 +67,9 @@ export type FromWorker =
       /** null when the rows are the ones sent last (only the weights changed) */
       rows: BuiltRows | null;
       weights: WeightsPart;
-      tokenText: Map<number, string>;
     }
+  /** texts of token ids the page does not have yet (sent after the weights that use them) */
+  | { type: 'texts'; id: number; tokenText: Map<number, string> }
   | { type: 'retok'; id: number; view: RetokCallView; tokenText: Map<number, string> }
   | { type: 'failed'; id: number; message: string };
 
@@ -139,8 +140,10 @@ export function checkFromWorker(v: unknown): FromWorker {
         return v as FromWorker;
       break;
     case 'computed':
-      if ((v.rows === null || isObj(v.rows)) && isObj(v.weights) && v.tokenText instanceof Map)
-        return v as FromWorker;
+      if ((v.rows === null || isObj(v.rows)) && isObj(v.weights)) return v as FromWorker;
+      break;
+    case 'texts':
+      if (v.tokenText instanceof Map) return v as FromWorker;
       break;
     case 'retok':
       if (isObj(v.view) && v.tokenText instanceof Map) return v as FromWorker;

@@ -53,11 +53,13 @@ export function scaleFor(
   values: ArrayLike<number> | undefined,
   mask: ArrayLike<number> | undefined,
   sign: WeightSign,
+  /** `finiteExtent(values, mask)` when the caller has it already (the lab worker sends the weights' one) */
+  known?: [number, number],
 ): ColorScale {
   if (key === 'mask') return maskScale();
-  const extent = values
-    ? finiteExtent(values, key === 'weight' || key === 'advantage' ? mask : undefined)
-    : [0, 0];
+  const extent =
+    known ??
+    (values ? finiteExtent(values, key === 'weight' || key === 'advantage' ? mask : undefined) : [0, 0]);
   const ext = extent as [number, number];
   if (key === 'logprob' || key === 'trainerLogprob')
     return sequentialScale([Math.min(ext[0], -1e-6), 0], true);

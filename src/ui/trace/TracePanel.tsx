@@ -186,10 +186,19 @@ export function TracePanel() {
                 ? vocabQuantity(colorBy, rollouts)
                 : undefined;
     // weights: the diverging scale is symmetric around 0, so core's ∂L/∂logπ gives the same domain as the push
-    return scaleFor(colorBy, values, res?.batch.mask, sign);
+    return scaleFor(
+      colorBy,
+      values,
+      res?.batch.mask,
+      sign,
+      colorBy === 'weight' ? res?.tokenWeightExtent : undefined,
+    );
   }, [res, colorBy, sign, trainer, rollouts]);
   const weightScale = useMemo(
-    () => (colorBy === 'weight' ? scale : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign)),
+    () =>
+      colorBy === 'weight'
+        ? scale
+        : scaleFor('weight', res?.tokenWeight, res?.batch.mask, sign, res?.tokenWeightExtent),
     [res, colorBy, scale, sign],
   );
   const run = useActiveRunSettings();
