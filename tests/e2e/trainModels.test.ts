@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -7,6 +7,7 @@ import { parseLlamaConfig } from '../../src/engine/llama/config';
 import { runMemoryFit } from '../../src/train/broughtModel';
 import { resolveTrainConfig } from '../../src/train/config';
 import { PAGE_CPU_LIMITS } from '../../src/ui/train/modelFit';
+import { writeQwen3ShapeFolder } from '../fixtures/modelShapes';
 import { launch, screenshot } from './browser';
 
 // The Train tab on a Hugging Face folder: a tiny Llama folder picked in the model field trains one LoRA step in
@@ -117,21 +118,7 @@ describe('the Train tab on a Hugging Face folder', () => {
   it('refuses a folder whose step cannot fit, naming the term and by how much', async () => {
     // Qwen3-0.6B's shape (config.json only; the page never reads weights it refuses)
     const big = join(tmp, 'qwen3-0.6b-shape');
-    const cfg = JSON.parse(readFileSync(join(qwen3, 'config.json'), 'utf8'));
-    Object.assign(cfg, {
-      hidden_size: 1024,
-      intermediate_size: 3072,
-      num_hidden_layers: 28,
-      num_attention_heads: 16,
-      num_key_value_heads: 8,
-      head_dim: 128,
-      vocab_size: 151936,
-      max_position_embeddings: 40960,
-      layer_types: Array(28).fill('full_attention'),
-    });
-    mkdirSync(big, { recursive: true });
-    writeFileSync(join(big, 'config.json'), JSON.stringify(cfg));
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(qwen3, f), join(big, f));
+    const cfg = writeQwen3ShapeFolder(qwen3, big);
     const full = { ...CONFIG, 'actor_rollout_ref.model.lora_rank': '0' };
     // what the refusal must say, from the same table of terms
     const fitOf = (lora_rank: number) =>

@@ -1,8 +1,9 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { writeQwen3ShapeFolder } from '../fixtures/modelShapes';
 import { launch } from './browser';
 
 // The Train tab on a Hugging Face folder with lab.backend webgpu: the trainer worker requests its own WebGPU
@@ -51,21 +52,7 @@ describe('the Train tab on a Hugging Face folder with lab.backend webgpu', () =>
   it("checks the step against this browser's adapter: a Qwen3-0.6B-shaped f32 base is refused by the stated total, a buffer over the limit named", async () => {
     const qwen3 = resolve(__dirname, '../models/qwen3');
     const big = join(tmp, 'qwen3-0.6b-shape');
-    const cfg = JSON.parse(readFileSync(join(qwen3, 'config.json'), 'utf8'));
-    Object.assign(cfg, {
-      hidden_size: 1024,
-      intermediate_size: 3072,
-      num_hidden_layers: 28,
-      num_attention_heads: 16,
-      num_key_value_heads: 8,
-      head_dim: 128,
-      vocab_size: 151936,
-      max_position_embeddings: 40960,
-      layer_types: Array(28).fill('full_attention'),
-    });
-    mkdirSync(big, { recursive: true });
-    writeFileSync(join(big, 'config.json'), JSON.stringify(cfg));
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(qwen3, f), join(big, f));
+    writeQwen3ShapeFolder(qwen3, big);
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     page.on('pageerror', (e) => errors.push(e.message));
     // f32 base, 8 rows of 128 tokens: over the 4 GiB stated for WebGPU

@@ -11,22 +11,10 @@ import type { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
 import { broughtModel, memoryRefusal, runMemoryFit, runStepShape } from '../../src/train/broughtModel';
 import { resolveTrainConfig } from '../../src/train/config';
 import { RunLaunchError } from '../../src/train/launch';
+import { QWEN3_06B_CONFIG } from '../fixtures/modelShapes';
 
 // Qwen3-0.6B's shape (its config.json's sizes)
-const qwen06 = parseLlamaConfig({
-  model_type: 'qwen3',
-  hidden_size: 1024,
-  intermediate_size: 3072,
-  num_hidden_layers: 28,
-  num_attention_heads: 16,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1e6,
-  tie_word_embeddings: true,
-});
+const qwen06 = parseLlamaConfig(QWEN3_06B_CONFIG);
 const lora16 = checkLoraConfig({ r: 16, alpha: 32, targetModules: parseTargetModules('all-linear') });
 const MiB = 2 ** 20;
 

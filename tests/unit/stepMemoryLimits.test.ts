@@ -21,36 +21,11 @@ import {
   runTarget,
 } from '../../src/train/broughtModel';
 import { resolveTrainConfig, type TrainConfigPatch } from '../../src/train/config';
+import { QWEN3_06B_CONFIG, SMOLLM2_135M_CONFIG } from '../fixtures/modelShapes';
 
 // The two shapes of the benchmark, from their config.json sizes
-const smollm2 = parseLlamaConfig({
-  model_type: 'llama',
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  head_dim: 64,
-  vocab_size: 49152,
-  max_position_embeddings: 8192,
-  rms_norm_eps: 1e-5,
-  rope_theta: 100000,
-  tie_word_embeddings: true,
-});
-const qwen06 = parseLlamaConfig({
-  model_type: 'qwen3',
-  hidden_size: 1024,
-  intermediate_size: 3072,
-  num_hidden_layers: 28,
-  num_attention_heads: 16,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1e6,
-  tie_word_embeddings: true,
-});
+const smollm2 = parseLlamaConfig(SMOLLM2_135M_CONFIG);
+const qwen06 = parseLlamaConfig(QWEN3_06B_CONFIG);
 const MiB = 2 ** 20;
 const cfgOf = (patch: TrainConfigPatch = {}) =>
   resolveTrainConfig({
