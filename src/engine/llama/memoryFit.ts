@@ -8,6 +8,7 @@
  * flat buffer) plus the norm weights and biases in f32; the CPU engine holds the rounded values in f32.
  */
 import { type BaseDtype, baseBytes } from '../cpu/half';
+import type { Layout } from '../model';
 import type { LlamaConfig } from './config';
 import { type LoraConfig, type TrainStepMemory, trainStepMemory } from './lora';
 import { llamaLayout } from './model';
@@ -57,12 +58,46 @@ export function weightBytes(cfg: LlamaConfig, dtype: BaseDtype): number {
   return baseBytes(layout.total, dtype) + 4 * vectors;
 }
 
+/** Elements [start, end) of the flat layout held by one GPU weight buffer (start even: packed halves stay whole). */
+export interface WeightShard {
+  start: number;
+  end: number;
+}
+
+/**
+ * How the WebGPU engine splits the base weights into buffers no larger than `limit` bytes (the adapter's
+ * min(maxStorageBufferBindingSize, maxBufferSize)): tensors in layout order, each whole inside one buffer, a new
+ * buffer begun where the next tensor would overflow. One shard when the flat buffer fits. Throws, naming the
+ * tensor, when a single tensor exceeds the limit.
+ */
+export function planWeightShards(layout: Layout, dtype: BaseDtype, limit: number): WeightShard[] {
+  const bytes = (n: number) => baseBytes(n, dtype);
+  if (bytes(layout.total) <= limit) return [{ start: 0, end: layout.total }];
+  const shards: WeightShard[] = [];
+  let start = 0;
+  for (const t of layout.tensors) {
+    if (bytes(t.size + 1) > limit)
+      throw new Error(
+        `tensor ${t.name} (${mib(bytes(t.size))} as ${dtype}) exceeds this adapter's largest storage binding (${mib(limit)})`,
+      );
+    const end = t.offset + t.size;
+    if (bytes(end - start) > limit) {
+      shards.push({ start, end: t.offset });
+      start = dtype === 'f32' ? t.offset : t.offset - (t.offset % 2);
+    }
+  }
+  shards.push({ start, end: layout.total });
+  return shards;
+}
+
 /** The step's memory for `rows` rows of `tokens` tokens (the saved activations grow with the rows; the rest does not). */
 export function stepMemory(
   cfg: LlamaConfig,
   lora: LoraConfig | null,
   shape: StepShape,
   baseDtype: BaseDtype = 'f32',
+  /** where the step runs: the WebGPU engine's head workspace holds a vocabulary chunk for every token */
+  engine: 'cpu' | 'webgpu' = 'cpu',
 ): TrainStepMemory {
   if (baseDtype !== 'f32' && !lora)
     throw new Error(
@@ -72,7 +107,14 @@ export function stepMemory(
     throw new Error(`memory: rows must be an integer ≥ 1, got ${shape.rows}`);
   if (!Number.isInteger(shape.tokens) || shape.tokens < 1)
     throw new Error(`memory: tokens must be an integer ≥ 1, got ${shape.tokens}`);
-  const one = trainStepMemory(cfg, lora, shape.tokens, llamaLayout(cfg).total, weightBytes(cfg, baseDtype));
+  const one = trainStepMemory(
+    cfg,
+    lora,
+    shape.tokens,
+    llamaLayout(cfg).total,
+    weightBytes(cfg, baseDtype),
+    engine === 'webgpu' ? shape.tokens : 32,
+  );
   const activations = one.activations * shape.rows;
   return { ...one, activations, total: one.total - one.activations + activations };
 }
@@ -86,7 +128,7 @@ export function trainStepFit(
 ): MemoryFit {
   // the CPU engine computes on the rounded values in f32: only the WebGPU engine stores the halves
   const stored = limits.kind === 'webgpu' ? baseDtype : 'f32';
-  const memory = stepMemory(cfg, lora, shape, stored);
+  const memory = stepMemory(cfg, lora, shape, stored, limits.kind);
   const problems: MemoryProblem[] = [];
   const over = (
     term: MemoryTerm | 'total',
@@ -122,8 +164,19 @@ export function trainStepFit(
         ? 'maxBufferSize'
         : 'maxStorageBufferBindingSize';
     const of = `${limits.label}'s ${which}`;
-    const flat = baseBytes(llamaLayout(cfg).total, stored);
-    over('weights', `the flat ${stored} weight buffer`, flat, bind, of);
+    // the frozen base of a LoRA run is split into buffers of at most `bind` bytes (planWeightShards); full
+    // fine-tuning updates one flat buffer, so it must fit whole
+    const layout = llamaLayout(cfg);
+    if (lora) {
+      const largest = layout.tensors.reduce((a, t) => (t.size > a.size ? t : a), layout.tensors[0]);
+      over(
+        'weights',
+        `the largest ${stored} weight tensor (${largest.name})`,
+        baseBytes(largest.size + 1, stored),
+        bind,
+        of,
+      );
+    } else over('weights', `the flat ${stored} weight buffer`, baseBytes(layout.total, stored), bind, of);
     over('adapter', 'the adapter buffer', memory.adapter, bind, of);
     over('grads', 'the gradient buffer', memory.grads, bind, of);
     over('optimizer', 'each AdamW moment buffer', memory.optimizer / 2, bind, of);
