@@ -65,20 +65,29 @@ export interface WeightShard {
 }
 
 /**
+ * Bytes a weight buffer keeps below the adapter's limit: Dawn on SwiftShader (maxBufferSize 1 GiB) fails to
+ * allocate a buffer of exactly 1 GiB (VK_ERROR_OUT_OF_DEVICE_MEMORY; 1023 MiB succeeds), so a shard stays 1 MiB
+ * under the limit.
+ */
+export const SHARD_HEADROOM = 2 ** 20;
+
+/**
  * How the WebGPU engine splits the base weights into buffers no larger than `limit` bytes (the adapter's
  * min(maxStorageBufferBindingSize, maxBufferSize)): tensors in layout order, each whole inside one buffer, a new
- * buffer begun where the next tensor would overflow. One shard when the flat buffer fits. Throws, naming the
+ * buffer begun where the next tensor would overflow (each at most limit − SHARD_HEADROOM bytes). One shard when
+ * the flat buffer fits. Throws, naming the
  * tensor, when a single tensor exceeds the limit.
  */
-export function planWeightShards(layout: Layout, dtype: BaseDtype, limit: number): WeightShard[] {
+export function planWeightShards(layout: Layout, dtype: BaseDtype, adapterLimit: number): WeightShard[] {
   const bytes = (n: number) => baseBytes(n, dtype);
+  const limit = adapterLimit - SHARD_HEADROOM;
   if (bytes(layout.total) <= limit) return [{ start: 0, end: layout.total }];
   const shards: WeightShard[] = [];
   let start = 0;
   for (const t of layout.tensors) {
     if (bytes(t.size + 1) > limit)
       throw new Error(
-        `tensor ${t.name} (${mib(bytes(t.size))} as ${dtype}) exceeds this adapter's largest storage binding (${mib(limit)})`,
+        `tensor ${t.name} (${mib(bytes(t.size))} as ${dtype}) exceeds this adapter's largest storage binding (${mib(adapterLimit)}, less ${mib(SHARD_HEADROOM)} headroom)`,
       );
     const end = t.offset + t.size;
     if (bytes(end - start) > limit) {
@@ -164,19 +173,25 @@ export function trainStepFit(
         ? 'maxBufferSize'
         : 'maxStorageBufferBindingSize';
     const of = `${limits.label}'s ${which}`;
-    // the frozen base of a LoRA run is split into buffers of at most `bind` bytes (planWeightShards); full
-    // fine-tuning updates one flat buffer, so it must fit whole
+    // the frozen base of a LoRA run is split into buffers of at most `bind` − SHARD_HEADROOM bytes
+    // (planWeightShards); full fine-tuning updates one flat buffer, so it must fit whole (with the same headroom)
     const layout = llamaLayout(cfg);
+    const room = `, with ${mib(SHARD_HEADROOM)} headroom`;
     if (lora) {
       const largest = layout.tensors.reduce((a, t) => (t.size > a.size ? t : a), layout.tensors[0]);
+      const need = baseBytes(largest.size + 1, stored);
       over(
         'weights',
         `the largest ${stored} weight tensor (${largest.name})`,
-        baseBytes(largest.size + 1, stored),
+        need + SHARD_HEADROOM,
         bind,
         of,
+        room,
       );
-    } else over('weights', `the flat ${stored} weight buffer`, baseBytes(layout.total, stored), bind, of);
+    } else {
+      const need = baseBytes(layout.total, stored);
+      over('weights', `the flat ${stored} weight buffer`, need + SHARD_HEADROOM, bind, of, room);
+    }
     over('adapter', 'the adapter buffer', memory.adapter, bind, of);
     over('grads', 'the gradient buffer', memory.grads, bind, of);
     over('optimizer', 'each AdamW moment buffer', memory.optimizer / 2, bind, of);
