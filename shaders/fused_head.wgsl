@@ -1,7 +1,8 @@
-// The output head fused with the log-softmax (CPU reference: src/engine/cpu/fusedLogprob.ts): per hidden row n,
-// z_v = h_n·W_v / τ over the vocabulary with an online log-sum-exp (running max, Σe^(z−m), Σe^(z−m)·z), so no
-// logits are stored. Writes stats (3 per row): logp of the tgt (0 when the tgt is 0xFFFFFFFF: none),
-// entropy, lse. W (V, C) is read at w_off in the parameter buffer. One invocation per row.
+// The output head fused with the log-softmax (CPU reference: src/engine/cpu/fusedLogprob.ts), one vocabulary
+// chunk at a time: the chunk's raw logits h_n·W_v (N, width) come from the matmul kernel into a small workspace,
+// and `chunk` folds them into each row's running online log-sum-exp (max m, Σe^(z−m), Σe^(z−m)·z, the target's z;
+// z = dot / τ), so no (N·V) logits exist. The last chunk writes stats (3 per row): logp of the tgt (0 when the tgt
+// is 0xFFFFFFFF: none), entropy, lse. One invocation per row; the vocabulary is walked in order.
 
 struct Dims {
   N: u32,
@@ -14,26 +15,22 @@ struct Dims {
   _p1: u32,
 }
 
-@group(0) @binding(0) var<uniform> dims: Dims;
-@group(0) @binding(1) var<storage, read> h: array<f32>;
-@group(0) @binding(2) var<storage, read> params: array<u32>;
-@group(0) @binding(3) var<storage, read> targets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> stats: array<f32>;
-
-// element i of the parameter buffer: an f32 word (w_dtype 0, exact) or a packed 16-bit half, f16 (1) or bf16 (2)
-fn w_at(i: u32) -> f32 {
-  if (dims.w_dtype == 0u) {
-    return bitcast<f32>(params[i]);
-  }
-  let w = params[i >> 1u];
-  if (dims.w_dtype == 1u) {
-    return unpack2x16float(w)[i & 1u];
-  }
-  return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u));
+struct Chunk {
+  v0: u32,
+  width: u32,
+  _p0: u32,
+  _p1: u32,
 }
 
+@group(0) @binding(0) var<uniform> dims: Dims;
+@group(0) @binding(1) var<uniform> chunk: Chunk;
+@group(0) @binding(2) var<storage, read> logits: array<f32>;
+@group(0) @binding(3) var<storage, read> targets: array<u32>;
+@group(0) @binding(4) var<storage, read_write> state: array<f32>;
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
+
 @compute @workgroup_size(64)
-fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn chunk_stats(@builtin(global_invocation_id) gid: vec3<u32>) {
   let n = gid.x;
   if (n >= dims.N) {
     return;
@@ -42,13 +39,15 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
   var s = 0.0;
   var sz = 0.0;
   var zt = 0.0;
+  if (chunk.v0 > 0u) {
+    m = state[4u * n];
+    s = state[4u * n + 1u];
+    sz = state[4u * n + 2u];
+    zt = state[4u * n + 3u];
+  }
   let tgt = targets[n];
-  for (var v = 0u; v < dims.V; v = v + 1u) {
-    var dot = 0.0;
-    for (var c = 0u; c < dims.C; c = c + 1u) {
-      dot = dot + h[n * dims.C + c] * w_at(dims.w_off + v * dims.C + c);
-    }
-    let z = dot * dims.inv_temp;
+  for (var j = 0u; j < chunk.width; j = j + 1u) {
+    let z = logits[n * chunk.width + j] * dims.inv_temp;
     if (z > m) {
       let r = exp(m - z);
       s = s * r;
@@ -58,9 +57,16 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>) {
     let e = exp(z - m);
     s = s + e;
     sz = sz + e * z;
-    if (v == tgt) {
+    if (chunk.v0 + j == tgt) {
       zt = z;
     }
+  }
+  if (chunk.v0 + chunk.width < dims.V) {
+    state[4u * n] = m;
+    state[4u * n + 1u] = s;
+    state[4u * n + 2u] = sz;
+    state[4u * n + 3u] = zt;
+    return;
   }
   let lse = m + log(s);
   if (tgt < dims.V) {

@@ -8,8 +8,9 @@
 // Element offsets let A, B, C and the bias live inside larger buffers (the flat parameter / gradient buffers).
 // B is read as raw words: f32 (b_dtype 0, a bitcast: exact) or two 16-bit halves per word, f16 (1) or bf16 (2),
 // widened to f32 (a frozen base stored at half the size; the product still accumulates in f32).
-// 16×16 output tile per workgroup, K walked in 16-wide tiles through workgroup memory. The loop bound comes
-// from the uniform buffer, so both barriers sit in uniform control flow.
+// Each invocation computes a 4×4 block of C in registers (64 invocations: a 64-column × 16-row tile per
+// workgroup), with no workgroup memory and no barrier: on a software adapter (SwiftShader) barriers and shared
+// tiles cost more than the loads they save, and each output is still one sequential sum over k.
 
 struct Dims {
   M: u32,
@@ -32,10 +33,6 @@ struct Dims {
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-const TILE: u32 = 16u;
-var<workgroup> tile_a: array<array<f32, 16>, 16>;
-var<workgroup> tile_b: array<array<f32, 16>, 16>;
-
 // element i of B: an f32 word, or the low (even i) / high (odd i) half of word i / 2
 fn b_at(i: u32) -> f32 {
   if (dims.b_dtype == 0u) {
@@ -49,7 +46,7 @@ fn b_at(i: u32) -> f32 {
 }
 
 fn load_a(mode: u32, row: u32, k: u32) -> f32 {
-  if (row >= dims.M || k >= dims.K) {
+  if (row >= dims.M) {
     return 0.0;
   }
   if (mode == 2u) {
@@ -59,7 +56,7 @@ fn load_a(mode: u32, row: u32, k: u32) -> f32 {
 }
 
 fn load_b(mode: u32, k: u32, col: u32) -> f32 {
-  if (k >= dims.K || col >= dims.N) {
+  if (col >= dims.N) {
     return 0.0;
   }
   if (mode == 1u) {
@@ -68,46 +65,55 @@ fn load_b(mode: u32, k: u32, col: u32) -> f32 {
   return b_at(dims.b_off + k * dims.N + col);
 }
 
-fn tiled(mode: u32, lid: vec3<u32>, wid: vec3<u32>) {
-  let row = wid.y * TILE + lid.y;
-  let col = wid.x * TILE + lid.x;
-  var acc = 0.0;
-  let tiles = (dims.K + TILE - 1u) / TILE;
-  for (var t = 0u; t < tiles; t = t + 1u) {
-    tile_a[lid.y][lid.x] = load_a(mode, row, t * TILE + lid.x);
-    tile_b[lid.y][lid.x] = load_b(mode, t * TILE + lid.y, col);
-    workgroupBarrier();
-    for (var k = 0u; k < TILE; k = k + 1u) {
-      acc = acc + tile_a[lid.y][k] * tile_b[k][lid.x];
-    }
-    workgroupBarrier();
+// One invocation computes a 4×4 block of C: rows 4·gid.y .. +3, columns 4·gid.x .. +3, each a sequential sum
+// over k (the order of the CPU reference), with 8 loads per 16 multiply-adds and no workgroup memory or barrier.
+fn blocked(mode: u32, gid: vec3<u32>) {
+  let row0 = gid.y * 4u;
+  let col0 = gid.x * 4u;
+  if (row0 >= dims.M || col0 >= dims.N) {
+    return;
   }
-  if (row < dims.M && col < dims.N) {
-    acc = acc * dims.scale;
-    if (dims.has_bias != 0u) {
-      acc = acc + bias[dims.bias_off + col];
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  for (var k = 0u; k < dims.K; k = k + 1u) {
+    let bv = vec4<f32>(load_b(mode, k, col0), load_b(mode, k, col0 + 1u), load_b(mode, k, col0 + 2u), load_b(mode, k, col0 + 3u));
+    acc0 = acc0 + load_a(mode, row0, k) * bv;
+    acc1 = acc1 + load_a(mode, row0 + 1u, k) * bv;
+    acc2 = acc2 + load_a(mode, row0 + 2u, k) * bv;
+    acc3 = acc3 + load_a(mode, row0 + 3u, k) * bv;
+  }
+  store_block(row0, col0, acc0);
+  store_block(row0 + 1u, col0, acc1);
+  store_block(row0 + 2u, col0, acc2);
+  store_block(row0 + 3u, col0, acc3);
+}
+
+fn store_block(row: u32, col0: u32, acc: vec4<f32>) {
+  if (row >= dims.M) {
+    return;
+  }
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    if (col0 + j < dims.N) {
+      finish(row, col0 + j, acc[j]);
     }
-    let idx = dims.c_off + row * dims.N + col;
-    if (dims.accumulate != 0u) {
-      acc = acc + c[idx];
-    }
-    c[idx] = acc;
   }
 }
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-  tiled(0u, lid, wid);
+@compute @workgroup_size(16, 4)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  blocked(0u, gid);
 }
 
-@compute @workgroup_size(16, 16)
-fn nt(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-  tiled(1u, lid, wid);
+@compute @workgroup_size(16, 4)
+fn nt(@builtin(global_invocation_id) gid: vec3<u32>) {
+  blocked(1u, gid);
 }
 
-@compute @workgroup_size(16, 16)
-fn tn(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-  tiled(2u, lid, wid);
+@compute @workgroup_size(16, 4)
+fn tn(@builtin(global_invocation_id) gid: vec3<u32>) {
+  blocked(2u, gid);
 }
 
 fn finish(row: u32, col: u32, acc_in: f32) {

@@ -223,7 +223,7 @@ const packedCases: KernelCase[] = (['f16', 'bf16'] as const).flatMap((dtype): Ke
         fusedHeadBackwardCpu(h, W, targets, weights, ref.lse, dh, null, N, C, V, matmulModeCpu, {
           chunk: 32,
         });
-        const d = { N, C, V, wOff, dtype };
+        const d = { N, C, V, wOff, dtype, chunk: 48 };
         const [bh, bp, bt, bs] = [
           up(h),
           up(packHalves(params, dtype)),
@@ -234,7 +234,7 @@ const packedCases: KernelCase[] = (['f16', 'bf16'] as const).flatMap((dtype): Ke
         const stats = await read(bs, 3 * N);
         const pick = (k: number) => Float32Array.from({ length: N }, (_, i) => stats[3 * i + k]);
         const bdh = zeros(N * C);
-        // a frozen (packed) head has no gradient: backward_h alone
+        // a frozen (packed) head has no gradient: dh alone
         await run((p) => K.fusedHeadBackward(p, d, bh, bp, bt, up(weights), bs, bdh, null));
         return [
           { name: 'logp', got: pick(0), want: ref.logp, tolerance: 2e-5 },
@@ -534,7 +534,7 @@ export const KERNEL_CASES: KernelCase[] = [
           temperature,
           chunk: 32,
         });
-        const d = { N, C, V, wOff, temperature, gOff };
+        const d = { N, C, V, wOff, temperature, gOff, chunk: 32 };
         const [bh, bp, bt, bs] = [up(h), up(params), up(Uint32Array.from(targets)), zeros(3 * N)];
         await run((p) => K.fusedHeadForward(p, d, bh, bp, bt, bs));
         const stats = await read(bs, 3 * N);

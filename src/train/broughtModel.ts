@@ -266,17 +266,19 @@ export function largestBuffer(
   fit: MemoryFit,
 ): { what: string; bytes: number; limit: number | null; limitName: string | null } {
   const stored = fit.limits.kind === 'webgpu' ? cfg.lab.lora_base_dtype : 'f32';
-  const [b] = stepBuffers(model, fit.memory, stored);
   const l = fit.limits;
   if (l.kind === 'webgpu') {
     const small = l.maxBufferSize <= l.maxStorageBufferBindingSize;
+    const adapterLimit = Math.min(l.maxBufferSize, l.maxStorageBufferBindingSize);
+    const [b] = stepBuffers(model, fit.memory, stored, { adapterLimit, lora: runLoraConfig(cfg) !== null });
     return {
       what: b.what,
       bytes: b.bytes,
-      limit: Math.min(l.maxBufferSize, l.maxStorageBufferBindingSize),
+      limit: adapterLimit - (b.headroom ?? 0),
       limitName: small ? 'maxBufferSize' : 'maxStorageBufferBindingSize',
     };
   }
+  const [b] = stepBuffers(model, fit.memory, stored);
   return {
     what: b.what.replace('buffer', 'array'),
     bytes: b.bytes,

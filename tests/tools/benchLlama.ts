@@ -204,10 +204,12 @@ export async function benchLlama(argv: string[]): Promise<number> {
             for (let t = 1; t < ids.length; t++)
               vsPeer = Math.max(vsPeer, Math.abs(glogp[t] - peer.logprobs[0][t - 1]));
           }
-          const resident = folder.layout.total * 4 * 4;
+          const resident = dawn.residentBytes();
+          const shards = dawn.shards.length;
           console.log(
             `${pad} ${where}: log-prob ${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(2)} s; first call ` +
-              `${first.toFixed(2)} s with pipeline compiles), params + grads + AdamW moments resident ${mb(resident)} MiB; ` +
+              `${first.toFixed(2)} s with pipeline compiles), weights resident ${mb(resident)} MiB in ${shards} ` +
+              `buffer${shards === 1 ? '' : 's'}, process peak RSS ${mb(process.resourceUsage().maxRSS * 1024)} MiB; ` +
               `ours Dawn / CPU ${(sec / gsec).toFixed(2)}` +
               (peer ? `, / PyTorch ${(ids.length / gsec / peer.tokens_per_s).toFixed(3)}` : '') +
               `; max |Δ log-prob| vs our CPU ${vsCpu.toExponential(2)}` +

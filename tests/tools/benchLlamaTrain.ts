@@ -24,7 +24,7 @@ import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { nodeCpuLimits } from '../../src/cli/commands/train';
 import { nodeGpuContext, reexecWithSwiftShader } from '../../src/cli/webgpuNode';
-import { type BaseDtype, baseBytes, checkBaseDtype } from '../../src/engine/cpu/half';
+import { type BaseDtype, checkBaseDtype } from '../../src/engine/cpu/half';
 import type { GpuContext } from '../../src/engine/gpu/device';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, LORA_TARGETS, trainStepMemory } from '../../src/engine/llama/lora';
@@ -222,14 +222,14 @@ export async function benchLlamaTrain(argv: string[]): Promise<number> {
           const g1 = performance.now();
           await g.trainStep(batch, weights);
           const gsec = (performance.now() - g1) / 1000;
-          const n = g.trainableLayout.total;
-          const resident = baseBytes(folder.layout.total, dtype) + 4 * ((mode === 'lora' ? n : 0) + 3 * n);
+          const resident = g.residentBytes();
           console.log(
             `  ${pad} node+dawn, ${dtype} base (${gpu.status.vendor || 'adapter'} ${gpu.status.architecture}${gpu.status.isFallbackAdapter ? ', software' : ''}): ` +
               `${(ids.length / gsec).toFixed(2)} tok/s (${gsec.toFixed(1)} s; first step ${firstSec.toFixed(1)} s), ` +
               `Dawn / CPU ${(sec / gsec).toFixed(2)}; |Δ loss| vs CPU ${Math.abs(first.loss - s.loss).toExponential(2)}, ` +
               `|Δ grad norm| / norm ${(Math.abs(first.gradNorm - s.gradNorm) / s.gradNorm).toExponential(2)}; ` +
-              `buffers resident ${mib(resident)} MiB (weights + ${mode === 'lora' ? 'adapter + ' : ''}grads + AdamW)`,
+              `buffers resident ${mib(resident)} MiB (weights in ${g.shards.length} + ${mode === 'lora' ? 'adapter + ' : ''}grads + AdamW), ` +
+              `process peak RSS ${mib(process.resourceUsage().maxRSS * 1024)} MiB`,
           );
           g.dispose();
         }

@@ -68,9 +68,10 @@ describe('packed f16 / bf16 base weights on the Llama-family WebGPU engine (Dawn
       const exact = new LlamaGpuPolicy(ctx, folder.config, folder.params, {}, { lora });
       const cpu = new LlamaCpuPolicy(folder.config, roundToDtype(folder.params, dtype), {}, { lora });
       // memory: two halves per word; the norm weights (no biases in llama) stay f32 beside it
-      expect(gpu.params.size).toBe(baseBytes(total, dtype));
-      expect(gpu.params.size).toBe(Math.ceil(total / 2) * 4);
-      expect(exact.params.size).toBe(total * 4);
+      expect(gpu.shards).toHaveLength(1);
+      expect(gpu.shards[0].size).toBe(baseBytes(total, dtype));
+      expect(gpu.shards[0].size).toBe(Math.ceil(total / 2) * 4);
+      expect(exact.shards[0].size).toBe(total * 4);
       const vectors = folder.layout.tensors
         .filter((t) => t.shape.length === 1)
         .reduce((n, t) => n + t.size, 0);
@@ -114,7 +115,7 @@ describe('packed f16 / bf16 base weights on the Llama-family WebGPU engine (Dawn
       const lora = { config: { r: 2, alpha: 4, targetModules: ['q_proj' as const] }, seed: 1 };
       const gpu = new LlamaGpuPolicy(ctx, folder.config, folder.params, {}, { lora, baseDtype: dtype });
       const words = new Uint32Array(
-        (await ctx.readF32(gpu.params, Math.ceil(folder.layout.total / 2))).buffer,
+        (await ctx.readF32(gpu.shards[0], Math.ceil(folder.layout.total / 2))).buffer,
       );
       const held = unpackHalves(words, folder.layout.total, dtype);
       expect(Buffer.from(held.buffer).equals(Buffer.from(folder.params.buffer))).toBe(true);

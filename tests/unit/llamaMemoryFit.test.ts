@@ -4,7 +4,7 @@ import { baseBytes, roundToDtype } from '../../src/engine/cpu/half';
 import { parseLlamaConfig } from '../../src/engine/llama/config';
 import { readLlamaFolder } from '../../src/engine/llama/hfFolder';
 import { checkLoraConfig, parseTargetModules, trainStepMemory } from '../../src/engine/llama/lora';
-import { stepMemory, trainStepFit, weightBytes } from '../../src/engine/llama/memoryFit';
+import { SHARD_HEADROOM, stepMemory, trainStepFit, weightBytes } from '../../src/engine/llama/memoryFit';
 import { llamaLayout } from '../../src/engine/llama/model';
 import { nodeFolderReader } from '../../src/engine/onnx/folder';
 import type { LlamaCpuPolicy } from '../../src/engine/policy/llamaCpuPolicy';
@@ -71,7 +71,7 @@ describe('the memory of a training step against the limits', () => {
     // 2 GiB binding: the 2273.8 MiB weights, gradient and each 2273.8 MiB AdamW moment are over
     const two = gpu(4 * 2 ** 30, 2 * 2 ** 30);
     expect(two.problems.map((p) => p.term)).toEqual(['weights', 'grads', 'optimizer']);
-    expect(two.problems[0].over).toBe(m.weights - 2 * 2 ** 30);
+    expect(two.problems[0].over).toBe(m.weights + SHARD_HEADROOM - 2 * 2 ** 30);
     expect(two.problems[2].need).toBe(m.optimizer / 2);
     expect(two.problems[0].message).toContain("exceeds adapter's maxStorageBufferBindingSize (2048.0 MiB)");
     // the smaller limit is the one named
@@ -141,17 +141,26 @@ describe('the memory of a training step against the limits', () => {
     expect(bf16.weights).toBeLessThan(0.51 * f32.weights);
     for (const t of ['activations', 'adapter', 'grads', 'optimizer'] as const) expect(bf16[t]).toBe(f32[t]);
     expect(() => stepMemory(qwen06, null, shape, 'f16')).toThrow('a f16 base needs LoRA');
-    // a 2 GiB binding cannot hold the f32 base (2273.8 MiB) but holds the packed one (1136.9 MiB)
-    const gpu = {
+    // the frozen base is split into buffers of whole tensors: a 2 GiB binding holds the f32 base (2273.8 MiB)
+    // in two; a 512 MiB binding cannot hold the f32 tied embedding (593.5 MiB) but holds its packed halves
+    const at = (binding: number) => ({
       kind: 'webgpu' as const,
       maxBufferSize: 4 * 2 ** 30,
-      maxStorageBufferBindingSize: 2 ** 31,
+      maxStorageBufferBindingSize: binding,
       label: 'a',
-    };
+    });
+    expect(trainStepFit(qwen06, lora16, shape, at(2 ** 31)).problems).toEqual([]);
+    const gpu = at(2 ** 29);
     const refused = trainStepFit(qwen06, lora16, shape, gpu).problems;
     expect(refused.map((p) => p.term)).toEqual(['weights']);
-    expect(refused[0].message).toMatch(/^the flat f32 weight buffer \(2273\.8 MiB\)/);
+    expect(refused[0].message).toMatch(
+      /^the largest f32 weight tensor \(model\.embed_tokens\.weight\) \(594\.5 MiB, including 1\.0 MiB headroom\) exceeds a's maxStorageBufferBindingSize \(512\.0 MiB\)/,
+    );
     expect(trainStepFit(qwen06, lora16, shape, gpu, 'bf16').problems).toEqual([]);
+    // full fine-tuning updates one flat buffer: the whole f32 base must fit one binding
+    expect(trainStepFit(qwen06, null, shape, at(2 ** 31)).problems[0].message).toMatch(
+      /^the flat f32 weight buffer \(2274\.8 MiB, including 1\.0 MiB headroom\)/,
+    );
     // the CPU engine holds the rounded values in f32: no saving counted against a CPU budget
     const cpu = { kind: 'cpu' as const, budget: 2 ** 40, label: 'cpu' };
     expect(trainStepFit(qwen06, lora16, shape, cpu, 'bf16').memory).toEqual(f32);

@@ -5,6 +5,8 @@ import { nodeCpuLimits } from '../../src/cli/commands/train';
 import { parseLlamaConfig } from '../../src/engine/llama/config';
 import {
   type MemoryLimits,
+  planWeightShards,
+  SHARD_HEADROOM,
   trainStepFit,
   WEBGPU_BUDGET_ESTIMATE,
   webgpuLimits,
@@ -63,29 +65,38 @@ describe("a run's step against its target's limits", () => {
     expect(runStepShape(cfgOf(), 512).tokens).toBe(512);
   });
 
-  it('SmolLM2-135M on WebGPU: its flat f32 weights do not fit a default-limits adapter, named with the limit', () => {
+  it("SmolLM2-135M on a default-limits adapter: a LoRA base fits as shards of whole tensors; full fine-tuning's flat f32 buffer is refused, named with the limit", () => {
     const cfg = cfgOf({ actor_rollout_ref: { rollout: { max_model_len: 128 } } });
     const limits = webgpuLimits(DEFAULT_ADAPTER, 'a');
     expect(limits).toMatchObject({ budget: WEBGPU_BUDGET_ESTIMATE });
     const fit = runMemoryFit(cfg, smollm2, limits);
-    // 134,515,008 f32 values; the smaller of the two limits is the one that binds
+    // 134,515,008 f32 values; the largest tensor (the embedding, 49152 × 576) fits the 128 MiB binding
     expect(fit.memory.weights).toBe(4 * 134_515_008);
-    expect(fit.problems.map((p) => [p.term, p.limitName])).toEqual([
-      ['weights', 'maxStorageBufferBindingSize'],
-    ]);
-    const said = runMemoryRefusal(cfg, smollm2, limits) as string;
-    expect(said).toMatch(
-      /^cannot fit: the flat f32 weight buffer \(513\.1 MiB\) exceeds a's maxStorageBufferBindingSize \(128\.0 MiB\) by 385\.1 MiB\. /,
-    );
-    // a packed base halves it, still over 128 MiB: nothing that keeps the model fits this adapter
-    expect(fits(cfgOf({ ...cfg, lab: { lora_base_dtype: 'bf16' } }), smollm2, limits)).toBe(false);
-    expect(said).toMatch(/It does not fit even with lab\.lora_base_dtype bf16/);
+    expect(fit.problems).toEqual([]);
+    const shards = planWeightShards(llamaLayout(smollm2), 'f32', 128 * MiB);
+    expect(shards.length).toBeGreaterThan(4);
+    const largest = Math.max(...shards.map((sh) => 4 * (sh.end - sh.start)));
     expect(largestBuffer(cfg, smollm2, fit)).toEqual({
-      what: 'the flat f32 weight buffer',
-      bytes: 4 * 134_515_008,
-      limit: 128 * MiB,
+      what: `the largest of ${shards.length} f32 weight shards`,
+      bytes: largest,
+      limit: 128 * MiB - SHARD_HEADROOM,
       limitName: 'maxStorageBufferBindingSize',
     });
+    expect(largest).toBeLessThanOrEqual(128 * MiB - SHARD_HEADROOM);
+    // full fine-tuning updates one flat buffer: refused, the smaller of the two limits named
+    const full = cfgOf({ actor_rollout_ref: { model: { lora_rank: 0 }, rollout: { max_model_len: 128 } } });
+    const ffit = runMemoryFit(full, smollm2, limits);
+    expect(ffit.problems.map((p) => [p.term, p.limitName])).toContainEqual([
+      'weights',
+      'maxStorageBufferBindingSize',
+    ]);
+    const said = runMemoryRefusal(full, smollm2, limits) as string;
+    expect(said).toMatch(
+      /^cannot fit: the flat f32 weight buffer \(514\.1 MiB, including 1\.0 MiB headroom\) exceeds a's maxStorageBufferBindingSize \(128\.0 MiB\) by 386\.1 MiB/,
+    );
+    expect(memoryRemedies(full, smollm2, limits).alone).toContainEqual(
+      expect.stringMatching(/^actor_rollout_ref\.model\.lora_rank \d+ \(LoRA instead of full fine-tuning\)/),
+    );
   });
 
   it('SmolLM2-135M at the default rows (8 × 1024 tokens): the total is over the stated estimate; the micro-batch is the remedy', () => {
@@ -107,17 +118,23 @@ describe("a run's step against its target's limits", () => {
     );
   });
 
-  it('Qwen3-0.6B on a 2 GiB binding: the f32 base (2273.8 MiB) is refused and a 16-bit base named as the fix', () => {
+  it('Qwen3-0.6B on a 512 MiB binding: its f32 embedding (593.5 MiB) cannot be a shard, and a 16-bit base is named as the fix', () => {
     const cfg = cfgOf({
       actor_rollout_ref: { actor: { ppo_micro_batch_size_per_gpu: 1 }, rollout: { max_model_len: 128 } },
     });
-    const limits = webgpuLimits(BIG_ADAPTER, 'this WebGPU adapter');
+    // on a 2 GiB binding the f32 base (2273.8 MiB) is split into shards and fits
+    expect(fits(cfg, qwen06, webgpuLimits(BIG_ADAPTER, 'big'))).toBe(true);
+    const limits = webgpuLimits(
+      { maxBufferSize: 4 * 2 ** 30, maxStorageBufferBindingSize: 512 * MiB },
+      'this WebGPU adapter',
+    );
     const fit = runMemoryFit(cfg, qwen06, limits);
     expect(fit.problems.map((p) => p.term)).toEqual(['weights']);
-    expect(fit.problems[0].over).toBe(4 * llamaLayout(qwen06).total - (2 * 2 ** 30 - 4));
+    // 151936 × 1024 f32 values, the packing's spare element and the headroom, over the binding
+    expect(fit.problems[0].over).toBe(4 * (151936 * 1024 + 1) + SHARD_HEADROOM - 512 * MiB);
     const said = runMemoryRefusal(cfg, qwen06, limits) as string;
     expect(said).toContain(
-      "the flat f32 weight buffer (2273.8 MiB) exceeds this WebGPU adapter's maxStorageBufferBindingSize (2048.0 MiB)",
+      "the largest f32 weight tensor (model.embed_tokens.weight) (594.5 MiB, including 1.0 MiB headroom) exceeds this WebGPU adapter's maxStorageBufferBindingSize (512.0 MiB)",
     );
     expect(memoryRemedies(cfg, qwen06, limits).alone).toEqual([
       'lab.lora_base_dtype bf16 (the frozen base packed: half the weight memory)',

@@ -49,7 +49,7 @@ export function matmul(p: Program, x: MatmulArgs): Promise<GPUBuffer[]> {
   const buffers = [dims, x.a, x.b, x.c, x.bias ?? x.a];
   if (x.M === 1 && x.mode !== 'tn') return p.add('matmul', `row_${x.mode}`, buffers, [Math.ceil(x.N / 64)]);
   const entry = x.mode === 'nn' ? 'main' : x.mode;
-  return p.add('matmul', entry, buffers, [Math.ceil(x.N / 16), Math.ceil(x.M / 16)]);
+  return p.add('matmul', entry, buffers, [Math.ceil(x.N / 64), Math.ceil(x.M / 16)]);
 }
 
 /** out[outOff + j] (+)= Σ_i x[i·N + j]. */
@@ -546,6 +546,8 @@ export interface FusedHeadDims {
   gOff?: number;
   /** how the parameter buffer is stored: f32 (default) or packed 16-bit halves */
   dtype?: BaseDtype;
+  /** the vocabulary chunk of a workspace the call makes itself (default: headChunk's) */
+  chunk?: number;
 }
 
 export function headBlock(d: FusedHeadDims): ArrayBuffer {
@@ -560,21 +562,94 @@ export function headBlock(d: FusedHeadDims): ArrayBuffer {
   ]);
 }
 
-/** stats (3·N: logp, entropy, lse per row) of the fused head; targets 0xFFFFFFFF mark rows without one. */
-export function fusedHeadForward(
+/** The widest vocabulary chunk of the fused head: its workspace holds N × chunk f32 logits. */
+export const HEAD_CHUNK = 4096;
+
+/**
+ * The fused head's vocabulary chunk for N rows: at most HEAD_CHUNK (and V), and narrow enough that the N × chunk
+ * workspace fits one storage binding of `limit` bytes.
+ */
+export function headChunk(N: number, V: number, limit: number): number {
+  const fit = Math.floor(limit / (4 * Math.max(1, N)));
+  if (fit < 1) throw new Error(`fused head: ${N} rows do not fit one ${limit}-byte storage binding`);
+  return Math.max(1, Math.min(HEAD_CHUNK, V, fit));
+}
+
+/** The fused head's workspace: one vocabulary chunk of logits (N × chunk) and the running per-row state (4·N). */
+export interface HeadWork {
+  logits: GPUBuffer;
+  state: GPUBuffer;
+  chunk: number;
+}
+
+/** A workspace for `fusedHeadForward` / `fusedHeadBackward` on N rows (shareable by programs run in turn). */
+export function headWork(ctx: Program['ctx'], N: number, V: number): HeadWork {
+  const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
+  const chunk = headChunk(N, V, Math.min(bind, max));
+  return {
+    logits: ctx.empty(N * chunk * 4, 'head.logits'),
+    state: ctx.empty(4 * N * 4, 'head.state'),
+    chunk,
+  };
+}
+
+function chunksOf(V: number, chunk: number): { v0: number; width: number }[] {
+  const out: { v0: number; width: number }[] = [];
+  for (let v0 = 0; v0 < V; v0 += chunk) out.push({ v0, width: Math.min(chunk, V - v0) });
+  return out;
+}
+
+function ownedWork(p: Program, d: FusedHeadDims, work?: HeadWork): HeadWork {
+  if (work) return work;
+  const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = p.ctx.status.limits;
+  const chunk = d.chunk ?? headChunk(d.N, d.V, Math.min(bind, max));
+  return { logits: p.scratch(d.N * chunk * 4), state: p.scratch(16 * d.N), chunk };
+}
+
+/**
+ * stats (3·N: logp, entropy, lse per row) of the fused head; targets 0xFFFFFFFF mark rows without one. Per
+ * vocabulary chunk: the chunk's logits by the matmul kernel, folded into each row's online log-sum-exp. Returns
+ * the head's uniform buffers (temperature lives there: rewrite them with headBlock).
+ */
+export async function fusedHeadForward(
   p: Program,
   d: FusedHeadDims,
   h: GPUBuffer,
   params: GPUBuffer,
   targets: GPUBuffer,
   stats: GPUBuffer,
+  work?: HeadWork,
 ): Promise<GPUBuffer[]> {
-  return p.add('fused_head', 'forward', [headBlock(d), h, params, targets, stats], [Math.ceil(d.N / 64)]);
+  const w = ownedWork(p, d, work);
+  const uniforms: GPUBuffer[] = [];
+  for (const c of chunksOf(d.V, w.chunk)) {
+    await matmul(p, {
+      mode: 'nt',
+      M: d.N,
+      N: c.width,
+      K: d.C,
+      a: h,
+      b: params,
+      bOff: d.wOff + c.v0 * d.C,
+      bDtype: d.dtype,
+      c: w.logits,
+    });
+    const chunk = uniformBlock([u(c.v0), u(c.width)]);
+    const [dims] = await p.add(
+      'fused_head',
+      'chunk_stats',
+      [headBlock(d), chunk, w.logits, targets, w.state, stats],
+      [Math.ceil(d.N / 64)],
+    );
+    uniforms.push(dims);
+  }
+  return uniforms;
 }
 
 /**
  * dh (N·C, overwritten) and grads[gOff..] += the head's gradient, from the forward's stats (no head gradient when
- * `grads` is null: a frozen head).
+ * `grads` is null: a frozen head). Per vocabulary chunk: its logits again, ∂L/∂z in place, then dh += dz·W_chunk
+ * and dW_chunk += dzᵀ·h by the matmul kernel. Returns the head's uniform buffers.
  */
 export async function fusedHeadBackward(
   p: Program,
@@ -586,20 +661,55 @@ export async function fusedHeadBackward(
   stats: GPUBuffer,
   dh: GPUBuffer,
   grads: GPUBuffer | null,
+  work?: HeadWork,
 ): Promise<GPUBuffer[]> {
-  const dims = headBlock(d);
-  const a = await p.add(
-    'fused_head_backward',
-    'backward_h',
-    [dims, h, params, targets, weights, stats, dh],
-    [Math.ceil(d.N / 64)],
-  );
-  if (!grads) return a;
-  const b = await p.add(
-    'fused_head_backward',
-    'backward_w',
-    [dims, h, params, targets, weights, stats, grads],
-    grid(Math.ceil(d.V / 64)),
-  );
-  return [...a, ...b];
+  const w = ownedWork(p, d, work);
+  const uniforms: GPUBuffer[] = [];
+  for (const c of chunksOf(d.V, w.chunk)) {
+    const wOff = d.wOff + c.v0 * d.C;
+    await matmul(p, {
+      mode: 'nt',
+      M: d.N,
+      N: c.width,
+      K: d.C,
+      a: h,
+      b: params,
+      bOff: wOff,
+      bDtype: d.dtype,
+      c: w.logits,
+    });
+    const chunk = uniformBlock([u(c.v0), u(c.width)]);
+    const [dims] = await p.add(
+      'fused_head_backward',
+      'dz',
+      [headBlock(d), chunk, w.logits, targets, weights, stats],
+      grid(Math.ceil((d.N * c.width) / 64)),
+    );
+    uniforms.push(dims);
+    await matmul(p, {
+      mode: 'nn',
+      M: d.N,
+      N: d.C,
+      K: c.width,
+      a: w.logits,
+      b: params,
+      bOff: wOff,
+      bDtype: d.dtype,
+      c: dh,
+      accumulate: c.v0 > 0,
+    });
+    if (grads)
+      await matmul(p, {
+        mode: 'tn',
+        M: c.width,
+        N: d.C,
+        K: d.N,
+        a: w.logits,
+        b: h as GPUBuffer,
+        c: grads,
+        cOff: (d.gOff ?? 0) + c.v0 * d.C,
+        accumulate: true,
+      });
+  }
+  return uniforms;
 }

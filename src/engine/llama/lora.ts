@@ -298,12 +298,18 @@ export function trainStepMemory(
   nParams: number,
   /** bytes of the weights as stored (default f32; a LoRA run's packed f16 / bf16 base is about half) */
   weightBytes = 4 * nParams,
+  /**
+   * rows of the fused head's logit workspace (× a vocabulary chunk of min(4096, V)): the CPU engine's 32-row
+   * block (default), or every token of the row on WebGPU (its workspace holds all N rows of one chunk)
+   */
+  headRows = 32,
 ): TrainStepMemory {
   const { hidden: C, intermediate: F, heads: H, kvHeads: KV, headDim: D } = cfg;
   let perTokenLayer = 4 * C + 2 * H * D + 2 * KV * D + 3 * F + H * T + 2;
   if (cfg.qkNorm) perTokenLayer += H * D + KV * D + H + KV;
   if (lora) perTokenLayer += lora.r * lora.targetModules.length;
-  const activations = 4 * (T * (cfg.layers * perTokenLayer + 3 * C + 4) + 32 * Math.min(4096, cfg.vocabSize));
+  const activations =
+    4 * (T * (cfg.layers * perTokenLayer + 3 * C + 4) + headRows * Math.min(4096, cfg.vocabSize));
   const adapterN = lora ? loraLayout(cfg, lora).total : 0;
   const trainable = lora ? adapterN : nParams;
   const m: Omit<TrainStepMemory, 'total'> = {

@@ -3,8 +3,10 @@
  * (`trainStepMemory`: weights, activations, adapter, gradients, AdamW) for the run's rows and tokens, against the
  * target's limits (`MemoryLimits`): the whole step against a budget (the machine's memory where the platform
  * states it, else a stated estimate: a page's CPU budget, `WEBGPU_BUDGET_ESTIMATE`), and each of the step's
- * single allocations (`stepBuffers`: the flat weights, the adapter, the gradient, each AdamW moment) against a
- * WebGPU adapter's `maxBufferSize` / `maxStorageBufferBindingSize` or the runtime's longest Float32Array. Each
+ * single allocations (`stepBuffers`: the weights — one flat buffer, or on WebGPU a LoRA base's shards of whole
+ * tensors, `planWeightShards` — the adapter, the gradient, each AdamW moment) against a WebGPU adapter's
+ * `maxBufferSize` / `maxStorageBufferBindingSize` (less `SHARD_HEADROOM` for weight buffers) or the runtime's
+ * longest Float32Array. Each
  * problem names the term, the limit, the need and the excess. Pure: only the config's shape is needed, so a
  * page can refuse a run before it reads the weights. A LoRA run's base in f16 / bf16 (`baseDtype`) counts as
  * the WebGPU engine stores it: packed halves (half the flat buffer) plus the norm weights and biases in f32; the
@@ -12,6 +14,7 @@
  * business (train/broughtModel.ts memoryRemedies), found by asking this module again.
  */
 import { type BaseDtype, baseBytes } from '../cpu/half';
+import type { Layout } from '../model';
 import type { LlamaConfig } from './config';
 import { type LoraConfig, type TrainStepMemory, trainStepMemory } from './lora';
 import { llamaLayout } from './model';
@@ -108,12 +111,55 @@ export function weightBytes(cfg: LlamaConfig, dtype: BaseDtype): number {
   return baseBytes(layout.total, dtype) + 4 * vectors;
 }
 
+/** Elements [start, end) of the flat layout held by one GPU weight buffer (start even: packed halves stay whole). */
+export interface WeightShard {
+  start: number;
+  end: number;
+}
+
+/**
+ * Bytes a weight buffer keeps below the adapter's limit: Dawn on SwiftShader (maxBufferSize 1 GiB) fails to
+ * allocate a buffer of exactly 1 GiB (VK_ERROR_OUT_OF_DEVICE_MEMORY; 1023 MiB succeeds), so a shard stays 1 MiB
+ * under the limit.
+ */
+export const SHARD_HEADROOM = 2 ** 20;
+
+/**
+ * How the WebGPU engine splits the base weights into buffers no larger than `limit` bytes (the adapter's
+ * min(maxStorageBufferBindingSize, maxBufferSize)): tensors in layout order, each whole inside one buffer, a new
+ * buffer begun where the next tensor would overflow (each at most limit − SHARD_HEADROOM bytes). One shard when
+ * the flat buffer fits. Throws, naming the
+ * tensor, when a single tensor exceeds the limit.
+ */
+export function planWeightShards(layout: Layout, dtype: BaseDtype, adapterLimit: number): WeightShard[] {
+  const bytes = (n: number) => baseBytes(n, dtype);
+  const limit = adapterLimit - SHARD_HEADROOM;
+  if (bytes(layout.total) <= limit) return [{ start: 0, end: layout.total }];
+  const shards: WeightShard[] = [];
+  let start = 0;
+  for (const t of layout.tensors) {
+    if (bytes(t.size + 1) > limit)
+      throw new Error(
+        `tensor ${t.name} (${mib(bytes(t.size))} as ${dtype}) exceeds this adapter's largest storage binding (${mib(adapterLimit)}, less ${mib(SHARD_HEADROOM)} headroom)`,
+      );
+    const end = t.offset + t.size;
+    if (bytes(end - start) > limit) {
+      shards.push({ start, end: t.offset });
+      start = dtype === 'f32' ? t.offset : t.offset - (t.offset % 2);
+    }
+  }
+  shards.push({ start, end: layout.total });
+  return shards;
+}
+
 /** The step's memory for `rows` rows of `tokens` tokens (the saved activations grow with the rows; the rest does not). */
 export function stepMemory(
   cfg: LlamaConfig,
   lora: LoraConfig | null,
   shape: StepShape,
   baseDtype: BaseDtype = 'f32',
+  /** where the step runs: the WebGPU engine's head workspace holds a vocabulary chunk for every token */
+  engine: 'cpu' | 'webgpu' = 'cpu',
 ): TrainStepMemory {
   if (baseDtype !== 'f32' && !lora)
     throw new Error(
@@ -123,27 +169,62 @@ export function stepMemory(
     throw new Error(`memory: rows must be an integer ≥ 1, got ${shape.rows}`);
   if (!Number.isInteger(shape.tokens) || shape.tokens < 1)
     throw new Error(`memory: tokens must be an integer ≥ 1, got ${shape.tokens}`);
-  const one = trainStepMemory(cfg, lora, shape.tokens, llamaLayout(cfg).total, weightBytes(cfg, baseDtype));
+  const one = trainStepMemory(
+    cfg,
+    lora,
+    shape.tokens,
+    llamaLayout(cfg).total,
+    weightBytes(cfg, baseDtype),
+    engine === 'webgpu' ? shape.tokens : 32,
+  );
   const activations = one.activations * shape.rows;
   return { ...one, activations, total: one.total - one.activations + activations };
 }
 
 /**
- * The step's single allocations (one buffer or typed array each), largest first: the flat weights (in `stored`,
+ * The step's single allocations (one buffer or typed array each), largest first: the weights (in `stored`,
  * packed halves on WebGPU), the adapter, the gradient and each AdamW moment. The saved activations are many
- * smaller arrays and are counted in the total only.
+ * smaller arrays and are counted in the total only. On the CPU (no `gpu`) the weights are one flat array. On
+ * WebGPU (`gpu`: the adapter's min(maxBufferSize, maxStorageBufferBindingSize)) full fine-tuning updates one
+ * flat buffer, and a LoRA run's frozen base is split into shards of whole tensors (`planWeightShards`): the
+ * largest shard, or, where one tensor alone cannot fit, that tensor. Each WebGPU weight buffer keeps
+ * `headroom` bytes below the limit (SHARD_HEADROOM).
  */
 export function stepBuffers(
   cfg: LlamaConfig,
   memory: TrainStepMemory,
   stored: BaseDtype,
-): { term: MemoryTerm; what: string; bytes: number }[] {
+  gpu?: { adapterLimit: number; lora: boolean },
+): { term: MemoryTerm; what: string; bytes: number; headroom?: number }[] {
+  const layout = llamaLayout(cfg);
+  let weights: { term: 'weights'; what: string; bytes: number; headroom?: number } = {
+    term: 'weights',
+    what: `the flat ${stored} weight buffer`,
+    bytes: baseBytes(layout.total, stored),
+  };
+  if (gpu) weights.headroom = SHARD_HEADROOM;
+  if (gpu?.lora) {
+    try {
+      const shards = planWeightShards(layout, stored, gpu.adapterLimit);
+      if (shards.length > 1)
+        weights = {
+          term: 'weights',
+          what: `the largest of ${shards.length} ${stored} weight shards`,
+          bytes: Math.max(...shards.map((sh) => baseBytes(sh.end - sh.start, stored))),
+          headroom: SHARD_HEADROOM,
+        };
+    } catch {
+      const largest = layout.tensors.reduce((a, t) => (t.size > a.size ? t : a), layout.tensors[0]);
+      weights = {
+        term: 'weights',
+        what: `the largest ${stored} weight tensor (${largest.name})`,
+        bytes: baseBytes(largest.size + 1, stored),
+        headroom: SHARD_HEADROOM,
+      };
+    }
+  }
   const list = [
-    {
-      term: 'weights' as const,
-      what: `the flat ${stored} weight buffer`,
-      bytes: baseBytes(llamaLayout(cfg).total, stored),
-    },
+    weights,
     { term: 'adapter' as const, what: 'the adapter buffer', bytes: memory.adapter },
     { term: 'grads' as const, what: 'the gradient buffer', bytes: memory.grads },
     { term: 'optimizer' as const, what: 'each AdamW moment buffer', bytes: memory.optimizer / 2 },
@@ -160,7 +241,7 @@ export function trainStepFit(
 ): MemoryFit {
   // the CPU engine computes on the rounded values in f32: only the WebGPU engine stores the halves
   const stored = limits.kind === 'webgpu' ? baseDtype : 'f32';
-  const memory = stepMemory(cfg, lora, shape, stored);
+  const memory = stepMemory(cfg, lora, shape, stored, limits.kind);
   const problems: MemoryProblem[] = [];
   const over = (
     term: MemoryTerm | 'total',
@@ -212,8 +293,17 @@ export function trainStepFit(
       limits.maxBufferSize <= limits.maxStorageBufferBindingSize
         ? 'maxBufferSize'
         : 'maxStorageBufferBindingSize';
-    for (const b of buffers)
-      over(b.term, which, b.what, b.bytes, bind, `${limits.label}'s ${which} (${mib(bind)})`);
+    const of = `${limits.label}'s ${which}`;
+    for (const b of stepBuffers(cfg, memory, stored, { adapterLimit: bind, lora: lora !== null }))
+      over(
+        b.term,
+        which,
+        b.what,
+        b.bytes + (b.headroom ?? 0),
+        bind,
+        `${of} (${mib(bind)})`,
+        b.headroom ? `, including ${mib(b.headroom)} headroom` : '',
+      );
   }
   return { memory, limits, problems };
 }

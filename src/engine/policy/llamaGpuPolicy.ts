@@ -15,13 +15,14 @@
  */
 
 import { serialQueue } from '../../core/serial';
-import { type BaseDtype, baseBytes, packHalves, roundToDtype, unpackHalves } from '../cpu/half';
+import { type BaseDtype, packHalves, roundToDtype, unpackHalves } from '../cpu/half';
 import { ropeTables } from '../cpu/rope';
 import { type GpuContext, Program } from '../gpu/device';
 import * as K from '../gpu/kernels';
 import { adamwPartials } from '../gpu/kernels';
 import { type LlamaConfig, ropeInvFreq } from '../llama/config';
 import { loraInit, loraLayout, mergeLora } from '../llama/lora';
+import { planWeightShards, type WeightShard } from '../llama/memoryFit';
 import { headName, llamaLayout, positionsOf } from '../llama/model';
 import { encodeAdapter } from '../llama/peftAdapter';
 import {
@@ -74,7 +75,8 @@ interface Graph {
   rowWeights: GPUBuffer;
   stats: GPUBuffer;
   forward: Program;
-  backward: Program;
+  /** the backward, recorded on the first training call (it binds the gradient buffer, made then) */
+  backward: () => Promise<Program>;
   /** the fused head's uniforms (temperature lives there) in the forward and backward programs */
   headUniforms: GPUBuffer[];
   temperature: number;
@@ -148,17 +150,19 @@ export class LlamaGpuPolicy implements PolicyEngine {
   step = 0;
   /** how `params` stores the base: f32, or packed f16 / bf16 halves (LoRA only) */
   readonly baseDtype: BaseDtype;
-  /** the model's weights (frozen with LoRA): f32 values or, with a 16-bit baseDtype, packed halves */
-  readonly params: GPUBuffer;
-  /** the norm weights and biases as f32 (read by rmsnorm and the matmul's bias): `params` itself at f32 */
+  /**
+   * the model's weights (frozen with LoRA): f32 values or, with a 16-bit baseDtype, packed halves, in buffers
+   * no larger than the adapter's largest binding (planWeightShards: one buffer when the flat layout fits, the
+   * only form full fine-tuning takes); `shards[i]` holds the layout's elements [start, end) of `shardPlan[i]`
+   */
+  readonly shards: GPUBuffer[];
+  private readonly shardPlan: WeightShard[];
+  /** the norm weights and biases as f32 (read by rmsnorm and the matmul's bias): the weight buffer itself at f32 in one shard */
   readonly vectors: GPUBuffer;
   /** where each norm weight and bias starts in `vectors` */
   private readonly vectorOff: Map<string, number>;
-  /** the gradient of the trainable buffer */
-  readonly grads: GPUBuffer;
-  private readonly m: GPUBuffer;
-  private readonly v: GPUBuffer;
-  private readonly partial: GPUBuffer;
+  /** the gradient of the trainable buffer, and AdamW's moments: made on the first training call */
+  private state: { grads: GPUBuffer; m: GPUBuffer; v: GPUBuffer; partial: GPUBuffer } | null = null;
   private readonly partials: number;
   private readonly baseModel?: string;
   private readonly graphs = new Map<string, Promise<Graph>>();
@@ -171,15 +175,18 @@ export class LlamaGpuPolicy implements PolicyEngine {
   static unfit(ctx: GpuContext, llama: LlamaConfig, baseDtype: BaseDtype = 'f32'): string | null {
     if (llama.headDim > 256) return `head_dim ${llama.headDim} exceeds the WGSL kernels' 256`;
     if (llama.headDim % 2 !== 0) return `head_dim ${llama.headDim} must be even (rotary pairs)`;
-    const bytes = baseBytes(llamaLayout(llama).total, baseDtype);
-    const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
-    const limit = Math.min(bind, max);
-    if (bytes > limit)
-      return (
-        `the flat ${baseDtype} parameter buffer (${(bytes / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest ` +
-        `storage binding (${(limit / 2 ** 20).toFixed(0)} MiB)`
-      );
+    try {
+      planWeightShards(llamaLayout(llama), baseDtype, LlamaGpuPolicy.bindingLimit(ctx));
+    } catch (e) {
+      return (e as Error).message;
+    }
     return null;
+  }
+
+  /** The largest buffer this adapter binds: min(maxStorageBufferBindingSize, maxBufferSize). */
+  static bindingLimit(ctx: GpuContext): number {
+    const { maxStorageBufferBindingSize: bind, maxBufferSize: max } = ctx.status.limits;
+    return Math.min(bind, max);
   }
 
   constructor(
@@ -206,13 +213,17 @@ export class LlamaGpuPolicy implements PolicyEngine {
     this.optimizer = { ...defaultOptimizer, ...optimizer };
     this.baseDtype = baseDtype;
     this.vectorOff = new Map();
-    if (baseDtype === 'f32') {
-      this.params = ctx.storage(params, 'params');
-      this.vectors = this.params;
+    this.shardPlan = planWeightShards(this.layout, baseDtype, LlamaGpuPolicy.bindingLimit(ctx));
+    this.shards = this.shardPlan.map(({ start, end }, i) => {
+      const part = params.subarray(start, end);
+      const label = `params.${baseDtype}${this.shardPlan.length > 1 ? `.${i}` : ''}`;
+      return ctx.storage(baseDtype === 'f32' ? part : packHalves(part, baseDtype), label);
+    });
+    if (baseDtype === 'f32' && this.shards.length === 1) {
+      this.vectors = this.shards[0];
       for (const t of this.layout.tensors) if (t.shape.length === 1) this.vectorOff.set(t.name, t.offset);
     } else {
-      this.params = ctx.storage(packHalves(params, baseDtype), `params.${baseDtype}`);
-      const rounded = roundToDtype(params, baseDtype);
+      const rounded = baseDtype === 'f32' ? params : roundToDtype(params, baseDtype);
       const vectors = this.layout.tensors.filter((t) => t.shape.length === 1);
       const values = new Float32Array(vectors.reduce((n, t) => n + t.size, 0));
       let at = 0;
@@ -230,12 +241,58 @@ export class LlamaGpuPolicy implements PolicyEngine {
     this.baseModel = opts.baseModel;
     this.trainableLayout = this.lora ? this.lora.layout : this.layout;
     // with LoRA the gradient and AdamW's moments cover the adapter only: the base has neither
+    this.partials = adamwPartials(this.trainableLayout.total);
+  }
+
+  /** The gradient and AdamW buffers (made on first use: a log-prob-only engine never holds them). */
+  private train(): { grads: GPUBuffer; m: GPUBuffer; v: GPUBuffer; partial: GPUBuffer } {
+    if (this.state) return this.state;
     const n = this.trainableLayout.total;
-    this.grads = ctx.empty(n * F4, 'grads');
-    this.m = ctx.empty(n * F4, 'adam.m');
-    this.v = ctx.empty(n * F4, 'adam.v');
-    this.partials = adamwPartials(n);
-    this.partial = ctx.empty((this.partials + 1) * F4, 'adam.partial');
+    const limit = LlamaGpuPolicy.bindingLimit(this.ctx);
+    if (!this.lora && this.shards.length > 1)
+      throw new Error(
+        `policy: ${this.llama.modelType} on WebGPU: full fine-tuning updates the flat f32 parameter buffer ` +
+          `(${((n * F4) / 2 ** 20).toFixed(0)} MiB), over this adapter's largest storage binding ` +
+          `(${(limit / 2 ** 20).toFixed(0)} MiB); train a LoRA adapter on the frozen base`,
+      );
+    if (n * F4 > limit)
+      throw new Error(
+        `policy: the gradient buffer (${((n * F4) / 2 ** 20).toFixed(0)} MiB) exceeds this adapter's largest storage ` +
+          `binding (${(limit / 2 ** 20).toFixed(0)} MiB); train a LoRA adapter on the frozen base`,
+      );
+    this.state = {
+      grads: this.ctx.empty(n * F4, 'grads'),
+      m: this.ctx.empty(n * F4, 'adam.m'),
+      v: this.ctx.empty(n * F4, 'adam.v'),
+      partial: this.ctx.empty((this.partials + 1) * F4, 'adam.partial'),
+    };
+    return this.state;
+  }
+
+  /**
+   * Bytes of the buffers this engine holds now outside its per-shape graphs: the weight buffers, the f32 norm
+   * weights and biases when separate, the adapter, and the gradient and AdamW moments once training made them.
+   */
+  residentBytes(): number {
+    let n = this.shards.reduce((a, b) => a + b.size, 0);
+    if (this.vectors !== this.shards[0]) n += this.vectors.size;
+    if (this.lora) n += this.lora.params.size;
+    if (this.state)
+      n += this.state.grads.size + this.state.m.size + this.state.v.size + this.state.partial.size;
+    return n;
+  }
+
+  /** The gradient of the trainable buffer (made on first use). */
+  get grads(): GPUBuffer {
+    return this.train().grads;
+  }
+
+  /** The weight buffer holding tensor `name` and the tensor's element offset in it. */
+  private w(name: string): { buf: GPUBuffer; off: number } {
+    const t = this.layout.byName.get(name);
+    if (!t) throw new Error(`no parameter named ${name}`);
+    const i = this.shardPlan.findIndex((s) => t.offset >= s.start && t.offset + t.size <= s.end);
+    return { buf: this.shards[i], off: t.offset - this.shardPlan[i].start };
   }
 
   private off(name: string): number {
@@ -257,7 +314,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
 
   /** The trainable buffer: the adapter's with LoRA, else the model's parameters. */
   private get trainable(): GPUBuffer {
-    return this.lora ? this.lora.params : this.params;
+    return this.lora ? this.lora.params : this.shards[0];
   }
 
   /** Where the base weights' gradients go: nowhere with LoRA (frozen), else the gradient buffer. */
@@ -281,14 +338,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
     accumulate = false,
   ): Promise<void> {
     const bias = this.has(`${name}.bias`);
+    const W = this.w(`${name}.weight`);
     await K.matmul(p, {
       mode: 'nt',
       M,
       N: n,
       K: k,
       a: x,
-      b: this.params,
-      bOff: this.off(`${name}.weight`),
+      b: W.buf,
+      bOff: W.off,
       bDtype: this.baseDtype,
       c: out,
       bias: bias ? this.vectors : undefined,
@@ -315,7 +373,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
     dx: GPUBuffer,
     accumulate: boolean,
   ): Promise<void> {
-    const w = this.off(`${name}.weight`);
+    const W = this.w(`${name}.weight`);
     const bDtype = this.baseDtype;
     await K.matmul(p, {
       mode: 'nn',
@@ -323,8 +381,8 @@ export class LlamaGpuPolicy implements PolicyEngine {
       N: k,
       K: n,
       a: dy,
-      b: this.params,
-      bOff: w,
+      b: W.buf,
+      bOff: W.off,
       bDtype,
       c: dx,
       accumulate,
@@ -341,7 +399,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
       a: dy,
       b: x,
       c: this.grads,
-      cOff: w,
+      cOff: this.off(`${name}.weight`),
       accumulate: true,
     });
     if (this.has(`${name}.bias`)) await K.colsum(p, dy, M, n, this.grads, this.off(`${name}.bias`));
@@ -403,7 +461,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   private async buildGraph(B: number, T: number): Promise<Graph> {
-    const { ctx, params } = this;
+    const { ctx } = this;
     const cfg = this.llama;
     const { hidden: C, intermediate: Fm, heads: H, kvHeads: KV, headDim: D, vocabSize: V, layers: L } = cfg;
     const N = B * T;
@@ -459,8 +517,13 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const o = (n: string) => this.off(n);
     const gqaDims = { B, Tq: T, Tk: T, H, KV, D, offset: 0 };
     const dtype = this.baseDtype;
-    const head = { N, C, V, wOff: o(headName(cfg)), gOff: o(headName(cfg)), temperature: 1, dtype };
-    const emb = { N, T, C, V, wteOff: o('model.embed_tokens.weight'), wpeOff: 0, dtype };
+    const hw = this.w(headName(cfg));
+    const ew = this.w('model.embed_tokens.weight');
+    const head = { N, C, V, wOff: hw.off, gOff: o(headName(cfg)), temperature: 1, dtype };
+    const emb = { N, T, C, V, wteOff: ew.off, wpeOff: 0, dtype };
+    // the head's one-chunk logit workspace, shared by the forward, base forward and backward (run in turn)
+    const work = K.headWork(ctx, N, V);
+    buffers.push(work.logits, work.state);
 
     // LoRA: each adapted linear's t = x·Aᵀ, kept for the backward, and one (N, r) scratch for its gradient
     const lora = this.lora;
@@ -469,7 +532,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const lb = lora ? { t: tOf, dt: buf(N * lora.config.r, 'lora.dt') } : null;
     // The forward with the adapter (`t` given) or without it (the frozen base: a LoRA run's reference policy).
     const record = async (fwd: Program, t: LoraSaved | null, temperature: number) => {
-      await K.embeddingGather(fwd, emb, tokens, params, res[0]);
+      await K.embeddingGather(fwd, emb, tokens, ew.buf, res[0]);
       for (let l = 0; l < L; l++) {
         const a = layers[l];
         const p = `model.layers.${l}.`;
@@ -494,63 +557,88 @@ export class LlamaGpuPolicy implements PolicyEngine {
         await this.linear(fwd, t, N, C, Fm, a.a, `${p}mlp.down_proj`, res[l + 1], true);
       }
       await this.rmsnorm(fwd, N, C, 'model.norm.weight', res[L], hf, rf);
-      return K.fusedHeadForward(fwd, { ...head, temperature }, hf, params, targets, stats);
+      return K.fusedHeadForward(fwd, { ...head, temperature }, hf, hw.buf, targets, stats, work);
     };
     const fwd = new Program(ctx);
     const headUniforms = await record(fwd, lora ? tOf : null, 1);
 
     // The gradient buffer is not cleared here: micro-batches accumulate into it; the optimizer's update zeroes it.
-    const bwd = new Program(ctx);
-    headUniforms.push(
-      ...(await K.fusedHeadBackward(bwd, head, hf, params, targets, rowWeights, stats, dhf, this.baseGrads)),
-    );
-    await this.rmsnormBackward(bwd, N, C, 'model.norm.weight', res[L], rf, dhf, dx, false);
-    for (let l = L - 1; l >= 0; l--) {
-      const a = layers[l];
-      const p = `model.layers.${l}.`;
-      // MLP: res[l+1] = mid + down(silu(gate(h2))·up(h2))
-      await this.linearBackward(bwd, lb, N, C, Fm, a.a, dx, `${p}mlp.down_proj`, da, false);
-      await K.swigluBackward(bwd, N * Fm, a.g, a.u, da, dg, du);
-      await this.linearBackward(bwd, lb, N, Fm, C, a.h2, dg, `${p}mlp.gate_proj`, dh, false);
-      await this.linearBackward(bwd, lb, N, Fm, C, a.h2, du, `${p}mlp.up_proj`, dh, true);
-      await this.rmsnormBackward(bwd, N, C, `${p}post_attention_layernorm.weight`, a.mid, a.r2, dh, dx, true);
-      // attention: mid = res[l] + o(gqa(rope(norm(q)), rope(norm(k)), v))
-      await this.linearBackward(bwd, lb, N, C, H * D, a.y, dx, `${p}self_attn.o_proj`, dy, false);
-      await K.gqaBackward(bwd, gqaDims, a.q, a.k, a.v, a.probs, dy, a.y, dq, dkv);
-      bwd.copy(dkv, N * KV * D * F4, dv, 0, N * KV * D * F4);
-      await K.ropeApply(bwd, { N, heads: H, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dq);
-      await K.ropeApply(bwd, { N, heads: KV, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dkv);
-      if (a.qRaw && a.kRaw && a.rq && a.rk) {
+    const recordBackward = async (temperature: number): Promise<Program> => {
+      const bwd = new Program(ctx);
+      headUniforms.push(
+        ...(await K.fusedHeadBackward(
+          bwd,
+          { ...head, temperature },
+          hf,
+          hw.buf,
+          targets,
+          rowWeights,
+          stats,
+          dhf,
+          this.baseGrads,
+          work,
+        )),
+      );
+      await this.rmsnormBackward(bwd, N, C, 'model.norm.weight', res[L], rf, dhf, dx, false);
+      for (let l = L - 1; l >= 0; l--) {
+        const a = layers[l];
+        const p = `model.layers.${l}.`;
+        // MLP: res[l+1] = mid + down(silu(gate(h2))·up(h2))
+        await this.linearBackward(bwd, lb, N, C, Fm, a.a, dx, `${p}mlp.down_proj`, da, false);
+        await K.swigluBackward(bwd, N * Fm, a.g, a.u, da, dg, du);
+        await this.linearBackward(bwd, lb, N, Fm, C, a.h2, dg, `${p}mlp.gate_proj`, dh, false);
+        await this.linearBackward(bwd, lb, N, Fm, C, a.h2, du, `${p}mlp.up_proj`, dh, true);
         await this.rmsnormBackward(
           bwd,
-          N * H,
-          D,
-          `${p}self_attn.q_norm.weight`,
-          a.qRaw,
-          a.rq,
-          dq,
-          dqRaw,
-          false,
+          N,
+          C,
+          `${p}post_attention_layernorm.weight`,
+          a.mid,
+          a.r2,
+          dh,
+          dx,
+          true,
         );
-        await this.rmsnormBackward(
-          bwd,
-          N * KV,
-          D,
-          `${p}self_attn.k_norm.weight`,
-          a.kRaw,
-          a.rk,
-          dkv,
-          dkRaw,
-          false,
-        );
+        // attention: mid = res[l] + o(gqa(rope(norm(q)), rope(norm(k)), v))
+        await this.linearBackward(bwd, lb, N, C, H * D, a.y, dx, `${p}self_attn.o_proj`, dy, false);
+        await K.gqaBackward(bwd, gqaDims, a.q, a.k, a.v, a.probs, dy, a.y, dq, dkv);
+        bwd.copy(dkv, N * KV * D * F4, dv, 0, N * KV * D * F4);
+        await K.ropeApply(bwd, { N, heads: H, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dq);
+        await K.ropeApply(bwd, { N, heads: KV, D, sinOff: rope.sinOff, inverse: true }, pos, rope.buf, dkv);
+        if (a.qRaw && a.kRaw && a.rq && a.rk) {
+          await this.rmsnormBackward(
+            bwd,
+            N * H,
+            D,
+            `${p}self_attn.q_norm.weight`,
+            a.qRaw,
+            a.rq,
+            dq,
+            dqRaw,
+            false,
+          );
+          await this.rmsnormBackward(
+            bwd,
+            N * KV,
+            D,
+            `${p}self_attn.k_norm.weight`,
+            a.kRaw,
+            a.rk,
+            dkv,
+            dkRaw,
+            false,
+          );
+        }
+        await this.linearBackward(bwd, lb, N, H * D, C, a.h1, dqRaw, `${p}self_attn.q_proj`, dh, false);
+        await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dkRaw, `${p}self_attn.k_proj`, dh, true);
+        await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dv, `${p}self_attn.v_proj`, dh, true);
+        await this.rmsnormBackward(bwd, N, C, `${p}input_layernorm.weight`, res[l], a.r1, dh, dx, true);
       }
-      await this.linearBackward(bwd, lb, N, H * D, C, a.h1, dqRaw, `${p}self_attn.q_proj`, dh, false);
-      await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dkRaw, `${p}self_attn.k_proj`, dh, true);
-      await this.linearBackward(bwd, lb, N, KV * D, C, a.h1, dv, `${p}self_attn.v_proj`, dh, true);
-      await this.rmsnormBackward(bwd, N, C, `${p}input_layernorm.weight`, res[l], a.r1, dh, dx, true);
-    }
-    if (this.baseGrads) await K.embeddingBackward(bwd, emb, tokens, dx, this.baseGrads, false);
+      if (this.baseGrads) await K.embeddingBackward(bwd, emb, tokens, dx, this.baseGrads, false);
+      return bwd;
+    };
     let base: Promise<Program> | null = null;
+    let backward: Promise<Program> | null = null;
     const graph: Graph = {
       B,
       T,
@@ -561,7 +649,14 @@ export class LlamaGpuPolicy implements PolicyEngine {
       rowWeights,
       stats,
       forward: fwd,
-      backward: bwd,
+      backward: () => {
+        backward ??= (async () => {
+          const p = await recordBackward(graph.temperature);
+          graph.programs.push(p);
+          return p;
+        })();
+        return backward;
+      },
       headUniforms,
       temperature: 1,
       k: layers.map((a) => a.k),
@@ -594,13 +689,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
     this.ctx.write(g.pos, pos);
     const temperature = batch.temperature ?? 1;
     if (temperature !== g.temperature) {
-      const o = this.off(headName(this.llama));
       const block = K.headBlock({
         N: g.B * g.T,
         C: this.llama.hidden,
         V: this.llama.vocabSize,
-        wOff: o,
-        gOff: o,
+        wOff: this.w(headName(this.llama)).off,
+        gOff: this.off(headName(this.llama)),
         temperature,
         dtype: this.baseDtype,
       });
@@ -686,15 +780,22 @@ export class LlamaGpuPolicy implements PolicyEngine {
   /** The model's weights with the adapter merged in (W + s·B·A, PEFT's merge_and_unload), in the base layout. */
   mergedParams(): Promise<Float32Array> {
     return this.exclusive(async () => {
-      const { total } = this.layout;
-      const base =
-        this.baseDtype === 'f32'
-          ? await this.ctx.readF32(this.params, total)
-          : unpackHalves(
-              new Uint32Array((await this.ctx.readF32(this.params, Math.ceil(total / 2))).buffer),
-              total,
-              this.baseDtype,
-            );
+      const base = new Float32Array(this.layout.total);
+      for (let i = 0; i < this.shards.length; i++) {
+        const { start, end } = this.shardPlan[i];
+        const n = end - start;
+        const dtype = this.baseDtype;
+        base.set(
+          dtype === 'f32'
+            ? await this.ctx.readF32(this.shards[i], n)
+            : unpackHalves(
+                new Uint32Array((await this.ctx.readF32(this.shards[i], Math.ceil(n / 2))).buffer),
+                n,
+                dtype,
+              ),
+          start,
+        );
+      }
       return this.lora ? mergeLora(this.llama, this.layout, base, await this.lora.read()) : base;
     });
   }
@@ -735,9 +836,10 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const g = await this.prepare(batch);
     if (typeof weights !== 'function') {
       this.writeWeights(g, weights);
+      const backward = await g.backward();
       const enc = this.ctx.device.createCommandEncoder();
       g.forward.encode(enc);
-      g.backward.encode(enc);
+      backward.encode(enc);
       const r = await this.readStats(g, enc, batch);
       return { ...r, loss: weightedLoss(r.logProbs, weights) };
     }
@@ -747,12 +849,13 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const w = weights(r);
     checkWeights(w, n);
     this.writeWeights(g, w);
-    g.backward.submit();
+    (await g.backward()).submit();
     return { ...r, loss: weightedLoss(r.logProbs, w) };
   }
 
   private adamTarget(): GpuAdamWTarget {
-    const { ctx, grads, partial, m, v, partials } = this;
+    const { ctx, partials } = this;
+    const { grads, partial, m, v } = this.train();
     return {
       ctx,
       params: this.trainable,
@@ -823,7 +926,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
   }
 
   private async buildDecoder(capacity: number): Promise<Decoder> {
-    const { ctx, params } = this;
+    const { ctx } = this;
     const cfg = this.llama;
     const { hidden: C, intermediate: Fm, heads: H, kvHeads: KV, headDim: D, vocabSize: V, layers: L } = cfg;
     const buffers: GPUBuffer[] = [];
@@ -854,11 +957,12 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const cacheK = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.k${l}`));
     const cacheV = Array.from({ length: L }, (_, l) => buf(capacity * KV * D, `dec.v${l}`));
     const dtype = this.baseDtype;
-    const emb = { N: 1, T: 1, C, V, wteOff: this.off('model.embed_tokens.weight'), wpeOff: 0, dtype };
+    const ew = this.w('model.embed_tokens.weight');
+    const emb = { N: 1, T: 1, C, V, wteOff: ew.off, wpeOff: 0, dtype };
     const loraT = this.lora ? buf(this.lora.config.r, 'dec.lora.t') : null;
     const t: LoraSaved | null = loraT ? () => loraT : null;
     const p = new Program(ctx);
-    await K.embeddingGather(p, emb, token, params, x);
+    await K.embeddingGather(p, emb, token, ew.buf, x);
     const gqaUniforms: GPUBuffer[] = [];
     const copies: { dstOffset?: number }[] = [];
     for (let l = 0; l < L; l++) {
@@ -887,15 +991,15 @@ export class LlamaGpuPolicy implements PolicyEngine {
     }
     const head = new Program(ctx);
     await this.rmsnorm(head, 1, C, 'model.norm.weight', x, h, r);
-    const wOff = this.off(headName(cfg));
+    const hw = this.w(headName(cfg));
     await K.matmul(head, {
       mode: 'nt',
       M: 1,
       N: V,
       K: C,
       a: h,
-      b: params,
-      bOff: wOff,
+      b: hw.buf,
+      bOff: hw.off,
       bDtype: dtype,
       c: logits,
     });
@@ -966,16 +1070,18 @@ export class LlamaGpuPolicy implements PolicyEngine {
         throw new Error(`setParams: got ${params.length} values, the layout needs ${n}`);
       this.ctx.write(this.trainable, params);
       const zeros = new Float32Array(n);
-      this.ctx.write(this.m, zeros);
-      this.ctx.write(this.v, zeros);
+      const { m, v } = this.train();
+      this.ctx.write(m, zeros);
+      this.ctx.write(v, zeros);
       this.clearGradsNow();
       this.step = 0;
     });
   }
 
   dispose(): void {
-    const all: GPUBuffer[] = [this.params, this.grads, this.m, this.v, this.partial];
-    if (this.vectors !== this.params) all.push(this.vectors);
+    const all: GPUBuffer[] = [...this.shards];
+    if (this.state) all.push(this.state.grads, this.state.m, this.state.v, this.state.partial);
+    if (this.vectors !== this.shards[0]) all.push(this.vectors);
     void (async () => {
       for (const g of this.graphs.values()) destroyGraph(await g);
       if (this.decoder) destroyDecoder(await this.decoder);
@@ -993,7 +1099,6 @@ export class LlamaGpuPolicy implements PolicyEngine {
 function destroyGraph(g: Graph): void {
   for (const p of g.programs) p.destroy();
   g.forward.destroy();
-  g.backward.destroy();
   for (const b of g.buffers) b.destroy();
 }
 
