@@ -179,6 +179,12 @@ export interface Batch {
   seqLen: number;
   /** (B·T) 1 for real tokens, 0 for padding; log-probs and entropies of masked positions are 0. */
   mask: Float32Array;
+  /**
+   * (B·T) 1 for every real token, where `mask` marks only the tokens whose log-probs are wanted (a training row:
+   * its response) and the rest of the row is still context (its prompt); default: `mask`. The Llama family reads
+   * it for the key-padding mask and the positions; the GPT-2 policy (causal, right-padded rows) needs only `mask`.
+   */
+  attention?: Float32Array;
   /** Divides the logits before the softmax (default 1). */
   temperature?: number;
 }
@@ -193,6 +199,8 @@ export function checkBatch(cfg: PolicyConfig, b: Batch): void {
   if (b.tokens.length !== B * T)
     throw new Error(`batch: tokens has ${b.tokens.length} ids, expected batchSize*seqLen = ${B * T}`);
   if (b.mask.length !== B * T) throw new Error(`batch: mask has ${b.mask.length} values, expected ${B * T}`);
+  if (b.attention && b.attention.length !== B * T)
+    throw new Error(`batch: attention has ${b.attention.length} values, expected ${B * T}`);
   for (let i = 0; i < b.tokens.length; i++)
     if (b.tokens[i] >= cfg.vocabSize)
       throw new Error(

@@ -318,10 +318,11 @@ export async function broughtModel(
     gpu?: GpuContext | null;
   },
 ): Promise<BroughtRun> {
-  if (cfg.actor_rollout_ref.rollout.name !== 'policy')
+  const rolloutName = cfg.actor_rollout_ref.rollout.name;
+  if (rolloutName !== 'policy' && rolloutName !== 'transformers.js')
     throw new RunLaunchError(
       'actor_rollout_ref.rollout.name',
-      `a Hugging Face model folder samples from the trainer's own engine ('policy'), got '${cfg.actor_rollout_ref.rollout.name}'`,
+      `a Hugging Face model folder samples from the trainer's own engine ('policy') or from transformers.js on its export ('transformers.js'), got '${rolloutName}'`,
     );
   const lora = runLoraConfig(cfg);
   checkBaseDtypeKey(cfg, lora);
@@ -389,6 +390,7 @@ export async function broughtModel(
       tokenizer: new ChatTokenizer(opts.tokenizerName, tj.tokenizerJson, tj.tokenizerConfig),
       source: `${opts.name} (${folder.config.modelType}, ${kind}${checkpoint ? `, resume step ${checkpoint.state.step}` : ''})`,
       gpu: onGpu,
+      folder: { ...folder, params: new Float32Array(0) },
     },
     checkpoint,
   };

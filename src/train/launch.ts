@@ -8,6 +8,7 @@
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
 import type { GpuContext, Unavailable } from '../engine/gpu/device';
+import type { LlamaFolder } from '../engine/llama/hfFolder';
 import { CpuPolicy, GpuPolicy, type PolicyEngine } from '../engine/policy';
 import { serveChannel } from '../harness/http';
 import { type WorkerHandle, WorkerPool } from '../harness/pool';
@@ -71,6 +72,8 @@ export interface BroughtModel {
   source: string;
   /** the WebGPU context its engines run on (destroyed when the run closes), or null on the CPU */
   gpu?: GpuContext | null;
+  /** its folder without the weights (config, layout, tokenizer), for a rollout engine that exports it */
+  folder?: LlamaFolder | null;
 }
 
 export interface LaunchedRun {
@@ -206,7 +209,7 @@ async function launchLoop(
   let local: LocalRun;
   try {
     await o.beforeLoop?.();
-    local = loopOf(o, m.policy, m.reference, m.tokenizer, resume);
+    local = loopOf(o, m.policy, m.reference, m.tokenizer, resume, m.folder ?? null);
   } catch (e) {
     release();
     throw e;
@@ -235,6 +238,7 @@ function loopOf(
   reference: PolicyEngine | null,
   tokenizer: ChatTokenizer,
   resume: TrainCheckpoint | null,
+  rolloutModel: LlamaFolder | null = null,
 ): LocalRun {
   const cfg = o.config;
   const p = o.platform;
@@ -245,6 +249,7 @@ function loopOf(
     tokenizer,
     storage: o.storage,
     rolloutEnv: p.rolloutEnv,
+    rolloutModel,
     resumeState: resume?.state,
     consoleLog: o.consoleLog,
     makeRunner: (handler) =>

@@ -66,6 +66,8 @@ export function layoutRows(
   const T = paddedLength(longest, opts.contextLength);
   const tokens = new Uint32Array(B * T);
   const mask = new Float32Array(B * T);
+  // every real token: the prompt is context the response attends to (mask marks only the response)
+  const attention = new Float32Array(B * T);
   const index = new Int32Array(nResp);
   let at = 0;
   for (let b = 0; b < B; b++) {
@@ -76,6 +78,7 @@ export function layoutRows(
     const s = src.offsets[r + 1] - s0;
     const base = b * T;
     for (let t = 0; t < p; t++) tokens[base + t] = src.promptIds[p0 + t];
+    attention.fill(1, base, base + p + s);
     for (let j = 0; j < s; j++) {
       tokens[base + p + j] = src.responseIds[s0 + j];
       mask[base + p + j] = 1;
@@ -83,7 +86,7 @@ export function layoutRows(
     }
   }
   return {
-    batch: { tokens, mask, batchSize: B, seqLen: T, temperature: opts.temperature },
+    batch: { tokens, mask, attention, batchSize: B, seqLen: T, temperature: opts.temperature },
     index,
     rows: Int32Array.from(rows),
   };

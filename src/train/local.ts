@@ -6,6 +6,7 @@
  * everywhere.
  */
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { LlamaFolder } from '../engine/llama/hfFolder';
 import type { PolicyEngine } from '../engine/policy/types';
 import type { HttpHandler } from '../harness/http';
 import { LlmProxy } from '../harness/proxy';
@@ -29,6 +30,8 @@ export interface LocalRunOptions {
    * samples from `policy` itself (colocated), the others are built from its current weights
    */
   rolloutEngine?: RolloutEngine;
+  /** the Llama-family folder `policy` was built from (params unused), for a rollout engine that exports it */
+  rolloutModel?: LlamaFolder | null;
   /** where those engines get their runtime (default: the platform's, rolloutEnvNode.ts / rolloutEnvPage.ts) */
   rolloutEnv?: RolloutEngineEnv;
   reference?: PolicyEngine | null;
@@ -56,7 +59,13 @@ export function createLocalRun(o: LocalRunOptions): LocalRun {
   const ro = cfg.actor_rollout_ref.rollout;
   const rolloutEngine =
     o.rolloutEngine ??
-    rolloutEngineFor({ config: cfg, policy: o.policy, tokenizer: o.tokenizer, env: o.rolloutEnv });
+    rolloutEngineFor({
+      config: cfg,
+      policy: o.policy,
+      model: o.rolloutModel,
+      tokenizer: o.tokenizer,
+      env: o.rolloutEnv,
+    });
   const version = o.resumeState?.policyVersion ?? 0;
   let trainSource: HarnessRolloutSource | null = null;
   let valSource: HarnessRolloutSource | null = null;

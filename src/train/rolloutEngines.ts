@@ -20,9 +20,11 @@
 
 import { createRegistry } from '../core/registry';
 import type { ChatTokenizer } from '../core/tokenize/tokenizer';
+import type { LlamaFolder } from '../engine/llama/hfFolder';
 import { WEIGHT_PRECISIONS, type WeightPrecision } from '../engine/onnx/causalLm';
 import type { HfTokenizerFiles } from '../engine/onnx/hfFolder';
 import { OrtCausalLm, type OrtEp, type OrtModule } from '../engine/onnx/ortLm';
+import type { RolloutSampler } from '../engine/onnx/sampler';
 import { TransformersCausalLm, type TransformersDevice } from '../engine/onnx/transformersLm';
 import type { PolicyEngine } from '../engine/policy/types';
 import {
@@ -59,6 +61,8 @@ export interface RolloutChoice {
 
 interface BuildContext {
   policy: PolicyEngine;
+  /** the Llama-family folder the trainer's engine was built from (its params unused), or null: our GPT-2 policy */
+  model: LlamaFolder | null;
   tokenizer: ChatTokenizer;
   env: RolloutEngineEnv;
   seed: number;
@@ -96,6 +100,10 @@ spec({
   precisions: WEIGHT_PRECISIONS,
   colocated: false,
   create: async (c) => {
+    if (c.model)
+      throw new Error(
+        `a Hugging Face model folder (${c.model.config.modelType}) has no onnxruntime-web rollout engine here; use 'transformers.js' or 'policy'`,
+      );
     const ep = c.device as OrtEp;
     const ort = await c.env.ort(ep);
     const lm = await OrtCausalLm.create(
@@ -113,6 +121,7 @@ spec({
   colocated: false,
   create: async (c) => {
     await c.env.transformers?.();
+    if (c.model) return llamaTransformers(c, c.model);
     const tokenizer = await c.env.tokenizerFiles();
     const lm = await TransformersCausalLm.fromPolicy(await c.policy.getParams(), {
       device: c.device as TransformersDevice,
@@ -121,6 +130,43 @@ spec({
     return new SamplerRolloutEngine('transformers.js', lm, c.tokenizer, { seed: c.seed });
   },
 });
+
+/**
+ * transformers.js over a Llama-family folder the trainer trains: the folder exported with the trainer's merged
+ * weights (LoRA merged in as PEFT's merge_and_unload: W + s·B·A; full fine-tuning: the weights themselves), and at
+ * every weight sync exported and loaded again with the merged weights of that moment (the run hands the trainable
+ * tensors to syncWeights; for LoRA those are the adapter, so the merge is asked of the trainer here).
+ */
+async function llamaTransformers(c: BuildContext, model: LlamaFolder): Promise<RolloutEngine> {
+  if (c.precision !== 'f32')
+    throw new Error(
+      `a Hugging Face model folder is exported in f32 only (lab.rollout_precision '${c.precision}')`,
+    );
+  const trainer = c.policy as PolicyEngine & { mergedParams?: () => Promise<Float32Array> };
+  const merged = trainer.mergedParams?.bind(trainer);
+  if (!merged) throw new Error(`the trainer's engine (${c.policy.backend}) gives no merged weights`);
+  const lm = await TransformersCausalLm.fromLlama(model, await merged(), {
+    device: c.device as TransformersDevice,
+  });
+  const synced: RolloutSampler = {
+    get backend() {
+      return lm.backend;
+    },
+    get precision() {
+      return lm.precision;
+    },
+    get vocabSize() {
+      return lm.vocabSize;
+    },
+    get contextLength() {
+      return lm.contextLength;
+    },
+    sample: (req) => lm.sample(req),
+    syncWeights: async () => lm.syncWeights(await merged()),
+    dispose: () => lm.dispose(),
+  };
+  return new SamplerRolloutEngine('transformers.js', synced, c.tokenizer, { seed: c.seed });
+}
 
 /** The three fields a rollout engine is chosen by (a TrainConfig has them). */
 export interface RolloutFields {
@@ -219,6 +265,8 @@ export interface RolloutEngineOptions {
   /** the trainer's engine: the colocated policy samples on it; the others start from its current weights */
   policy: PolicyEngine;
   tokenizer: ChatTokenizer;
+  /** the Llama-family folder the trainer's engine was built from (its params unused); absent: our GPT-2 policy */
+  model?: LlamaFolder | null;
   /** default: the platform's (defaultRolloutEnv) */
   env?: RolloutEngineEnv | (() => Promise<RolloutEngineEnv>);
 }
@@ -248,6 +296,7 @@ export async function createRolloutEngine(o: RolloutEngineOptions): Promise<Roll
   try {
     return await s.create({
       policy: o.policy,
+      model: o.model ?? null,
       tokenizer: o.tokenizer,
       env: env as RolloutEngineEnv,
       seed: o.config.lab.seed,

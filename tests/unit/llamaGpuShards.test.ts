@@ -55,7 +55,9 @@ describe('weights in several buffers when one binding cannot hold them (Dawn)', 
           shards.some((s) => t.offset >= s.start && t.offset + t.size <= s.end),
           t.name,
         ).toBe(true);
-      expect(planWeightShards(layout, dtype, 4 * layout.total + SHARD_HEADROOM)).toEqual([{ start: 0, end: layout.total }]);
+      expect(planWeightShards(layout, dtype, 4 * layout.total + SHARD_HEADROOM)).toEqual([
+        { start: 0, end: layout.total },
+      ]);
       expect(() => planWeightShards(layout, dtype, limit - 8)).toThrow(
         /^tensor \S+ \(.* exceeds this adapter/,
       );

@@ -90,9 +90,10 @@ export function positionsOf(mask: Float32Array, B: number, T: number): Int32Arra
  */
 export function targetRows(batch: Batch): { at: Int32Array; src: Int32Array; targets: Int32Array } {
   const { batchSize: B, seqLen: T, mask, tokens } = batch;
+  const real = batch.attention ?? mask;
   const at: number[] = [];
   for (let b = 0; b < B; b++)
-    for (let t = 1; t < T; t++) if (mask[b * T + t] !== 0 && mask[b * T + t - 1] !== 0) at.push(b * T + t);
+    for (let t = 1; t < T; t++) if (mask[b * T + t] !== 0 && real[b * T + t - 1] !== 0) at.push(b * T + t);
   const a = Int32Array.from(at);
   return { at: a, src: a.map((i) => i - 1), targets: a.map((i) => tokens[i]) };
 }
@@ -247,7 +248,7 @@ export function llamaForwardCpu(
   const { batchSize: B, seqLen: T } = batch;
   const C = cfg.hidden;
   const N = B * T;
-  const pos = positionsOf(batch.mask, B, T);
+  const pos = positionsOf(batch.attention ?? batch.mask, B, T);
   const rope = ropeTables(ropeInvFreq(cfg), T);
   const x = embed(flat, layout, batch.tokens, C);
   const shape: GqaShape = { B, Tq: T, Tk: T, H: cfg.heads, KV: cfg.kvHeads, D: cfg.headDim, offset: 0 };
@@ -262,7 +263,7 @@ export function llamaForwardCpu(
         x,
         pos,
         rope,
-        batch.mask,
+        batch.attention ?? batch.mask,
         shape,
         mm,
         undefined,
@@ -390,7 +391,7 @@ export function llamaBackwardCpu(
     C,
     false,
   );
-  const pos = positionsOf(batch.mask, B, T);
+  const pos = positionsOf(batch.attention ?? batch.mask, B, T);
   const rope = ropeTables(ropeInvFreq(cfg), T);
   const shape: GqaShape = { B, Tq: T, Tk: T, H, KV, D, offset: 0 };
   const da = new Float32Array(N * F);

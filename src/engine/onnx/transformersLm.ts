@@ -17,9 +17,11 @@
 import type * as TJs from '@huggingface/transformers';
 import { mulberry32 } from '../../core/random';
 import { serialQueue } from '../../core/serial';
+import type { LlamaFolder } from '../llama/hfFolder';
 import type { PolicyConfig } from '../model';
 import { checkSampleRequest, pickToken } from '../sampling';
 import type { WeightPrecision } from './causalLm';
+import { exportLlamaHfFolder } from './exportLlama';
 import {
   exportHfFolder,
   type FolderFiles,
@@ -84,6 +86,11 @@ export interface TransformersLmOptions {
   name?: string;
   /** our policy's config when the folder is our export (needed for syncWeights) */
   policy?: { config: PolicyConfig; tokenizer: HfTokenizerFiles; precision: WeightPrecision };
+  /**
+   * a Llama-family Hugging Face folder a run trains (its params unused): syncWeights re-exports it with the
+   * given weights in its layout (exportLlamaHfFolder, f32)
+   */
+  llama?: LlamaFolder;
 }
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
@@ -189,18 +196,48 @@ export class TransformersCausalLm implements RolloutSampler {
     if (old) await old.dispose();
   }
 
-  /** Re-exports the policy folder (in memory) with these weights and reloads it. Only for our own policy. */
+  /** A Llama-family folder with these weights (its layout's), exported in memory and loaded. */
+  static async fromLlama(
+    folder: LlamaFolder,
+    params: Float32Array,
+    opts: Omit<TransformersLmOptions, 'llama' | 'policy'>,
+  ): Promise<TransformersCausalLm> {
+    const lm = new TransformersCausalLm({ ...opts, llama: folder });
+    await lm.syncWeights(params);
+    return lm;
+  }
+
+  /**
+   * Re-exports the folder (in memory) with these weights and reloads it: our policy's export, or the Llama-family
+   * folder a run trains (the weights in its layout). A brought ONNX folder has no trainer weights.
+   */
   syncWeights(params: Float32Array): Promise<SyncCost> {
     const p = this.opts.policy;
-    if (!p)
+    const llama = this.opts.llama;
+    if (!p && !llama)
       return Promise.reject(
         new Error(
           'syncWeights: this engine runs a brought model (inference only); it has no trainer weights',
         ),
       );
+    if (llama && params.length !== llama.layout.total)
+      return Promise.reject(
+        new Error(
+          `syncWeights: ${params.length} weights for a ${llama.config.modelType} layout of ${llama.layout.total}`,
+        ),
+      );
     return this.serial(async () => {
       const t0 = now();
-      const files: FolderFiles = exportHfFolder(p.config, params, p.tokenizer, { precision: p.precision });
+      const files: FolderFiles = llama
+        ? exportLlamaHfFolder({ ...llama, params })
+        : exportHfFolder(
+            (p as NonNullable<typeof p>).config,
+            params,
+            (p as NonNullable<typeof p>).tokenizer,
+            {
+              precision: (p as NonNullable<typeof p>).precision,
+            },
+          );
       const t1 = now();
       await this.loadFolder(mapReader(files));
       const t2 = now();

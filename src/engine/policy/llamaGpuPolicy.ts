@@ -114,13 +114,14 @@ interface Decoder {
 /** The per-row head targets and the positions of a batch (what the GPU programs read besides ids and mask). */
 function rowsOf(batch: Batch): { targets: Uint32Array; pos: Uint32Array } {
   const { batchSize: B, seqLen: T, mask, tokens } = batch;
+  const real = batch.attention ?? mask;
   const targets = new Uint32Array(B * T).fill(NO_TARGET);
   for (let b = 0; b < B; b++)
     for (let t = 0; t + 1 < T; t++) {
       const n = b * T + t;
-      if (mask[n] !== 0 && mask[n + 1] !== 0) targets[n] = tokens[n + 1];
+      if (real[n] !== 0 && mask[n + 1] !== 0) targets[n] = tokens[n + 1];
     }
-  return { targets, pos: Uint32Array.from(positionsOf(mask, B, T)) };
+  return { targets, pos: Uint32Array.from(positionsOf(real, B, T)) };
 }
 
 export interface LlamaGpuPolicyOptions {
@@ -684,7 +685,7 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const g = await this.graph(batch.batchSize, batch.seqLen);
     const { targets, pos } = rowsOf(batch);
     this.ctx.write(g.tokens, batch.tokens);
-    this.ctx.write(g.mask, batch.mask);
+    this.ctx.write(g.mask, batch.attention ?? batch.mask);
     this.ctx.write(g.targets, targets);
     this.ctx.write(g.pos, pos);
     const temperature = batch.temperature ?? 1;
@@ -717,10 +718,11 @@ export class LlamaGpuPolicy implements PolicyEngine {
     const logProbs = new Float32Array(N);
     const entropy = new Float32Array(N);
     const { mask } = batch;
+    const real = batch.attention ?? mask;
     for (let b = 0; b < g.B; b++)
       for (let t = 1; t < g.T; t++) {
         const n = b * g.T + t;
-        if (mask[n] === 0 || mask[n - 1] === 0) continue;
+        if (mask[n] === 0 || real[n - 1] === 0) continue;
         logProbs[n] = s[3 * (n - 1)];
         entropy[n] = s[3 * (n - 1) + 1];
       }

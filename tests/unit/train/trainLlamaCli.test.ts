@@ -92,6 +92,25 @@ describe('lab train --model DIR (a Hugging Face folder) with LoRA', () => {
     expect(said).toContain('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu');
   });
 
+  it('rollouts from transformers.js on the folder exported with the merged adapter, re-exported at every weight sync', async () => {
+    const out = join(dir, 'tjs');
+    const argv = [...lora, '--rollout-name', 'transformers.js'];
+    expect(await quietly([...argv, '--total-training-steps', '3', '--out', out])).toBe(0);
+    const lines = parseFileLogger(readFileSync(join(out, 'metrics.jsonl'), 'utf8'));
+    expect(lines.map((l) => l.step)).toEqual([1, 2, 3]);
+    for (const l of lines) {
+      // each step's update re-exported the merged weights and loaded them in transformers.js
+      expect(l.data['lab/weight_sync/export_s'] as number).toBeGreaterThan(0);
+      expect(l.data['lab/weight_sync/load_s'] as number).toBeGreaterThan(0);
+      expect(l.data['lab/weight_sync/bytes'] as number).toBeGreaterThan(0);
+      // the trainer's recompute of the sampled tokens agrees with transformers.js's: the rollouts were sampled
+      // on the weights the trainer had (steps 2 and 3 after the adapter moved)
+      expect(l.data['training/rollout_probs_diff_max'] as number, `step ${l.step}`).toBeLessThan(1e-4);
+    }
+    // the adapter moved the policy away from the base, so a stale export would have disagreed
+    expect(lines[2].data['actor/kl_loss'] as number).toBeGreaterThan(0);
+  });
+
   it('three RL steps: finite metrics, the KL against the frozen base grows, checkpoints hold the adapter (PEFT folder too) and AdamW state; resume reproduces step 3', async () => {
     const full = join(dir, 'full');
     const cut = join(dir, 'cut');
@@ -100,6 +119,9 @@ describe('lab train --model DIR (a Hugging Face folder) with LoRA', () => {
     expect(lines.map((l) => l.step)).toEqual([1, 2, 3]);
     for (const l of lines)
       for (const k of DETERMINISTIC) expect(Number.isFinite(l.data[k]), `${k} at step ${l.step}`).toBe(true);
+    // the trainer's recompute of each sampled token (its prompt as context) is the sampler's own log-prob
+    for (const l of lines)
+      expect(l.data['training/rollout_probs_diff_max'] as number, `step ${l.step}`).toBeLessThan(1e-5);
     // step 1 starts at the base (B = 0): no KL; the adapter then moves the policy away from the base
     expect(lines[0].data['actor/kl_loss']).toBe(0);
     expect(lines[2].data['actor/kl_loss']).toBeGreaterThan(0);
