@@ -115,6 +115,40 @@ describe('the Train tab on a Hugging Face folder', () => {
     await page.close();
   });
 
+  it('samples its rollouts in transformers.js (wasm) on the folder exported with the merged adapter, synced after each step', async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+    const cfg = {
+      ...CONFIG,
+      'actor_rollout_ref.rollout.name': 'transformers.js',
+      'trainer.total_training_steps': '2',
+      'actor_rollout_ref.actor.optim.lr': '0.01',
+    };
+    await page.goto(`${baseUrl}${hash(cfg)}`);
+    await page.getByTestId('train-tab').waitFor();
+    await page.getByTestId('train-model-folder').setInputFiles(llama);
+    await expect
+      .poll(() => page.getByTestId('train-model').inputValue(), { timeout: 30_000 })
+      .toBe('opfs:llama');
+    await page.getByTestId('train-start').click();
+    const row = page.locator('[data-testid=train-run-row]').first();
+    await expect
+      .poll(() => row.getAttribute('data-status'), { timeout: 180_000, interval: 500 })
+      .toMatch(/done|failed|stopped/);
+    expect(await page.getByTestId('train-error').count()).toBe(0);
+    expect(await row.getAttribute('data-status')).toBe('done');
+    const metrics = await runMetrics(page, (await row.getAttribute('data-run')) as string);
+    expect(metrics).toHaveLength(2);
+    for (const [i, m] of metrics.entries()) {
+      // each update re-exported the merged weights and loaded them in transformers.js
+      expect(m['lab/weight_sync/export_s'] as number, `step ${i + 1}`).toBeGreaterThan(0);
+      expect(m['lab/weight_sync/bytes'] as number, `step ${i + 1}`).toBeGreaterThan(0);
+      // the trainer's recompute agrees with what transformers.js sampled, after the adapter moved too
+      expect(m['training/rollout_probs_diff_max'] as number, `step ${i + 1}`).toBeLessThan(1e-4);
+    }
+    await page.close();
+  });
+
   it('refuses a folder whose step cannot fit, naming the term and by how much', async () => {
     // Qwen3-0.6B's shape (config.json only; the page never reads weights it refuses)
     const big = join(tmp, 'qwen3-0.6b-shape');
