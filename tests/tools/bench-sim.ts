@@ -73,6 +73,14 @@ for (const sc of SCENARIOS.filter((s) => s.published)) {
   console.log(
     `  ${sc.name.padEnd(32)} published ${pub.toFixed(3)}× simulated ${sim.toFixed(3)}× error ${(100 * (sim / pub - 1)).toFixed(1)}%; ${b} wait ${(rb.steps.slice(1).reduce((x, s) => x + s.phases.gen, 0) / (rb.steps.length - 1)).toFixed(1)} s/step (published ${sc.published?.runs[1].gen_s}), staleness ${rb.summary.mean_staleness_worst.toFixed(3)}${sc.published?.notes ? `; ${sc.published.notes}` : ''}`,
   );
+  const win = sc.published?.window_step_s;
+  if (win) {
+    // what one stationary workload per run cannot follow: the documented step time by 100-step window
+    const [base, fast] = win;
+    console.log(
+      `    published by 100-step window: ${a} ${base.map((x) => x.toFixed(0)).join(' / ')} s/step, ${b} ${fast.map((x) => x.toFixed(0)).join(' / ')} s/step, speed-up ${base.map((x, i) => (x / fast[i]).toFixed(2)).join(' / ')}×; simulated ${(ra.summary.total_s / ra.steps.length).toFixed(0)} / ${(rb.summary.total_s / rb.steps.length).toFixed(0)} s/step`,
+    );
+  }
 }
 
 if (flags.refit) {

@@ -98,6 +98,11 @@ export interface Scenario {
     speedup_of: string;
     /** the documented total-time gain where it differs from the step ratio */
     notes?: string;
+    /**
+     * mean step seconds of each documented 100-step window, [baseline, faster mode] (from the cumulative
+     * totals). The runs are not stationary: the simulator takes one workload per run, fitted to the mean step.
+     */
+    window_step_s?: number[][];
   };
   /** the closed-form staleness applies here (streaming, steady state) */
   closedForm?: boolean;
@@ -179,6 +184,8 @@ interface FullyAsyncRow {
   sync: { step_s: number; gen_s: number; old_log_prob_s: number; update_actor_s: number };
   async: { step_s: number; gen_s: number; update_actor_s: number };
   speedup: number;
+  /** the table's "total time" columns after 100, 200, 300 and 400 steps, in minutes: [sync, fully_async] */
+  totals_min: [number[], number[]];
   /** fitted: see calibrateMedian (tests/unit/sim/published.test.ts checks it) */
   median: number;
 }
@@ -192,6 +199,10 @@ const FULLY_ASYNC_ROWS: FullyAsyncRow[] = [
     sync: { step_s: 790.1, gen_s: 357.41, old_log_prob_s: 107.71, update_actor_s: 313.81 },
     async: { step_s: 294.77, gen_s: 21.26, update_actor_s: 269.8 },
     speedup: 2.66,
+    totals_min: [
+      [824, 1663, 3442, 5345],
+      [478, 981, 1493, 2006],
+    ],
     median: 620,
   },
   {
@@ -199,6 +210,10 @@ const FULLY_ASYNC_ROWS: FullyAsyncRow[] = [
     sync: { step_s: 365.28, gen_s: 150.72, old_log_prob_s: 70.26, update_actor_s: 133.41 },
     async: { step_s: 189.26, gen_s: 28.46, update_actor_s: 156.98 },
     speedup: 1.92,
+    totals_min: [
+      [622, 1245, 1866, 2492],
+      [297, 614, 1018, 1300],
+    ],
     median: 260,
   },
   {
@@ -206,6 +221,10 @@ const FULLY_ASYNC_ROWS: FullyAsyncRow[] = [
     sync: { step_s: 356.3, gen_s: 177.85, old_log_prob_s: 53.92, update_actor_s: 113.81 },
     async: { step_s: 150.63, gen_s: 33.14, update_actor_s: 113.16 },
     speedup: 2.35,
+    totals_min: [
+      [516, 1076, 1746, 2448],
+      [193, 406, 653, 1042],
+    ],
     median: 305,
   },
 ];
@@ -226,6 +245,7 @@ function fullyAsyncScenario(row: FullyAsyncRow): Scenario {
       ],
       speedup: row.speedup,
       speedup_of: 'total time of 400 steps, colocate sync over fully_async_policy',
+      window_step_s: row.totals_min.map((t) => t.map((m, i) => ((m - (i > 0 ? t[i - 1] : 0)) * 60) / 100)),
     },
     config(mode) {
       const workload = dapoWorkload(28 * 1024, row.median);

@@ -42,7 +42,23 @@ describe('verl fully_async_policy over colocate sync (docs/advance/fully_async.m
     const pub = getScenario(name).published?.speedup ?? Number.NaN;
     return { gpus, sim, pub, err: rel(sim, pub), asy };
   });
-  // 32 GPUs comes out at 2.32× (−13%) and 64 GPUs at 2.20× (+15%): outside ±10%, asserted at what they reach
+  // 32 GPUs comes out at 2.33× (−12.5%) and 64 GPUs at 2.22× (+15.6%): outside ±10%, asserted at what they reach.
+  // The runs are not stationary (bench:sim prints the windows): the 32-GPU sync run's step goes from 494 s
+  // (steps 1–100) to 1142 s (301–400) while fully_async stays at 287–308 s, so the published speed-up is 1.67–1.72×
+  // over the first 200 steps and 2.66× over 400; one workload per run, fitted to its mean step, lies between.
+  it("the transcribed 100-step totals give the table's speed-ups and its mean step times", () => {
+    for (const r of rows) {
+      const pub = getScenario(`verl-fully-async-7b-${r.gpus}`).published;
+      const [base, fast] = pub?.window_step_s ?? [[], []];
+      const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+      expect(mean(base) / mean(fast)).toBeCloseTo(r.pub, 2);
+      // the step column (790.10 / 294.77, 365.28 / 189.26, 356.30 / 150.63) is the mean step within 4%: the totals
+      // also count what falls outside the steps (start-up, validation)
+      const steps = pub?.runs.map((x) => x.step_s) ?? [];
+      expect(Math.abs(rel(mean(base), steps[0]))).toBeLessThan(0.04);
+      expect(Math.abs(rel(mean(fast), steps[1]))).toBeLessThan(0.04);
+    }
+  });
   it('32 and 64 GPUs: within ±20%', () => {
     for (const r of rows.slice(0, 2))
       expect(Math.abs(r.err), `${r.gpus} GPUs: ${r.sim.toFixed(3)} vs ${r.pub}`).toBeLessThan(0.2);
