@@ -73,9 +73,16 @@ export function TokenChips(props: TokenChipsProps) {
   const [focus, setFocus] = useState(0);
   /** set when the keys moved the tab stop: the new chip takes the focus once it is rendered */
   const moved = useRef(false);
-  // a new list of tokens starts at its first chip
-  // biome-ignore lint/correctness/useExhaustiveDependencies: reset when the tokens change
-  useEffect(() => setFocus(0), [ids]);
+  // a new list of tokens starts at its first chip; the same tokens in a new array (the batch view replacing the
+  // engine's once the computation arrives) keep the tab stop where the keys left it
+  const shown = useRef(ids);
+  useEffect(() => {
+    const prev = shown.current;
+    shown.current = ids;
+    let same = prev.length === ids.length;
+    for (let i = 0; same && i < ids.length; i++) same = prev[i] === ids[i];
+    if (!same) setFocus(0);
+  }, [ids]);
 
   useLayoutEffect(() => {
     const el = host.current;
