@@ -4,11 +4,12 @@
  * harness's shipped SFT checkpoint on the CPU engine, val reward at temperature 1 before and after.
  *  - `instruction-short`: 12 steps of 8 tasks × 4 rollouts (2 mini-batches of 16 rows), 32 val tasks × 4 samples.
  *  - `search-trajectory`, `search-transition`, `coding-trajectory`, `coding-transition`: the multi-turn
- *    harnesses at each trace-aggregation level (one merged row per rollout, or one row per call). No test asserts
- *    on these yet. The search checkpoint earns val reward 0 at temperature 1 (every GRPO advantage is 0); the
- *    coding checkpoint starts in the partial range (~0.4 at temperature 1), but `coding-trajectory` on seed 0 went
- *    0.375 → 0.313 in its 8 steps (17 min on a loaded 2-core machine), so the configuration is a starting point
- *    for a sweep, not a measured one.
+ *    harnesses at each trace-aggregation level (one merged row per rollout, or one row per call). The search
+ *    checkpoint earns val reward 0 at temperature 1 (every GRPO advantage is 0), so its cases are starting points,
+ *    not measured ones. The coding checkpoint starts in the partial range (~0.45 at temperature 1).
+ *  - `coding-trajectory-16`: what learningCoding.test.ts asserts on: 16 steps at lr 2e-4, 32 val tasks × 4.
+ *    At lr 3e-4 the policy drifted (entropy and response length up, val 0.465 → 0.391 in 8 steps on seed 0); at
+ *    1e-4 it barely moved (+0.010).
  */
 import { readFileSync } from 'node:fs';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
@@ -65,6 +66,13 @@ export const LEARNING_CASES = {
   'search-transition': multiTurn('search', 'transition'),
   'coding-trajectory': multiTurn('coding', 'trajectory'),
   'coding-transition': multiTurn('coding', 'transition'),
+  'coding-trajectory-16': {
+    ...multiTurn('coding', 'trajectory'),
+    steps: 16,
+    lr: 2e-4,
+    valTasks: 32,
+    valN: 4,
+  },
 } satisfies Record<string, LearningCase>;
 
 export type LearningCaseName = keyof typeof LEARNING_CASES;
