@@ -1,6 +1,7 @@
 /**
  * `npm run bench:sim`: how long the scheduling simulator takes on the 128-GPU, 400-step published scenario in
- * each of its modes (median of --repeat runs, after one warm-up), and the figures the tests assert (published,
+ * each of its modes (median of --repeat runs, after one warm-up), beside the same run walked one event at a time
+ * (`walk: 'events'`, the results are the same), and the figures the tests assert (published,
  * simulated, error). `--refit` also refits the stored response medians of the published scenarios. `--hash`
  * only prints a sha256 of every scenario × mode's full result (12 steps, step 2 traced), so a change meant to keep
  * the results can be checked by diffing the output before and after.
@@ -57,9 +58,16 @@ for (const mode of ['sync', 'fully_async', 'one_step_off', 'separate_async', 'co
     trajectories = r.steps.reduce((a, s) => a + s.trained_trajectories, 0);
   }
   const ms = median(times);
+  // the peer in the same run: the same simulation one event-queue round trip per replica event
+  const peer: number[] = [];
+  for (let i = 0; i < repeat; i++) {
+    const t0 = performance.now();
+    simulate(cfg, { walk: 'events' });
+    peer.push(performance.now() - t0);
+  }
   // on a shared machine the wall time also counts waiting for a core; the CPU time is the process's own
   console.log(
-    `  ${mode.padEnd(15)} ${ms.toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU (${trajectories} trajectories, ${((1e6 * ms) / trajectories).toFixed(0)} ns each)`,
+    `  ${mode.padEnd(15)} ${ms.toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU (${trajectories} trajectories, ${((1e6 * ms) / trajectories).toFixed(0)} ns each); one event at a time ${median(peer).toFixed(0)} ms (${(median(peer) / ms).toFixed(2)}×)`,
   );
 }
 

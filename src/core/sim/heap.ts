@@ -2,7 +2,8 @@
 const RADIX_BITS = 11;
 
 /**
- * A binary min-heap of (key, id) pairs in typed arrays: the simulator's event queue and per-replica sequences.
+ * A 4-ary min-heap of (key, id) pairs in typed arrays (half a binary heap's levels, the four children side by
+ * side): the simulator's event queue and per-replica sequences.
  * `sort()` puts the entries in key order in place. A sorted array is a heap, so every method stays valid, and
  * pushes in key order keep it sorted; meanwhile `keyAt(i)` / `idAt(i)` walk the entries in pop order and
  * `dropSorted(k)` removes the first k without a sift each.
@@ -39,7 +40,7 @@ export class MinHeap {
     let i = this.size++;
     if (i > 0 && key < keys[i - 1]) this.sorted = false;
     while (i > 0) {
-      const p = (i - 1) >> 1;
+      const p = (i - 1) >> 2;
       if (keys[p] <= key) break;
       keys[i] = keys[p];
       ids[i] = ids[p];
@@ -58,8 +59,8 @@ export class MinHeap {
   }
 
   /**
-   * Removes the smallest; returns its id. Bottom-up: the hole at the root moves down along the smaller children
-   * to a leaf (one comparison a level), then the last entry rises from there to the first position whose parent
+   * Removes the smallest; returns its id. Bottom-up: the hole at the root moves down along the smallest children
+   * to a leaf (three comparisons a level), then the last entry rises from there to the first position whose parent
    * is smaller. Along that path the keys only grow, so the entry lands where a sift-down from the root would
    * have stopped (above equal keys, as it does), and the heap comes out the same.
    */
@@ -74,15 +75,24 @@ export class MinHeap {
       const id = ids[n];
       let i = 0;
       for (;;) {
-        let c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && keys[c + 1] < keys[c]) c++;
-        keys[i] = keys[c];
+        const first = 4 * i + 1;
+        if (first >= n) break;
+        let c = first;
+        let ck = keys[first];
+        const end = Math.min(first + 4, n);
+        for (let j = first + 1; j < end; j++) {
+          const kj = keys[j];
+          if (kj < ck) {
+            ck = kj;
+            c = j;
+          }
+        }
+        keys[i] = ck;
         ids[i] = ids[c];
         i = c;
       }
       while (i > 0) {
-        const p = (i - 1) >> 1;
+        const p = (i - 1) >> 2;
         if (keys[p] < key) break;
         keys[i] = keys[p];
         ids[i] = ids[p];

@@ -155,7 +155,16 @@ const T_CALL_START = 4;
 const T_SERIAL = 5;
 const US = 6;
 
-export function simulate(cfg: SimConfig): SimResult {
+/**
+ * `walk: 'events'` turns off the batched walks (`drain`, `waitDrain`): one event-queue round trip per replica
+ * event. The results are the same (tests hold them to it); only the time differs.
+ */
+export interface SimOptions {
+  walk?: 'batched' | 'events';
+}
+
+export function simulate(cfg: SimConfig, opts: SimOptions = {}): SimResult {
+  const batched = opts.walk !== 'events';
   checkSimConfig(cfg);
   const { cluster: C, workload: W, schedule: S, mode } = cfg;
   const colocated = COLOCATED_MODES.includes(mode);
@@ -187,6 +196,12 @@ export function simulate(cfg: SimConfig): SimResult {
   const perCtx = C.decode_per_ctx_token_s;
   const maxSeqs = C.max_num_seqs;
   const kvCap = C.kv_capacity_tokens;
+  const prefillRate = C.prefill_tokens_per_s;
+  const turns = W.turns;
+  const promptTokens = W.prompt_tokens;
+  const lenMedian = W.response_median;
+  const lenSigma = W.response_sigma;
+  const maxLen = W.max_response_length;
 
   // ── trajectories: one record of TS doubles per slot (the fields one call completion reads share a cache
   // line), slots recycled; groups: struct-of-arrays ─────────────────────────────────────────────────────────
@@ -257,6 +272,11 @@ export function simulate(cfg: SimConfig): SimResult {
   /** started and not yet trained or dropped */
   let inSystem = 0;
   let waiter: (() => boolean) | null = null;
+  /** only a group's completion can make the waiter's condition true */
+  let waitByGroups = false;
+  /** when the current wait began, and how long the last wait by groups lasted (pass 1's first horizon) */
+  let waitSince = 0;
+  let lastWait = Number.POSITIVE_INFINITY;
   let done = false;
   const B = W.train_batch_size;
 
@@ -349,7 +369,7 @@ export function simulate(cfg: SimConfig): SimResult {
     const step = base + perSeq * (c + 1) + perCtx * (rSumA[r] + c * V + T[id * TS + T_CTX]);
     T[id * TS + T_ADMIT_V] = V;
     // prefill delays the sequence's first token: its time in units of the replica's current step
-    const pv = T[id * TS + T_PREFILL] / C.prefill_tokens_per_s / step;
+    const pv = T[id * TS + T_PREFILL] / prefillRate / step;
     T[id * TS + T_PREFILL_V] = pv;
     heaps[r].push(V + pv + T[id * TS + T_REMAIN], id);
     rC[r] = c + 1;
@@ -405,6 +425,10 @@ export function simulate(cfg: SimConfig): SimResult {
   const finishCall = (id: number, r: number) => {
     rC[r]--;
     rSumA[r] -= T[id * TS + T_CTX] - T[id * TS + T_ADMIT_V];
+    finishTurn(id);
+  };
+  /** finishCall's part that is not the replica's */
+  const finishTurn = (id: number) => {
     running--;
     const got = T[id * TS + T_REMAIN];
     acc.genTokens += got;
@@ -443,19 +467,22 @@ export function simulate(cfg: SimConfig): SimResult {
     !recording &&
     !traceOpen &&
     (waiter === null ? W.turns === 1 : stepBound && liveTimers === 0);
-  /** Runs every replica's finishes before `bound` (the next timer), each replica in a loop of its own. */
-  const drain = (bound: number) => {
+  /**
+   * Runs every replica's finishes before `bound` (the next timer), or up to and at it when `inclusive`, each
+   * replica in a loop of its own.
+   */
+  const drain = (bound: number, inclusive = false) => {
     let last = acc.now;
     draining = true;
     for (let r = 0; r < nRep; r++) {
-      if (!(rNext[r] < bound)) continue;
+      if (!(rNext[r] < bound || (inclusive && rNext[r] === bound))) continue;
       const heap = heaps[r];
       if (stepBound || heap.sorted) {
         // nothing joins the replica while it drains, so its calls finish in key order: one sort (a step-bound
         // batch drains whole), then a walk over the sorted entries in place of pops
         heap.sort();
         let head = 0;
-        while (rNext[r] < bound) {
+        while (rNext[r] < bound || (inclusive && rNext[r] === bound)) {
           acc.now = rNext[r];
           if (acc.now > last) last = acc.now;
           advance(r, acc.now);
@@ -488,12 +515,180 @@ export function simulate(cfg: SimConfig): SimResult {
       poke();
     }
   };
+  /**
+   * The trainer waits for groups (`waitByGroups`) and otherwise the replicas share nothing before `bound`: the
+   * drainable case but for the waiter, whose condition may turn true at a group's completion and end the wait
+   * there (the trainer then acts on every replica). Pass 1 walks each replica's finishes before `bound` on
+   * copies of its state (the same arithmetic as `drain`, nothing written), noting each group's finishes and its
+   * last finish time. The groups that complete are then completed in time order as the queue would, each with
+   * its poke, until the waiter fires at t*. Pass 2 drains the replicas up to and at t* (or to `bound` when it
+   * did not fire); the calls of groups completed in pass 1 find them finished and complete nothing twice.
+   */
+  let wCnt = new Int32Array(0);
+  let wLast = new Float64Array(0);
+  const touched: number[] = [];
+  const completing: number[] = [];
+  /** pass 1's record of each replica event: time, the replica's state after it, its finish heap's head */
+  let evCap = 0;
+  let evT = new Float64Array(0);
+  let evLast = new Float64Array(0);
+  let evV = new Float64Array(0);
+  let evSumA = new Float64Array(0);
+  let evOcc = new Float64Array(0);
+  let evNext = new Float64Array(0);
+  let evC = new Int32Array(0);
+  let evHead = new Int32Array(0);
+  const evStart = new Int32Array(nRep + 1);
+  const growEv = () => {
+    evCap = Math.max(4096, evCap * 2);
+    evT = grown(evT, evCap);
+    evLast = grown(evLast, evCap);
+    evV = grown(evV, evCap);
+    evSumA = grown(evSumA, evCap);
+    evOcc = grown(evOcc, evCap);
+    evNext = grown(evNext, evCap);
+    evC = grown(evC, evCap);
+    evHead = grown(evHead, evCap);
+  };
+  /**
+   * Pass 1 looks ahead to a horizon: a wait about as long as the last one, then the bound. The horizon changes
+   * the work, not the result: finishes before it are committed as they would be anyway.
+   */
+  const waitDrain = (bound: number) => {
+    const guess = waitSince + 1.1 * lastWait;
+    if (guess > acc.now && guess < bound && waitWindow(guess)) return;
+    waitWindow(bound);
+  };
+  /** One window of waitDrain; whether the waiter fired in it. */
+  const waitWindow = (bound: number): boolean => {
+    if (wCnt.length < gCap) {
+      wCnt = new Int32Array(gCap);
+      wLast = new Float64Array(gCap);
+    }
+    touched.length = 0;
+    let e = 0;
+    for (let r = 0; r < nRep; r++) {
+      evStart[r] = e;
+      let next = rNext[r];
+      if (!(next < bound)) continue;
+      const heap = heaps[r];
+      heap.sort();
+      let head = 0;
+      let V = rV[r];
+      let last = rLast[r];
+      let c = rC[r];
+      let sumA = rSumA[r];
+      let occ = rOcc[r];
+      while (next < bound) {
+        const t = next;
+        // advance()
+        const dt = t - last;
+        if (dt > 0) {
+          if (c > 0) {
+            const K = sumA + c * V;
+            occ += Math.min(1, Math.max(c / maxSeqs, K / kvCap)) * dt;
+            const a = base + perSeq * c + perCtx * K;
+            const k = perCtx * c;
+            V = V + (k > 1e-15 ? (Math.sqrt(a * a + 2 * k * dt) - a) / k : dt / a);
+          }
+          last = t;
+        }
+        // the calls due (finishCall's replica part)
+        while (c > 0 && heap.keyAt(head) <= V + 1e-6) {
+          const id = heap.idAt(head++);
+          c--;
+          sumA -= T[id * TS + T_CTX] - T[id * TS + T_ADMIT_V];
+          const g = T[id * TS + T_GROUP];
+          if (wCnt[g]++ === 0) touched.push(g);
+          if (t > wLast[g] || wCnt[g] === 1) wLast[g] = t;
+        }
+        // nextFinish()
+        if (c === 0) {
+          sumA = 0;
+          next = Number.POSITIVE_INFINITY;
+        } else {
+          let dv = heap.keyAt(head) - V;
+          if (dv < 0) dv = 0;
+          const a = base + perSeq * c + perCtx * (sumA + c * V);
+          next = t + a * dv + 0.5 * perCtx * c * dv * dv;
+        }
+        if (e === evCap) growEv();
+        evT[e] = t;
+        evLast[e] = last;
+        evV[e] = V;
+        evSumA[e] = sumA;
+        evOcc[e] = occ;
+        evNext[e] = next;
+        evC[e] = c;
+        evHead[e] = head;
+        e++;
+      }
+    }
+    evStart[nRep] = e;
+    completing.length = 0;
+    for (const g of touched) {
+      if (gState[g] === RUNNING && gDone[g] + wCnt[g] === n) completing.push(g);
+      wCnt[g] = 0;
+    }
+    completing.sort((x, y) => wLast[x] - wLast[y] || gSerial[x] - gSerial[y]);
+    let fired = false;
+    let tStar = bound;
+    for (const g of completing) {
+      const t = wLast[g];
+      if (fired && t > tStar) break;
+      if (t > acc.now) acc.now = t;
+      completeGroup(g);
+      if (!fired && waiter === null) {
+        fired = true;
+        tStar = t;
+      }
+    }
+    // pass 2: each replica takes its state after its last event before the cut; its calls due until then finish
+    let lastT = acc.now;
+    draining = true;
+    for (let r = 0; r < nRep; r++) {
+      const e0 = evStart[r];
+      const e1 = evStart[r + 1];
+      if (e0 === e1) continue;
+      const heap = heaps[r];
+      let head = 0;
+      let j = e0;
+      for (; j < e1; j++) {
+        const t = evT[j];
+        if (fired ? t > tStar : !(t < bound)) break;
+        acc.now = t;
+        if (t > lastT) lastT = t;
+        for (const h = evHead[j]; head < h; head++) finishTurn(heap.idAt(head));
+        if (evC[j] === 0 && running === 0) poke();
+      }
+      if (j === e0) continue;
+      const k = j - 1;
+      rV[r] = evV[k];
+      rLast[r] = evLast[k];
+      rC[r] = evC[k];
+      rSumA[r] = evSumA[k];
+      rOcc[r] = evOcc[k];
+      rNext[r] = evNext[k];
+      heap.dropSorted(head);
+      if (rC[r] > 0) events.push(rNext[r], r);
+    }
+    draining = false;
+    acc.now = lastT;
+    if (pokeDue) {
+      pokeDue = false;
+      poke();
+    }
+    if (fired) lastWait = tStar - waitSince;
+    return fired;
+  };
   /** Partial rollout: stop every running call, keep its tokens, queue it (first) to resume under new weights. */
   const abortAll = () => {
     const back: number[] = [];
     for (let r = 0; r < nRep; r++) {
       advance(r, acc.now);
       const V = rV[r];
+      // requeued nearest its finish mark first: an order of the calls, not of the heap's layout
+      heaps[r].sort();
       for (const id of heaps[r].drain()) {
         const got = Math.max(
           0,
@@ -535,16 +730,16 @@ export function simulate(cfg: SimConfig): SimResult {
     for (let i = 0; i < n; i++) {
       if (tFree.length === 0) growT();
       const id = tFree.pop() as number;
-      let len = Math.round(W.response_median * Math.exp(W.response_sigma * gauss()));
-      if (len > W.max_response_length) len = W.max_response_length;
+      let len = Math.round(lenMedian * Math.exp(lenSigma * gauss()));
+      if (len > maxLen) len = maxLen;
       if (len < 1) len = 1;
-      const perTurn = Math.max(1, Math.ceil(len / W.turns));
+      const perTurn = Math.max(1, Math.ceil(len / turns));
       T[id * TS + T_GROUP] = g;
-      T[id * TS + T_TURNS] = W.turns;
+      T[id * TS + T_TURNS] = turns;
       U[id * US + T_PER_TURN] = perTurn;
       T[id * TS + T_REMAIN] = perTurn;
-      T[id * TS + T_PREFILL] = W.prompt_tokens;
-      T[id * TS + T_CTX] = W.prompt_tokens;
+      T[id * TS + T_PREFILL] = promptTokens;
+      T[id * TS + T_CTX] = promptTokens;
       U[id * US + T_VMIN] = NO_VERSION;
       U[id * US + T_VMAX] = -1;
       T[id * TS + T_FLAGS] = 0;
@@ -575,21 +770,25 @@ export function simulate(cfg: SimConfig): SimResult {
     }
     const g = T[id * TS + T_GROUP];
     gDone[g]++;
-    if (gDone[g] === n && gState[g] === RUNNING) {
-      gState[g] = FINISHED;
-      finished.push(gSerial[g], g);
-      finishedCount++;
-      const left = batchLeft.get(gBatch[g]);
-      if (left !== undefined) batchLeft.set(gBatch[g], left - 1);
-      poke();
-    }
+    if (gDone[g] === n && gState[g] === RUNNING) completeGroup(g);
+  };
+  const completeGroup = (g: number) => {
+    gState[g] = FINISHED;
+    finished.push(gSerial[g], g);
+    finishedCount++;
+    const left = batchLeft.get(gBatch[g]);
+    if (left !== undefined) batchLeft.set(gBatch[g], left - 1);
+    poke();
   };
   const poke = () => {
     if (draining) {
       pokeDue = true;
       return;
     }
-    if (waiter?.()) waiter = null;
+    if (waiter?.()) {
+      waiter = null;
+      waitByGroups = false;
+    }
   };
   /** step-bound modes: groups of each batch still running */
   const batchLeft = new Map<number, number>();
@@ -608,14 +807,19 @@ export function simulate(cfg: SimConfig): SimResult {
       then();
     });
   };
-  /** Waits (as phase `name`, not busy) until `ready()` holds; re-checked when a group finishes or the replicas empty. */
-  const waitUntil = (name: SimPhase, ready: () => boolean, then: () => void) => {
+  /**
+   * Waits (as phase `name`, not busy) until `ready()` holds; re-checked when a group finishes or the replicas
+   * empty. `byGroups`: only a group's completion can make `ready` true (it is `sampleable`).
+   */
+  const waitUntil = (name: SimPhase, ready: () => boolean, then: () => void, byGroups = false) => {
     const start = acc.now;
     const go = () => {
       phaseDone(name, start, false);
       then();
     };
     if (ready()) return go();
+    waitByGroups = byGroups;
+    waitSince = start;
     waiter = () => {
       if (!ready()) return false;
       // continue after the current event, so the state that made it ready is settled
@@ -932,6 +1136,7 @@ export function simulate(cfg: SimConfig): SimResult {
             ),
           );
         },
+        true,
       );
     };
     local(0);
@@ -962,6 +1167,7 @@ export function simulate(cfg: SimConfig): SimResult {
             waitUntil('pause', () => running === 0, train);
           }
         },
+        true,
       );
     };
     stepLoop();
@@ -977,13 +1183,14 @@ export function simulate(cfg: SimConfig): SimResult {
         continue;
       }
       acc.now = t;
-      const bound = drainable()
-        ? liveTimers > 0
-          ? events.minKeyOfIdsFrom(nRep)
-          : Number.POSITIVE_INFINITY
-        : t;
-      if (t < bound) drain(bound);
-      else onReplica(id);
+      const quiet = batched && drainable();
+      const byGroups =
+        batched && !quiet && waitByGroups && pending.size === 0 && !recording && !traceOpen && W.turns === 1;
+      const bound =
+        quiet || byGroups ? (liveTimers > 0 ? events.minKeyOfIdsFrom(nRep) : Number.POSITIVE_INFINITY) : t;
+      if (t >= bound) onReplica(id);
+      else if (quiet) drain(bound);
+      else waitDrain(bound);
     } else {
       acc.now = Math.max(acc.now, t);
       liveTimers--;
@@ -1002,9 +1209,11 @@ export function simulate(cfg: SimConfig): SimResult {
 
   if (trace) {
     const { t0, t1 } = trace;
-    trace.trajectories = [...traced.values()].filter(
-      (t) => t.trained_version !== null || t.calls.some((c) => c.end_s > t0 && c.start_s < t1),
-    );
+    // in submission order (a trajectory's serial), whichever walk closed its bars first
+    trace.trajectories = [...traced.entries()]
+      .sort((x, y) => x[0] - y[0])
+      .map((e) => e[1])
+      .filter((t) => t.trained_version !== null || t.calls.some((c) => c.end_s > t0 && c.start_s < t1));
   }
 
   const total = steps.length ? steps[steps.length - 1].end_s : 0;

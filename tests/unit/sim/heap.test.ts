@@ -63,7 +63,7 @@ describe('MinHeap.sort', () => {
 });
 
 describe('MinHeap.pop', () => {
-  /** The textbook pop (sift the last entry down from the root), on plain arrays. */
+  /** The textbook pop of a 4-ary heap (sift the last entry down from the root), on plain arrays. */
   const reference = (keys: number[], ids: number[]) => {
     const top = ids[0];
     const key = keys.pop() as number;
@@ -72,9 +72,10 @@ describe('MinHeap.pop', () => {
     if (n === 0) return top;
     let i = 0;
     for (;;) {
-      let c = 2 * i + 1;
+      // four children; the first of the smallest
+      let c = 4 * i + 1;
       if (c >= n) break;
-      if (c + 1 < n && keys[c + 1] < keys[c]) c++;
+      for (let j = c + 1; j < Math.min(4 * i + 5, n); j++) if (keys[j] < keys[c]) c = j;
       if (keys[c] >= key) break;
       keys[i] = keys[c];
       ids[i] = ids[c];

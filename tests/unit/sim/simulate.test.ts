@@ -2,7 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   applySimOverrides,
+  checkSimConfig,
   getScenario,
+  SCENARIOS,
   SIM_MODES,
   type SimConfig,
   type SimMode,
@@ -22,16 +24,38 @@ describe('simulate', () => {
     expect(c.summary.total_s).not.toBe(a.summary.total_s);
   });
 
-  it('replicas run through their finishes in loops of their own with the same numbers as one event at a time', () => {
-    // a recorded trace turns the loops off from a few steps before the traced step: the steps after that point
-    // come out of the event queue one finish at a time, the untraced run's out of the loops
-    for (const mode of ['sync', 'one_step_off', 'fully_async', 'separate_async', 'colocate_async'] as const) {
-      const cfg = { ...getScenario('verl-fully-async-7b-32').config(mode), steps: 10 };
-      const loops = simulate(cfg);
-      const events = simulate({ ...cfg, trace_step: 10 });
-      expect(events.steps, mode).toEqual(loops.steps);
-    }
+  it('the batched walks (drain, the two-pass wait for groups) give the same results as one event at a time', () => {
+    // every scenario and mode as published; on the smaller scenarios also the branches the walks must respect:
+    // drop and wait past a small threshold, no partial rollout, few sequence slots (calls queue), and a traced
+    // step (recorded steps take the queue; traced calls still finish in the batched steps after it)
+    const variants: [string, string[]][] = [
+      ['drop past 1', ['schedule.max_off_policy_threshold=1', 'schedule.max_off_policy_strategy=drop']],
+      ['wait past 1', ['schedule.max_off_policy_threshold=1', 'schedule.max_off_policy_strategy=wait']],
+      ['no partial rollout', ['schedule.partial_rollout=false']],
+      ['16 slots', ['cluster.max_num_seqs=16']],
+      ['traced', ['steps=12', 'trace_step=8']],
+    ];
+    const smaller = new Set(['agentic-8gpu', 'separate-async-128-cap-w1', 'verl-fully-async-7b-32']);
+    let compared = 0;
+    for (const sc of SCENARIOS)
+      for (const mode of SIM_MODES)
+        for (const [name, patch] of [['as published', []] as [string, string[]], ...variants]) {
+          if (patch.length && !smaller.has(sc.name)) continue;
+          let cfg: SimConfig;
+          try {
+            cfg = applySimOverrides({ ...sc.config(mode), steps: 6 }, patch);
+            checkSimConfig(cfg);
+          } catch {
+            continue; // a variant this mode's keys do not allow
+          }
+          const batched = simulate(cfg);
+          const events = simulate(cfg, { walk: 'events' });
+          expect(JSON.stringify(batched), `${sc.name} ${mode} ${name}`).toBe(JSON.stringify(events));
+          compared++;
+        }
+    expect(compared).toBeGreaterThan(SCENARIOS.length * SIM_MODES.length + 3 * 4 * 3);
   });
+
   it('every mode runs its steps; utilisations lie in [0, 1]; the step is its phases where the trainer is serial', () => {
     for (const mode of SIM_MODES) {
       const r = simulate(small(mode));
