@@ -8,8 +8,8 @@
  *    8 tasks × 4 rollouts at lr 2e-4, 32 val tasks × 4 samples. `coding-trajectory` is what learningCoding.test.ts
  *    asserts on (the coding checkpoint starts in the partial range, ~0.45 at temperature 1). At lr 3e-4 the
  *    policy drifted (entropy and response length up, val 0.465 → 0.391 in 8 steps on seed 0); at 1e-4 it barely
- *    moved (+0.010). `coding-transition` (the second test there) rose on 4 of 5 seeds (+0.082 to +0.121;
- *    seed 0: −0.010). The search checkpoint earns val reward 0 at temperature 1 (every GRPO advantage is 0),
+ *    moved (+0.010). `coding-transition` (the second test there) rose on 8 of 10 seeds (+0.070 to +0.203;
+ *    seeds 0 and 8: −0.010, −0.023). The search checkpoint earns val reward 0 at temperature 1 (every GRPO advantage is 0),
  *    so its cases are starting points, not measured ones.
  */
 import { readFileSync } from 'node:fs';
