@@ -69,6 +69,13 @@ export interface Harness<T extends TaskBase = TaskBase> {
   makeTasks(split: Split, seed: number, n: number, level?: number | null): T[];
   /** the level a task belongs to (read from its content, so recorded tasks keep their level) */
   levelOf(task: T): number;
+  /**
+   * `n` pre-training tasks for SFT (`lab sft --pretrain-tasks`): the same kinds of task over generated content
+   * that neither split uses (fresh names, topics). Their answers cannot be memorised, so a small policy
+   * trained on them learns to copy what a task names from its context; validation, over content training
+   * never shows, needs exactly that. Absent where the harness asks nothing of its context to copy.
+   */
+  pretrainTasks?(seed: number, n: number, level?: number | null): T[];
   run(client: ChatClient, task: T, opts: HarnessOptions): Promise<HarnessOutcome>;
   /** The expert's next assistant text given the messages of the call it answers. */
   expert(task: T, messages: ChatMessage[], tools?: ToolDefinition[]): string;

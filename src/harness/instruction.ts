@@ -18,6 +18,7 @@ import {
   type Split,
   type TaskBase,
 } from './harness';
+import { inventedWord } from './invented';
 
 /** The reward definition (Harness.reward). */
 export const INSTRUCTION_REWARD =
@@ -194,13 +195,19 @@ function permutationOf(rand: () => number, n: number): number[] {
 /** The highest level: five constraints or more (the mixed stream has up to seven). */
 const TOP_LEVEL = 5;
 
-function makeTask(split: Split, seed: number, i: number, level: number | null): InstructionTask {
+function makeTask(split: Split | 'pretrain', seed: number, i: number, level: number | null): InstructionTask {
   const rand = mulberry32(
     hash32(`instruction:${split}:${seed}:${i}${level === null ? '' : `:level${level}`}`),
   );
-  // Splits use disjoint topics, so validation measures transfer rather than memorised prompts.
-  const topics = TOPICS.filter((_, j) => (j % 4 === 0) === (split === 'val'));
-  const topic = pick(rand, topics);
+  // Splits use disjoint topics, so validation measures transfer rather than memorised prompts; pre-training
+  // tasks are about invented words neither split uses.
+  const topic =
+    split === 'pretrain'
+      ? inventedWord(rand, 2 + Math.floor(rand() * 2))
+      : pick(
+          rand,
+          TOPICS.filter((_, j) => (j % 4 === 0) === (split === 'val')),
+        );
   const cs: Constraint[] = [];
   // The mixed stream (no level) draws each family with its own probability (the historical tasks); a level
   // draws exactly `level` families, each at most once, so the level is the constraint count.
@@ -235,7 +242,7 @@ function makeTask(split: Split, seed: number, i: number, level: number | null): 
   if (cs.length === 0) cs.push({ kind: 'min-words', n: lo });
   const prompt = `Write a short piece about ${topic}.\n${cs.map((c) => `- ${describe(c)}`).join('\n')}`;
   const id = `instruction-${split}-${seed}-${i}${level === null ? '' : `-l${level}`}`;
-  return { id, split, topic, constraints: cs, prompt };
+  return { id, split: split === 'pretrain' ? 'train' : split, topic, constraints: cs, prompt };
 }
 
 const SYSTEM = 'You are a careful writer. Follow every instruction exactly.';
@@ -285,6 +292,10 @@ export const instructionHarness: Harness<InstructionTask> = {
   },
   levelOf(task) {
     return Math.min(task.constraints.length, TOP_LEVEL);
+  },
+  pretrainTasks(seed, n, level = null) {
+    checkLevel(instructionHarness, level);
+    return Array.from({ length: n }, (_, i) => makeTask('pretrain', seed, i, level));
   },
   async run(client: ChatClient, task: InstructionTask, opts: HarnessOptions): Promise<HarnessOutcome> {
     const conv = new Conversation(() => SYSTEM, { role: 'user', content: task.prompt }, opts.behaviours);

@@ -19,6 +19,7 @@ import {
   type Split,
   type TaskBase,
 } from './harness';
+import { inventedWord } from './invented';
 import { pythonJsonDumps } from './toolParser';
 
 /** The reward definition (Harness.reward). */
@@ -35,34 +36,12 @@ export interface SearchTask extends TaskBase {
   answer: string;
   /** the queries an expert issues, in order */
   hops: string[];
+  /** the seed of a generated world the task is asked over (pre-training tasks); absent: the fixed corpus */
+  world?: number;
 }
 
-const SYL = [
-  'ka',
-  'lo',
-  've',
-  'mir',
-  'dra',
-  'sel',
-  'tun',
-  'or',
-  'bex',
-  'qua',
-  'nim',
-  'tal',
-  'ris',
-  'ul',
-  'fen',
-  'gor',
-  'zi',
-  'han',
-  'pel',
-  'ost',
-];
-
 function name(rand: () => number, parts: number): string {
-  let s = '';
-  for (let i = 0; i < parts; i++) s += SYL[Math.floor(rand() * SYL.length)];
+  const s = inventedWord(rand, parts);
   return s[0].toUpperCase() + s.slice(1);
 }
 
@@ -78,9 +57,18 @@ interface City {
   river: string;
 }
 
-/** The corpus is fixed (its own seed), shared by all tasks and both splits. */
-function buildWorld(): { countries: Country[]; cities: City[]; docs: Doc[] } {
-  const rand = mulberry32(20240611);
+interface World {
+  countries: Country[];
+  cities: City[];
+  docs: Doc[];
+}
+
+/**
+ * A world of 24 countries with 3 cities each, from a seed. The corpus both splits use is the world of its own
+ * fixed seed; pre-training tasks (`pretrainTasks`) each get a world of their own.
+ */
+function buildWorld(seed: number): World {
+  const rand = mulberry32(seed);
   const used = new Set<string>();
   const fresh = (parts: number) => {
     for (;;) {
@@ -120,26 +108,41 @@ function buildWorld(): { countries: Country[]; cities: City[]; docs: Doc[] } {
   return { countries, cities, docs };
 }
 
-const WORLD = buildWorld();
+const WORLD = buildWorld(20240611);
 export const SEARCH_CORPUS: readonly Doc[] = WORLD.docs;
+
+// Generated worlds by seed; a task's world is rebuilt when it is asked for again after leaving the cache.
+const generated = new Map<number, World>();
+function worldOf(task: { world?: number }): World {
+  if (task.world === undefined) return WORLD;
+  let w = generated.get(task.world);
+  if (!w) {
+    if (generated.size >= 64) generated.delete(generated.keys().next().value as number);
+    w = buildWorld(task.world);
+    generated.set(task.world, w);
+  }
+  return w;
+}
 
 function terms(s: string): string[] {
   return s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
 /** Top-k documents by summed inverse document frequency of the query terms they contain. */
-export function searchCorpus(query: string, k = 3): Doc[] {
+export function searchCorpus(query: string, k = 3, corpus: readonly Doc[] = SEARCH_CORPUS): Doc[] {
   const q = new Set(terms(query));
   if (q.size === 0) return [];
   const df = new Map<string, number>();
-  const docTerms = SEARCH_CORPUS.map((d) => new Set(terms(`${d.title} ${d.text}`)));
+  const docTerms = corpus.map((d) => new Set(terms(`${d.title} ${d.text}`)));
   for (const ts of docTerms) for (const t of ts) if (q.has(t)) df.set(t, (df.get(t) ?? 0) + 1);
-  const scored = SEARCH_CORPUS.map((d, i) => {
-    let s = 0;
-    for (const t of q) if (docTerms[i].has(t)) s += Math.log(1 + SEARCH_CORPUS.length / (df.get(t) ?? 1));
-    if (q.has(d.title.toLowerCase())) s += 5;
-    return { d, s };
-  }).filter((x) => x.s > 0);
+  const scored = corpus
+    .map((d, i) => {
+      let s = 0;
+      for (const t of q) if (docTerms[i].has(t)) s += Math.log(1 + corpus.length / (df.get(t) ?? 1));
+      if (q.has(d.title.toLowerCase())) s += 5;
+      return { d, s };
+    })
+    .filter((x) => x.s > 0);
   scored.sort((a, b) => b.s - a.s);
   return scored.slice(0, k).map((x) => x.d);
 }
@@ -158,7 +161,7 @@ export const SEARCH_TOOL: ToolDefinition = {
 };
 
 /** Runs one tool call; problems become the tool's output, which the model sees as its next observation. */
-export function runSearchTool(name: string, args: string): string {
+export function runSearchTool(name: string, args: string, corpus: readonly Doc[] = SEARCH_CORPUS): string {
   if (name !== 'search') return `error: unknown tool '${name}'; the only tool is 'search'`;
   let parsed: unknown;
   try {
@@ -169,7 +172,7 @@ export function runSearchTool(name: string, args: string): string {
   const q = (parsed as { query?: unknown })?.query;
   if (typeof q !== 'string' || q.trim() === '')
     return 'error: search needs a non-empty string argument "query"';
-  const hits = searchCorpus(q);
+  const hits = searchCorpus(q, 3, corpus);
   if (hits.length === 0) return `no results for "${q}"`;
   return hits.map((d, i) => `[${i + 1}] ${d.title}\n${d.text}`).join('\n\n');
 }
@@ -186,16 +189,16 @@ export function extractAnswer(text: string): string {
   return m ? m[1] : text;
 }
 
-type Question = (rand: () => number, country: Country, id: string, split: Split) => SearchTask;
+type Question = (rand: () => number, country: Country, id: string, split: Split, world: World) => SearchTask;
 
-const capitalOf = (country: Country) => WORLD.cities.find((c) => c.name === country.capital) as City;
-const citiesOf = (country: Country) => WORLD.cities.filter((c) => c.country === country.name);
+const capitalOf = (w: World, country: Country) => w.cities.find((c) => c.name === country.capital) as City;
+const citiesOf = (w: World, country: Country) => w.cities.filter((c) => c.country === country.name);
 
 /** The question kinds by the hops they need (the level); within a level, drawn uniformly. */
 const QUESTIONS: Record<1 | 2 | 3, Question[]> = {
   1: [
-    (rand, country, id, split) => {
-      const cities = citiesOf(country);
+    (rand, country, id, split, w) => {
+      const cities = citiesOf(w, country);
       const city = cities[Math.floor(rand() * cities.length)];
       return {
         id,
@@ -214,41 +217,41 @@ const QUESTIONS: Record<1 | 2 | 3, Question[]> = {
     }),
   ],
   2: [
-    (_rand, country, id, split) => ({
+    (_rand, country, id, split, w) => ({
       id,
       split,
       question: `Which river flows through the capital of ${country.name}?`,
-      answer: capitalOf(country).river,
-      hops: [country.name, capitalOf(country).name],
+      answer: capitalOf(w, country).river,
+      hops: [country.name, capitalOf(w, country).name],
     }),
-    (_rand, country, id, split) => ({
+    (_rand, country, id, split, w) => ({
       id,
       split,
       question: `In which year was the capital of ${country.name} founded?`,
-      answer: String(capitalOf(country).founded),
-      hops: [country.name, capitalOf(country).name],
+      answer: String(capitalOf(w, country).founded),
+      hops: [country.name, capitalOf(w, country).name],
     }),
   ],
   // From a city that is not the capital: its article names the country, whose article names the capital.
   3: [
-    (rand, country, id, split) => {
-      const city = citiesOf(country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
+    (rand, country, id, split, w) => {
+      const city = citiesOf(w, country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
       return {
         id,
         split,
         question: `Which river flows through the capital of the country in which the city of ${city.name} lies?`,
-        answer: capitalOf(country).river,
-        hops: [city.name, country.name, capitalOf(country).name],
+        answer: capitalOf(w, country).river,
+        hops: [city.name, country.name, capitalOf(w, country).name],
       };
     },
-    (rand, country, id, split) => {
-      const city = citiesOf(country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
+    (rand, country, id, split, w) => {
+      const city = citiesOf(w, country).filter((c) => c.name !== country.capital)[Math.floor(rand() * 2)];
       return {
         id,
         split,
         question: `In which year was the capital of the country in which the city of ${city.name} lies founded?`,
-        answer: String(capitalOf(country).founded),
-        hops: [city.name, country.name, capitalOf(country).name],
+        answer: String(capitalOf(w, country).founded),
+        hops: [city.name, country.name, capitalOf(w, country).name],
       };
     },
   ],
@@ -258,15 +261,26 @@ function makeTask(split: Split, seed: number, i: number, level: number | null): 
   const rand = mulberry32(hash32(`search:${split}:${seed}:${i}${level === null ? '' : `:level${level}`}`));
   // Disjoint countries per split (every fourth country is validation).
   const countries = WORLD.countries.filter((_, j) => (j % 4 === 0) === (split === 'val'));
-  const country = countries[Math.floor(rand() * countries.length)];
   const id = `search-${split}-${seed}-${i}${level === null ? '' : `-l${level}`}`;
+  return ask(rand, WORLD, countries, id, split, level);
+}
+
+function ask(
+  rand: () => number,
+  w: World,
+  countries: Country[],
+  id: string,
+  split: Split,
+  level: number | null,
+): SearchTask {
+  const country = countries[Math.floor(rand() * countries.length)];
   // The mixed stream (no level) is the historical one: four kinds, one and two hops, half each.
   if (level === null) {
     const kind = Math.floor(rand() * 4);
-    return QUESTIONS[kind < 2 ? 1 : 2][kind % 2](rand, country, id, split);
+    return QUESTIONS[kind < 2 ? 1 : 2][kind % 2](rand, country, id, split, w);
   }
   const qs = QUESTIONS[level as 1 | 2 | 3];
-  return qs[Math.floor(rand() * qs.length)](rand, country, id, split);
+  return qs[Math.floor(rand() * qs.length)](rand, country, id, split, w);
 }
 
 const SYSTEM = (turn: number) =>
@@ -300,6 +314,18 @@ export const searchHarness: Harness<SearchTask> = {
   levelOf(task) {
     return task.hops.length;
   },
+  pretrainTasks(seed, n, level = null) {
+    checkLevel(searchHarness, level);
+    return Array.from({ length: n }, (_, i) => {
+      const rand = mulberry32(
+        hash32(`search:pretrain:${seed}:${i}${level === null ? '' : `:level${level}`}`),
+      );
+      const world = hash32(`search:pretrain-world:${seed}:${i}`);
+      const w = worldOf({ world });
+      const id = `search-pretrain-${seed}-${i}${level === null ? '' : `-l${level}`}`;
+      return { ...ask(rand, w, w.countries, id, 'train', level), world };
+    });
+  },
 
   async run(client: ChatClient, task: SearchTask, opts: HarnessOptions): Promise<HarnessOutcome> {
     const conv = new Conversation(SYSTEM, { role: 'user', content: task.question }, opts.behaviours);
@@ -331,7 +357,7 @@ export const searchHarness: Harness<SearchTask> = {
       }
       if (msg.tool_calls?.length) {
         for (const tc of msg.tool_calls) {
-          const out = runSearchTool(tc.function.name, tc.function.arguments);
+          const out = runSearchTool(tc.function.name, tc.function.arguments, worldOf(task).docs);
           if (out.startsWith('error:')) toolErrors++;
           conv.add({ role: 'tool', tool_call_id: tc.id, content: out });
         }

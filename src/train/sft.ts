@@ -28,6 +28,8 @@ export interface SftOptions {
   tasks: number;
   /** difficulty level of those tasks (null or absent: the harness's mix) */
   level?: number | null;
+  /** pre-training tasks (the harness's `pretrainTasks`, generated content) added to the expert rows */
+  pretrainTasks?: number;
   steps: number;
   /** rows per optimizer step */
   batchRows: number;
@@ -47,19 +49,28 @@ export interface ExpertOptions {
   maxResponseLength?: number;
   maxModelLen?: number;
   level?: number | null;
+  /** pre-training tasks (generated content, `Harness.pretrainTasks`) added after the split's tasks */
+  pretrainTasks?: number;
 }
 
-/** The scripted expert's rollouts on `n` tasks of a split, recorded through the proxy with `tokenizer`'s ids. */
+/**
+ * The scripted expert's rollouts on `n` tasks of a split (or, with `split` 'pretrain', on the harness's
+ * pre-training tasks), recorded through the proxy with `tokenizer`'s ids.
+ */
 export async function expertRollouts(
   harness: HarnessName,
   tokenizer: ChatTokenizer,
-  split: Split,
+  split: Split | 'pretrain',
   seed: number,
   n: number,
   opts: ExpertOptions = {},
 ): Promise<Rollout[]> {
   const h = getHarness(harness);
-  const tasks = h.makeTasks(split, seed, n, opts.level ?? null);
+  let tasks: TaskBase[];
+  if (split === 'pretrain') {
+    if (!h.pretrainTasks) throw new Error(`harness '${harness}' has no pre-training tasks`);
+    tasks = h.pretrainTasks(seed, n, opts.level ?? null);
+  } else tasks = h.makeTasks(split, seed, n, opts.level ?? null);
   const taskOf = new Map<string, TaskBase>();
   const engine = expertEngine(tokenizer, h, taskOf, seed);
   const proxy = new LlmProxy({
@@ -78,7 +89,7 @@ export async function expertRollouts(
   const groups = tasks.map((task, i) => {
     const rid = `expert-${harness}-${split}-s${seed}-${i}`;
     taskOf.set(rid, task);
-    return { dataId: task.id, task, split, step: 0, sampleIdx: i, rolloutIds: [rid] };
+    return { dataId: task.id, task, split: task.split, step: 0, sampleIdx: i, rolloutIds: [rid] };
   });
   source.submit(groups);
   const out: Rollout[] = [];
@@ -105,6 +116,8 @@ export async function expertRows(
   opts: ExpertOptions = {},
 ): Promise<{ rows: TrainingBatch; failed: number }> {
   const rollouts = await expertRollouts(harness, tokenizer, 'train', seed, tasks, opts);
+  if (opts.pretrainTasks)
+    rollouts.push(...(await expertRollouts(harness, tokenizer, 'pretrain', seed, opts.pretrainTasks, opts)));
   const cfg: TrainConfig = defaultTrainConfig();
   cfg.lab.harness = harness;
   // a mini-batch of one row: nothing is trimmed; rows stay in the adapter's order

@@ -16,10 +16,12 @@ import type { Command } from '../lab';
 import { loadTokenizer } from '../tokenizers';
 
 const usage = `lab sft --harness ${HARNESSES.names().join('|')} --out FILE.safetensors
-    [--seed S=1] [--tasks N=256] [--task-level L] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
+    [--seed S=1] [--tasks N=256] [--pretrain-tasks N=0] [--task-level L] [--steps K=300] [--batch-rows B=16] [--lr LR=3e-3]
     [--model-preset ${Object.keys(MODEL_PRESETS).join('|')}=tiny] [--context T=1024] [--every N=20] [--init FILE]
     [--schedule cosine|constant=cosine] [--warmup W=min(20,K/10)] [--save-every N]
   supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.
+  --pretrain-tasks adds the expert's rows on N of the harness's pre-training tasks (generated content neither
+  split uses: search asks over a fresh world per task), so the policy learns to copy from its context.
   --init continues from a policy checkpoint (its shape; fresh optimizer state) instead of a seeded initialisation.
   --save-every also writes FILE.stepN.safetensors every N steps (with --schedule constant and --warmup W it is
   the checkpoint --steps N would write).`;
@@ -41,6 +43,7 @@ export const command: Command = {
       out: { type: 'string' },
       seed: { type: 'number' },
       tasks: { type: 'number' },
+      'pretrain-tasks': { type: 'number' },
       'task-level': { type: 'number' },
       steps: { type: 'number' },
       'batch-rows': { type: 'number' },
@@ -73,6 +76,9 @@ export const command: Command = {
       throw new UsageError(
         `--task-level must be one of ${harness}'s levels ${levels.join(', ')}, got ${level}`,
       );
+    const pretrainTasks = int(flags['pretrain-tasks'], 'pretrain-tasks', 0, 0);
+    if (pretrainTasks > 0 && !HARNESSES.get(harness).pretrainTasks)
+      throw new UsageError(`--pretrain-tasks: harness '${harness}' has no pre-training tasks`);
     const steps = int(flags.steps, 'steps', 300);
     const lr = flags.lr === undefined ? 3e-3 : Number(flags.lr);
     if (!(lr > 0)) throw new UsageError(`--lr must be > 0, got ${flags.lr}`);
@@ -106,6 +112,7 @@ export const command: Command = {
           harness,
           seed,
           ...(level === null ? {} : { task_level: level }),
+          ...(pretrainTasks ? { pretrain_tasks: pretrainTasks } : {}),
           steps: at,
           lr,
           ...(schedule === 'cosine' ? {} : { schedule }),
@@ -125,6 +132,7 @@ export const command: Command = {
         harness,
         seed,
         tasks: int(flags.tasks, 'tasks', 256),
+        pretrainTasks,
         level,
         steps,
         batchRows: int(flags['batch-rows'], 'batch-rows', 16),

@@ -6,7 +6,10 @@ import { command as sft } from '../../../src/cli/commands/sft';
 import { loadTokenizer } from '../../../src/cli/tokenizers';
 import { decodeCheckpoint } from '../../../src/engine/checkpoint';
 import { CpuPolicy } from '../../../src/engine/policy/cpuPolicy';
-import { runSft } from '../../../src/train/sft';
+import { answerText } from '../../../src/harness/harness';
+import { instructionHarness, scoreInstruction } from '../../../src/harness/instruction';
+import { runSearchTool, SEARCH_CORPUS, searchHarness } from '../../../src/harness/search';
+import { expertRollouts, expertRows, runSft } from '../../../src/train/sft';
 
 const dir = mkdtempSync(join(tmpdir(), 'sft-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -113,5 +116,60 @@ describe('SFT warm start', () => {
       expect(JSON.parse(ck.metadata['harness_lab.sft']).harness).toBe(h);
       expect(ck.config.contextLength).toBe(1024);
     }
+  });
+
+  it('pre-training tasks ask over generated content neither split uses, and the expert solves them', async () => {
+    const titles = new Set(SEARCH_CORPUS.map((d) => d.title));
+    const pre = searchHarness.pretrainTasks?.(1, 24) ?? [];
+    expect(pre).toHaveLength(24);
+    expect(searchHarness.pretrainTasks?.(1, 24)).toEqual(pre);
+    expect(new Set(pre.map((t) => t.id)).size).toBe(24);
+    expect(new Set(pre.map((t) => t.world)).size).toBe(24);
+    // the entities asked about are (almost all) not the fixed corpus's; the generated world's article answers
+    expect(pre.filter((t) => titles.has(t.hops[0])).length).toBeLessThan(3);
+    const t = pre[0];
+    expect(runSearchTool('search', JSON.stringify({ query: t.hops[0] }))).not.toMatch(
+      new RegExp(`^\\[1\\] ${t.hops[0]}\n`),
+    );
+    for (const level of [1, 2, 3])
+      for (const task of searchHarness.pretrainTasks?.(2, 4, level) ?? [])
+        expect(searchHarness.levelOf(task)).toBe(level);
+    const rollouts = await expertRollouts('search', tok, 'pretrain', 1, 12);
+    expect(rollouts.map((r) => r.finalReward)).toEqual(Array(12).fill(1));
+    // instruction: invented topics, none of the splits' own
+    const topics = new Set(
+      [...instructionHarness.makeTasks('train', 0, 64), ...instructionHarness.makeTasks('val', 0, 64)].map(
+        (x) => x.topic,
+      ),
+    );
+    const ins = instructionHarness.pretrainTasks?.(1, 16) ?? [];
+    for (const x of ins) {
+      expect(topics.has(x.topic)).toBe(false);
+      expect(scoreInstruction(x, answerText(instructionHarness.expert(x, [])))).toBe(1);
+    }
+    // the rows: the split's tasks' and the pre-training tasks'
+    const { rows } = await expertRows('search', tok, 1, 3, { pretrainTasks: 2 });
+    expect(rows.nRows).toBe(5);
+    expect(rows.dataIds.filter((d) => d.startsWith('search-pretrain-')).sort()).toEqual(
+      pre.slice(0, 2).map((x) => x.id),
+    );
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      const out = join(dir, 'pre.safetensors');
+      const args = ['--harness', 'search', '--tasks', '2', '--pretrain-tasks', '2', '--steps', '1'];
+      expect(await sft.run([...args, '--batch-rows', '2', '--out', out])).toBe(0);
+      const meta = JSON.parse(
+        decodeCheckpoint(new Uint8Array(readFileSync(out))).metadata['harness_lab.sft'],
+      );
+      expect(meta).toMatchObject({ harness: 'search', pretrain_tasks: 2, expert_rows: 4 });
+    } finally {
+      log.mockRestore();
+    }
+    await expect(sft.run(['--harness', 'coding', '--pretrain-tasks', '4', '--out', 'x'])).rejects.toThrow(
+      "harness 'coding' has no pre-training tasks",
+    );
+    await expect(sft.run(['--harness', 'search', '--pretrain-tasks', '-1', '--out', 'x'])).rejects.toThrow(
+      '--pretrain-tasks must be an integer ≥ 0',
+    );
   });
 });
