@@ -71,9 +71,9 @@ export interface Harness<T extends TaskBase = TaskBase> {
   levelOf(task: T): number;
   /**
    * `n` pre-training tasks for SFT (`lab sft --pretrain-tasks`): the same kinds of task over generated content
-   * that neither split uses (fresh names, topics). Their answers cannot be memorised, so a small policy
-   * trained on them learns to copy what a task names from its context; validation, over content training
-   * never shows, needs exactly that. Absent where the harness asks nothing of its context to copy.
+   * that neither split uses (fresh names, topics). Their answers cannot be memorised: only copying what a
+   * task names from its context lowers the loss on them, which is what validation, over content training never
+   * shows, asks for. Absent where the harness asks nothing of its context to copy.
    */
   pretrainTasks?(seed: number, n: number, level?: number | null): T[];
   run(client: ChatClient, task: T, opts: HarnessOptions): Promise<HarnessOutcome>;

@@ -21,7 +21,7 @@ const usage = `lab sft --harness ${HARNESSES.names().join('|')} --out FILE.safet
     [--schedule cosine|constant=cosine] [--warmup W=min(20,K/10)] [--save-every N]
   supervised steps on the scripted expert's trajectories (token-mean NLL on trainable tokens), CPU engine.
   --pretrain-tasks adds the expert's rows on N of the harness's pre-training tasks (generated content neither
-  split uses: search asks over a fresh world per task), so the policy learns to copy from its context.
+  split uses: search asks over a fresh world per task): only copying from the context lowers their loss.
   --init continues from a policy checkpoint (its shape; fresh optimizer state) instead of a seeded initialisation.
   --save-every also writes FILE.stepN.safetensors every N steps (with --schedule constant and --warmup W it is
   the checkpoint --steps N would write).`;
