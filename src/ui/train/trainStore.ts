@@ -62,6 +62,27 @@ export function copyName(parentName: string, path: string, value: string): strin
 
 type Progress = Extract<TrainEvent, { type: 'progress' }>;
 
+/**
+ * A run's metrics read from its file, merged with what arrived while the read was in flight: `before` is the
+ * store's list when the read began, `now` when it resolved. Entries of `now` that were not in `before` came
+ * from step events during the read and win over the file's entry for their step (the file may predate them);
+ * everything else comes from the file, so entries a rollback removed from it go.
+ */
+export function mergeReadMetrics(
+  before: readonly StepMetrics[],
+  now: readonly StepMetrics[],
+  read: readonly StepMetrics[],
+): StepMetrics[] {
+  const old = new Set(before);
+  const byStep = new Map(read.map((m) => [m.step, m]));
+  for (const m of now)
+    if (!old.has(m)) {
+      const r = byStep.get(m.step);
+      byStep.set(m.step, r ? { step: m.step, data: { ...r.data, ...m.data } } : m);
+    }
+  return [...byStep.values()].sort((a, b) => a.step - b.step);
+}
+
 export interface LiveRun {
   id: string;
   /** page clock (performance.now) at Start, and when the first step's metrics arrived */
@@ -217,8 +238,10 @@ export const useTrain = create<TrainState>((set, get) => {
   };
 
   async function loadMetrics(id: string): Promise<void> {
+    const before = get().metrics[id] ?? [];
     const list = await readRunMetrics(id);
-    set({ metrics: { ...get().metrics, [id]: list } });
+    // a step the worker reported while the file was being read is newer than what was read
+    set({ metrics: { ...get().metrics, [id]: mergeReadMetrics(before, get().metrics[id] ?? [], list) } });
   }
 
   async function measure(id: string): Promise<number> {
