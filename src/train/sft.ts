@@ -20,16 +20,23 @@ import { hashSeed, permutation } from './rng';
 import { HarnessRolloutSource, inlineRunner } from './source';
 import { sftStep } from './step';
 
-export interface SftOptions {
-  harness: HarnessName;
+/** What the expert's recording may change: its behaviours, the proxy's length limits and the tasks' level. */
+export interface ExpertOptions {
   behaviours?: Behaviour[];
+  maxResponseLength?: number;
+  maxModelLen?: number;
+  /** difficulty level of the tasks (null or absent: the harness's mix) */
+  level?: number | null;
+  /** pre-training tasks (generated content, `Harness.pretrainTasks`) added after the split's tasks */
+  pretrainTasks?: number;
+}
+
+/** SFT on the expert's rows: what the recording may change (ExpertOptions) and the training schedule. */
+export interface SftOptions extends ExpertOptions {
+  harness: HarnessName;
   seed: number;
   /** expert trajectories (distinct tasks) to train on */
   tasks: number;
-  /** difficulty level of those tasks (null or absent: the harness's mix) */
-  level?: number | null;
-  /** pre-training tasks (the harness's `pretrainTasks`, generated content) added to the expert rows */
-  pretrainTasks?: number;
   steps: number;
   /** rows per optimizer step */
   batchRows: number;
@@ -39,18 +46,6 @@ export interface SftOptions {
   /** linear warmup steps, then cosine decay to 10% ('cosine', default) or constant */
   warmup?: number;
   schedule?: 'cosine' | 'constant';
-  maxResponseLength?: number;
-  maxModelLen?: number;
-}
-
-/** What the expert's recording may change: its behaviours, the proxy's length limits and the tasks' level. */
-export interface ExpertOptions {
-  behaviours?: Behaviour[];
-  maxResponseLength?: number;
-  maxModelLen?: number;
-  level?: number | null;
-  /** pre-training tasks (generated content, `Harness.pretrainTasks`) added after the split's tasks */
-  pretrainTasks?: number;
 }
 
 /**
